@@ -1,0 +1,180 @@
+//! `treenav inspect`: levels, counts and sample nodes of a tree file.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::path::Path;
+use treenav::tree::{self, LevelStats, NodeKind, Tree, TreeMeta};
+
+#[derive(Serialize)]
+struct Report<'a> {
+    file: String,
+    bytes: u64,
+    format_version: u32,
+    load_ms: f64,
+    meta: &'a TreeMeta,
+    documents: usize,
+    passages: usize,
+    clusters: usize,
+    levels: Vec<LevelStats>,
+    samples: Samples,
+}
+
+#[derive(Serialize, Default)]
+struct Samples {
+    clusters: Vec<ClusterSample>,
+    documents: Vec<DocumentSample>,
+    passages: Vec<PassageSample>,
+}
+
+#[derive(Serialize)]
+struct ClusterSample {
+    depth: usize,
+    documents: u32,
+    children: usize,
+    summary: String,
+    terms: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct DocumentSample {
+    id: String,
+    label: String,
+    passages: usize,
+}
+
+#[derive(Serialize)]
+struct PassageSample {
+    id: String,
+    text: String,
+}
+
+pub fn human_bytes(n: u64) -> String {
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
+}
+
+fn snippet(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+/// Evenly spread picks of `n` items out of `items`.
+fn spread<T: Copy>(items: &[T], n: usize) -> Vec<T> {
+    if items.is_empty() || n == 0 {
+        return Vec::new();
+    }
+    let step = (items.len() / n).max(1);
+    items.iter().step_by(step).take(n).copied().collect()
+}
+
+fn samples(tree: &Tree, n: usize) -> Samples {
+    let mut out = Samples::default();
+    for (depth, level) in tree.levels().iter().enumerate() {
+        for id in spread(level, n) {
+            let Some(node) = tree.get(id) else { continue };
+            match &node.kind {
+                NodeKind::Root => {}
+                NodeKind::Cluster {
+                    summary,
+                    terms,
+                    documents,
+                } => out.clusters.push(ClusterSample {
+                    depth,
+                    documents: *documents,
+                    children: node.children.len(),
+                    summary: summary.clone(),
+                    terms: terms.clone(),
+                }),
+                NodeKind::Document { id, .. } => out.documents.push(DocumentSample {
+                    id: id.clone(),
+                    label: snippet(&node.label(), 160),
+                    passages: node.children.len(),
+                }),
+                NodeKind::Passage { id, text } => out.passages.push(PassageSample {
+                    id: id.clone(),
+                    text: snippet(text, 160),
+                }),
+            }
+        }
+    }
+    out
+}
+
+pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
+    let start = std::time::Instant::now();
+    let tree = tree::file::load(path)?;
+    let load_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let levels = tree.level_stats();
+    let count = |kind: &str| -> usize {
+        levels
+            .iter()
+            .filter(|l| l.kind == kind)
+            .map(|l| l.nodes)
+            .sum()
+    };
+    let report = Report {
+        file: path.display().to_string(),
+        bytes,
+        format_version: tree::file::FORMAT_VERSION,
+        load_ms,
+        meta: tree.meta(),
+        documents: count("document"),
+        passages: count("passage"),
+        clusters: count("cluster"),
+        samples: samples(&tree, n),
+        levels,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    let m = report.meta;
+    println!(
+        "tree      {} ({}, format v{}, loaded in {:.0} ms)",
+        report.file,
+        human_bytes(bytes),
+        report.format_version,
+        load_ms
+    );
+    println!("source    {}", m.source);
+    println!(
+        "built     {} · embedder {} · summarizer {} · branching {} · seed {}",
+        m.built_by, m.embedder, m.summarizer, m.branching, m.seed
+    );
+    println!(
+        "counts    {} clusters · {} documents · {} passages",
+        report.clusters, report.documents, report.passages
+    );
+    println!();
+    println!("depth  kind       nodes   children min / mean / max");
+    for l in &report.levels {
+        println!(
+            "{:>5}  {:<9} {:>6}   {:>4} / {:>6.1} / {:>4}",
+            l.depth, l.kind, l.nodes, l.min_children, l.mean_children, l.max_children
+        );
+    }
+    println!();
+    println!("sample clusters");
+    for c in &report.samples.clusters {
+        println!(
+            "  [depth {}, {} docs, {} children] {}",
+            c.depth, c.documents, c.children, c.summary
+        );
+    }
+    println!("sample documents");
+    for d in &report.samples.documents {
+        println!("  {} ({} passages): {}", d.id, d.passages, d.label);
+    }
+    println!("sample passages");
+    for p in &report.samples.passages {
+        println!("  {}: {}", p.id, p.text);
+    }
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! `treenav`: build a corpus tree and look inside it.
+
+mod inspect;
+mod progress;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+use treenav::corpus::{self, Format, LoadOptions};
+use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
+
+/// treenav: retrieval for RAG without a vector index at query time.
+#[derive(Parser, Debug)]
+#[command(name = "treenav", version, about)]
+struct Cli {
+    /// Print the full error chain and debug logs.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Build a corpus tree (clusters → documents → passages) and save it.
+    Build(Box<BuildArgs>),
+    /// Show a tree file's levels, counts and sample nodes.
+    Inspect(InspectArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum EmbedderKind {
+    /// TF-IDF with a seeded random projection (pure Rust, no model).
+    Tfidf,
+    /// An OpenAI-compatible POST /v1/embeddings server (--endpoint, --model).
+    Openai,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SummarizerKind {
+    /// Distinctive terms plus the most central titles (offline).
+    Extractive,
+    /// One sentence per cluster from an OpenAI-compatible chat endpoint.
+    Llm,
+}
+
+#[derive(clap::Args, Debug)]
+struct BuildArgs {
+    /// The corpus: a BEIR folder or corpus.jsonl, SQuAD JSON, passages
+    /// (.jsonl/.tsv) or a folder of .md/.txt files. Without it, the bundled
+    /// sample corpus (48 Wikipedia articles from XQuAD) is used.
+    input: Option<PathBuf>,
+    /// Where to write the tree file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Force the input format instead of detecting it
+    /// (beir, squad, passages-jsonl, passages-tsv, files).
+    #[arg(long)]
+    format: Option<String>,
+    /// Word budget of a passage when chunking documents that are not pre-chunked.
+    #[arg(long, default_value_t = corpus::chunk::DEFAULT_PASSAGE_WORDS)]
+    passage_words: usize,
+    /// Most children any node may have.
+    #[arg(long, default_value_t = 100)]
+    branching: usize,
+    /// Number of k-means clusters over documents (default: max(√N, N/branching)).
+    #[arg(long)]
+    clusters: Option<usize>,
+    /// Seed of k-means and the TF-IDF projection.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Sentences of each document embedded with its title for clustering.
+    #[arg(long, default_value_t = 1)]
+    embed_sentences: usize,
+    /// Embedder used for clustering.
+    #[arg(long, value_enum, default_value_t = EmbedderKind::Tfidf)]
+    embedder: EmbedderKind,
+    /// Dimensions of the TF-IDF projection.
+    #[arg(long, default_value_t = 128)]
+    dims: usize,
+    /// Embeddings server base URL (openai embedder), e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Embedding model name (openai embedder).
+    #[arg(long)]
+    model: Option<String>,
+    /// Environment variable holding the embeddings API key (none sent if not given).
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// Texts per embeddings request.
+    #[arg(long, default_value_t = 32)]
+    batch_size: usize,
+    /// How clusters are summarised.
+    #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
+    summarizer: SummarizerKind,
+    /// Chat endpoint base URL (llm summarizer).
+    #[arg(long)]
+    summary_endpoint: Option<String>,
+    /// Chat model name (llm summarizer).
+    #[arg(long)]
+    summary_model: Option<String>,
+    /// Environment variable holding the chat API key (llm summarizer).
+    #[arg(long)]
+    summary_api_key_env: Option<String>,
+    /// Skip bad records (listing them) instead of stopping at the first.
+    #[arg(long)]
+    skip_bad: bool,
+    /// Print the build report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct InspectArgs {
+    /// The tree file.
+    tree: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Sample nodes to show per kind.
+    #[arg(long, default_value_t = 3)]
+    samples: usize,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = if cli.verbose { "debug" } else { "warn" };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TREENAV_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Build(args) => run_build(*args),
+        Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if cli.verbose {
+                eprintln!("error: {e:?}");
+            } else {
+                eprintln!("error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
+    Ok(match args.embedder {
+        EmbedderKind::Tfidf => EmbedderOptions::Tfidf { dims: args.dims },
+        EmbedderKind::Openai => EmbedderOptions::Openai {
+            endpoint: args
+                .endpoint
+                .clone()
+                .context("--embedder openai needs --endpoint URL (e.g. http://127.0.0.1:8080)")?,
+            model: args
+                .model
+                .clone()
+                .context("--embedder openai needs --model NAME")?,
+            api_key_env: args.api_key_env.clone(),
+            batch_size: args.batch_size,
+            timeout_secs: 120,
+        },
+    })
+}
+
+fn summarizer_options(args: &BuildArgs) -> Result<SummarizerOptions> {
+    Ok(match args.summarizer {
+        SummarizerKind::Extractive => SummarizerOptions::Extractive,
+        SummarizerKind::Llm => SummarizerOptions::Llm {
+            endpoint: args
+                .summary_endpoint
+                .clone()
+                .context("--summarizer llm needs --summary-endpoint URL")?,
+            model: args
+                .summary_model
+                .clone()
+                .context("--summarizer llm needs --summary-model NAME")?,
+            api_key_env: args.summary_api_key_env.clone(),
+            cache_dir: None,
+            concurrency: 4,
+            timeout_secs: 120,
+        },
+    })
+}
+
+#[derive(serde::Serialize)]
+struct BuildReport {
+    output: PathBuf,
+    source: String,
+    format: String,
+    documents: usize,
+    passages: usize,
+    clusters: usize,
+    cluster_levels: usize,
+    bytes: u64,
+    seconds: f64,
+    skipped: Vec<String>,
+}
+
+fn run_build(args: BuildArgs) -> Result<()> {
+    let start = Instant::now();
+    // Check everything before any work.
+    let params = TreeParams::default()
+        .branching(args.branching)
+        .clusters(args.clusters)
+        .seed(args.seed)
+        .embed_sentences(args.embed_sentences)
+        .check()?;
+    let embedder = tree::Embedder::new(&embedder_options(&args)?, params.seed())?;
+    let summarizer = tree::Summarizer::new(&summarizer_options(&args)?)?;
+    if let Some(dir) = args.output.parent() {
+        if !dir.as_os_str().is_empty() && !dir.exists() {
+            bail!("output folder {} does not exist", dir.display());
+        }
+    }
+    let forced: Option<Format> = args.format.as_deref().map(str::parse).transpose()?;
+    let options = LoadOptions {
+        skip_bad: args.skip_bad,
+        passage_words: args.passage_words,
+    };
+
+    let (corpus, source, format) = match &args.input {
+        Some(path) => {
+            let format = match forced {
+                Some(f) => f,
+                None => Format::detect(path)?,
+            };
+            let corpus = corpus::load(path, format, &options)?;
+            (corpus, path.display().to_string(), format)
+        }
+        None => {
+            if !args.json {
+                eprintln!(
+                    "no input given: building the bundled sample corpus ({})",
+                    treenav::SAMPLE_NAME
+                );
+            }
+            let format = forced.unwrap_or(Format::Squad);
+            let corpus = corpus::load_str(
+                treenav::SAMPLE_CORPUS,
+                "xquad-sample.json",
+                format,
+                &options,
+            )?;
+            (corpus, treenav::SAMPLE_NAME.to_string(), format)
+        }
+    };
+    let skipped: Vec<String> = corpus.skipped.iter().map(ToString::to_string).collect();
+    let documents = corpus.documents.len();
+    let passages = corpus.passage_count();
+    if !args.json {
+        eprintln!("loaded {documents} documents, {passages} passages ({format}) from {source}");
+        if !skipped.is_empty() {
+            eprintln!("skipped {} bad records:", skipped.len());
+            for s in skipped.iter().take(20) {
+                eprintln!("  {s}");
+            }
+            if skipped.len() > 20 {
+                eprintln!("  … and {} more (see --json)", skipped.len() - 20);
+            }
+        }
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let bars = progress::Bars::new(args.json);
+    let tree = runtime.block_on(tree::build_tree(
+        corpus,
+        &source,
+        &params,
+        &embedder,
+        &summarizer,
+        &bars,
+    ))?;
+    bars.finish();
+    tree::file::save(&tree, &args.output)?;
+    let bytes = std::fs::metadata(&args.output)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let stats = tree.level_stats();
+    let clusters: usize = stats
+        .iter()
+        .filter(|s| s.kind == "cluster")
+        .map(|s| s.nodes)
+        .sum();
+    let cluster_levels = stats.iter().filter(|s| s.kind == "cluster").count();
+    let report = BuildReport {
+        output: args.output.clone(),
+        source,
+        format: format.to_string(),
+        documents,
+        passages,
+        clusters,
+        cluster_levels,
+        bytes,
+        seconds: start.elapsed().as_secs_f64(),
+        skipped,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "wrote {} ({}): {} documents, {} passages, {} clusters in {} level(s), {:.1} s",
+            display(&report.output),
+            inspect::human_bytes(bytes),
+            documents,
+            passages,
+            clusters,
+            cluster_levels,
+            report.seconds
+        );
+    }
+    Ok(())
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}

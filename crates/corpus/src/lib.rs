@@ -1,0 +1,103 @@
+//! Documents, passages and the corpus loaders of treenav.
+//!
+//! A corpus is a list of [`Document`]s, each holding the [`Passage`]s the
+//! retriever returns. Loaders read the formats RAG corpora ship in and are
+//! chosen by [`Format::detect`] (or forced): a BEIR folder or its
+//! `corpus.jsonl`, SQuAD v1.1 JSON, pre-chunked passages (JSONL or DPR-style
+//! TSV) and folders of `.md`/`.txt` files. Documents that are not pre-chunked
+//! go through the sentence-aware [`chunk`] module.
+//!
+//! Loading is strict by default: the first bad record stops the load with an
+//! [`Error`] naming the file, the line and the problem. With
+//! [`LoadOptions::skip_bad`] such records are skipped and listed in
+//! [`Corpus::skipped`] instead.
+//!
+//! ```
+//! use treenav_corpus::{load_str, Format, LoadOptions};
+//!
+//! let jsonl = r#"{"_id":"d1","title":"Rust","text":"Rust is a language. It is fast."}
+//! {"_id":"d2","title":"Tea","text":"Tea is a drink."}"#;
+//! let corpus = load_str(jsonl, "corpus.jsonl", Format::Beir, &LoadOptions::default())?;
+//! assert_eq!(corpus.documents.len(), 2);
+//! assert_eq!(corpus.documents[0].passages[0].id, "d1#0");
+//! # Ok::<(), treenav_corpus::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod chunk;
+mod error;
+mod load;
+
+pub use error::{Error, Problem, Result};
+pub use load::{load, load_str, squad_passage_id, Format, LoadOptions};
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// A passage: the unit the retriever returns (a leaf of the tree).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Passage {
+    /// Unique id across the corpus (given by the source, or `{doc_id}#{n}`).
+    pub id: String,
+    /// The passage text.
+    pub text: String,
+}
+
+/// A document: a titled group of passages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    /// Unique id across the corpus.
+    pub id: String,
+    /// The title (may be empty when the source has none).
+    pub title: String,
+    /// The passages, in reading order; never empty.
+    pub passages: Vec<Passage>,
+    /// Extra fields of the source record, as a JSON object text.
+    pub metadata: Option<String>,
+}
+
+impl Document {
+    /// The first `n` sentences of the document's first passage.
+    pub fn lead(&self, n: usize) -> String {
+        self.passages
+            .first()
+            .map(|p| chunk::first_sentences(&p.text, n))
+            .unwrap_or_default()
+    }
+}
+
+/// A record left out by a load with [`LoadOptions::skip_bad`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The file the record came from.
+    pub file: PathBuf,
+    /// Its 1-based line, when the format is line-based.
+    pub line: Option<usize>,
+    /// What was wrong with it.
+    pub problem: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file.display(), line, self.problem),
+            None => write!(f, "{}: {}", self.file.display(), self.problem),
+        }
+    }
+}
+
+/// A loaded corpus.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    /// The documents, in source order.
+    pub documents: Vec<Document>,
+    /// Records skipped because they were bad (only with `skip_bad`).
+    pub skipped: Vec<Skipped>,
+}
+
+impl Corpus {
+    /// Number of passages over all documents.
+    pub fn passage_count(&self) -> usize {
+        self.documents.iter().map(|d| d.passages.len()).sum()
+    }
+}

@@ -1,0 +1,855 @@
+//! Corpus loaders and format detection.
+
+use crate::chunk::{self, DEFAULT_PASSAGE_WORDS};
+use crate::{Corpus, Document, Error, Passage, Problem, Result, Skipped};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The corpus formats treenav reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A BEIR folder (with `corpus.jsonl`) or a `corpus.jsonl` file:
+    /// `{"_id","title","text"}` per line; other fields become metadata.
+    Beir,
+    /// SQuAD v1.1 JSON: a title is a document, each paragraph a passage.
+    Squad,
+    /// Pre-chunked passages as JSONL: `{"id","text","title"?,"doc_id"?}`,
+    /// grouped into documents by `doc_id`, else by `title`.
+    PassagesJsonl,
+    /// Pre-chunked passages as DPR-style TSV: `id<TAB>text<TAB>title`
+    /// (an `id text title` header line is allowed), grouped by title.
+    PassagesTsv,
+    /// A folder of `.md`/`.txt` files (or one such file): title from the
+    /// first heading, else the file name; split at headings and paragraphs.
+    Files,
+}
+
+impl Format {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Beir => "beir",
+            Format::Squad => "squad",
+            Format::PassagesJsonl => "passages-jsonl",
+            Format::PassagesTsv => "passages-tsv",
+            Format::Files => "files",
+        }
+    }
+
+    /// Detects the format of a path from its layout, extension and first record.
+    pub fn detect(path: &Path) -> Result<Format> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if meta.is_dir() {
+            if path.join("corpus.jsonl").is_file() {
+                return Ok(Format::Beir);
+            }
+            let mut files = Vec::new();
+            collect_text_files(path, &mut files)?;
+            if files.is_empty() {
+                return Err(Error::UnknownFormat {
+                    path: path.to_path_buf(),
+                    hint: "a folder with neither corpus.jsonl nor .md/.txt files".into(),
+                });
+            }
+            return Ok(Format::Files);
+        }
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
+        match ext.as_str() {
+            "md" | "markdown" | "txt" => Ok(Format::Files),
+            "tsv" => Ok(Format::PassagesTsv),
+            "json" => Ok(Format::Squad),
+            "jsonl" | "ndjson" => {
+                if path.file_name().and_then(|n| n.to_str()) == Some("corpus.jsonl") {
+                    return Ok(Format::Beir);
+                }
+                let bytes = std::fs::read(path).map_err(io)?;
+                let first = bytes
+                    .split(|b| *b == b'\n')
+                    .map(|l| String::from_utf8_lossy(l).trim().to_string())
+                    .find(|l| !l.is_empty())
+                    .unwrap_or_default();
+                match serde_json::from_str::<Value>(&first) {
+                    Ok(Value::Object(obj)) if obj.contains_key("_id") => Ok(Format::Beir),
+                    Ok(Value::Object(obj)) if obj.contains_key("id") => Ok(Format::PassagesJsonl),
+                    _ => Err(Error::UnknownFormat {
+                        path: path.to_path_buf(),
+                        hint: "first JSONL record has neither `_id` (BEIR) nor `id` (passages)"
+                            .into(),
+                    }),
+                }
+            }
+            other => Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                hint: format!("unknown extension `{other}`"),
+            }),
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Format> {
+        match s {
+            "beir" => Ok(Format::Beir),
+            "squad" => Ok(Format::Squad),
+            "passages-jsonl" | "jsonl" => Ok(Format::PassagesJsonl),
+            "passages-tsv" | "tsv" | "dpr" => Ok(Format::PassagesTsv),
+            "files" | "md" | "txt" => Ok(Format::Files),
+            other => Err(Error::Option(format!(
+                "unknown format `{other}` (expected beir, squad, passages-jsonl, passages-tsv or files)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Options of a load.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Skip bad records (listing them in [`Corpus::skipped`]) instead of failing.
+    /// By default, false.
+    pub skip_bad: bool,
+    /// Word budget of a passage for documents that are not pre-chunked.
+    /// By default, 128.
+    pub passage_words: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            skip_bad: false,
+            passage_words: DEFAULT_PASSAGE_WORDS,
+        }
+    }
+}
+
+/// Loads a corpus from a path in the given format (see [`Format::detect`]).
+pub fn load(path: &Path, format: Format, options: &LoadOptions) -> Result<Corpus> {
+    check_options(options)?;
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|source| Error::Io {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
+    let mut sink = Sink::new(options.skip_bad);
+    let documents = match format {
+        Format::Beir => {
+            let file = if path.is_dir() {
+                path.join("corpus.jsonl")
+            } else {
+                path.to_path_buf()
+            };
+            beir(&read(&file)?, &file, options, &mut sink)?
+        }
+        Format::Squad => squad(&read(path)?, path)?,
+        Format::PassagesJsonl => passages_jsonl(&read(path)?, path, &mut sink)?,
+        Format::PassagesTsv => passages_tsv(&read(path)?, path, &mut sink)?,
+        Format::Files => files(path, options, &mut sink)?,
+    };
+    finish(path, documents, sink)
+}
+
+/// Loads a corpus from text already in memory; `name` stands for the file in errors.
+pub fn load_str(text: &str, name: &str, format: Format, options: &LoadOptions) -> Result<Corpus> {
+    check_options(options)?;
+    let path = PathBuf::from(name);
+    let mut sink = Sink::new(options.skip_bad);
+    let bytes = text.as_bytes();
+    let documents = match format {
+        Format::Beir => beir(bytes, &path, options, &mut sink)?,
+        Format::Squad => squad(bytes, &path)?,
+        Format::PassagesJsonl => passages_jsonl(bytes, &path, &mut sink)?,
+        Format::PassagesTsv => passages_tsv(bytes, &path, &mut sink)?,
+        Format::Files => {
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or(name)
+                .to_string();
+            text_document(name.to_string(), &stem, text, options)
+                .into_iter()
+                .collect()
+        }
+    };
+    finish(&path, documents, sink)
+}
+
+fn check_options(options: &LoadOptions) -> Result<()> {
+    if options.passage_words == 0 {
+        return Err(Error::Option("passage_words must be at least 1".into()));
+    }
+    Ok(())
+}
+
+fn finish(path: &Path, documents: Vec<Document>, sink: Sink) -> Result<Corpus> {
+    if documents.is_empty() {
+        let detail = if sink.skipped.is_empty() {
+            "no documents found".to_string()
+        } else {
+            format!("all {} records were bad and skipped", sink.skipped.len())
+        };
+        return Err(Error::Empty {
+            path: path.to_path_buf(),
+            detail,
+        });
+    }
+    Ok(Corpus {
+        documents,
+        skipped: sink.skipped,
+    })
+}
+
+/// Either fails on a bad record or records it as skipped.
+struct Sink {
+    skip_bad: bool,
+    skipped: Vec<Skipped>,
+}
+
+impl Sink {
+    fn new(skip_bad: bool) -> Sink {
+        Sink {
+            skip_bad,
+            skipped: Vec::new(),
+        }
+    }
+
+    fn bad(&mut self, path: &Path, line: usize, problem: Problem) -> Result<()> {
+        if self.skip_bad {
+            self.skipped.push(Skipped {
+                file: path.to_path_buf(),
+                line: Some(line),
+                problem: problem.to_string(),
+            });
+            Ok(())
+        } else {
+            Err(Error::Record {
+                path: path.to_path_buf(),
+                line,
+                problem,
+            })
+        }
+    }
+}
+
+/// Yields (1-based line number, line) for non-blank lines, or the line's UTF-8 problem.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, std::result::Result<&str, Problem>)> {
+    bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .map(|(i, raw)| {
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            let line = std::str::from_utf8(raw).map_err(|e| Problem::InvalidUtf8(e.valid_up_to()));
+            (i + 1, line)
+        })
+        .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
+}
+
+fn parse_object(line: &str) -> std::result::Result<Map<String, Value>, Problem> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(obj)) => Ok(obj),
+        Ok(_) => Err(Problem::Json("expected a JSON object".into())),
+        Err(e) => Err(Problem::Json(e.to_string())),
+    }
+}
+
+/// An id field: a string, or a number written as a string.
+fn id_field(
+    obj: &mut Map<String, Value>,
+    field: &'static str,
+) -> std::result::Result<Option<String>, Problem> {
+    match obj.remove(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s)),
+        Some(Value::String(_)) => Err(Problem::WrongType {
+            field,
+            expected: "a non-empty string",
+        }),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err(Problem::WrongType {
+            field,
+            expected: "a string or a number",
+        }),
+    }
+}
+
+fn text_field(
+    obj: &mut Map<String, Value>,
+    field: &'static str,
+) -> std::result::Result<Option<String>, Problem> {
+    match obj.remove(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Problem::WrongType {
+            field,
+            expected: "a string",
+        }),
+    }
+}
+
+fn chunked_passages(doc_id: &str, title: &str, text: &str, words: usize) -> Vec<Passage> {
+    let mut chunks = chunk::chunk_text(text, words);
+    if chunks.is_empty() {
+        // A document with a title only: its title is its one passage.
+        chunks.push(title.trim().to_string());
+    }
+    chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| Passage {
+            id: format!("{doc_id}#{i}"),
+            text,
+        })
+        .collect()
+}
+
+fn beir(
+    bytes: &[u8],
+    path: &Path,
+    options: &LoadOptions,
+    sink: &mut Sink,
+) -> Result<Vec<Document>> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut docs = Vec::new();
+    for (line_no, line) in lines(bytes) {
+        let record = line.and_then(|line| {
+            let mut obj = parse_object(line)?;
+            let id = id_field(&mut obj, "_id")?.ok_or(Problem::MissingField("_id"))?;
+            let text = text_field(&mut obj, "text")?.ok_or(Problem::MissingField("text"))?;
+            let title = text_field(&mut obj, "title")?.unwrap_or_default();
+            if let Some(&first_line) = seen.get(&id) {
+                return Err(Problem::DuplicateId { id, first_line });
+            }
+            if title.trim().is_empty() && text.trim().is_empty() {
+                return Err(Problem::EmptyDocument(id));
+            }
+            let metadata = (!obj.is_empty()).then(|| Value::Object(obj).to_string());
+            Ok((id, title, text, metadata))
+        });
+        match record {
+            Ok((id, title, text, metadata)) => {
+                seen.insert(id.clone(), line_no);
+                let passages = chunked_passages(&id, &title, &text, options.passage_words);
+                docs.push(Document {
+                    id,
+                    title: title.trim().to_string(),
+                    passages,
+                    metadata,
+                });
+            }
+            Err(problem) => sink.bad(path, line_no, problem)?,
+        }
+    }
+    Ok(docs)
+}
+
+#[derive(serde::Deserialize)]
+struct SquadFile {
+    data: Vec<SquadArticle>,
+}
+
+#[derive(serde::Deserialize)]
+struct SquadArticle {
+    title: String,
+    paragraphs: Vec<SquadParagraph>,
+}
+
+#[derive(serde::Deserialize)]
+struct SquadParagraph {
+    context: String,
+}
+
+fn squad(bytes: &[u8], path: &Path) -> Result<Vec<Document>> {
+    let file: SquadFile = serde_json::from_slice(bytes).map_err(|e| Error::File {
+        path: path.to_path_buf(),
+        problem: format!("not SQuAD v1.1 JSON: {e}"),
+    })?;
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut docs = Vec::new();
+    for (i, article) in file.data.into_iter().enumerate() {
+        let id = article.title.trim().to_string();
+        if id.is_empty() {
+            return Err(Error::File {
+                path: path.to_path_buf(),
+                problem: format!("data[{i}].title is empty"),
+            });
+        }
+        if let Some(first) = seen.insert(id.clone(), i) {
+            return Err(Error::File {
+                path: path.to_path_buf(),
+                problem: format!("data[{i}].title `{id}` duplicates data[{first}].title"),
+            });
+        }
+        let passages: Vec<Passage> = article
+            .paragraphs
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| !p.context.trim().is_empty())
+            .map(|(j, p)| Passage {
+                id: squad_passage_id(&id, j),
+                text: p.context,
+            })
+            .collect();
+        if passages.is_empty() {
+            return Err(Error::File {
+                path: path.to_path_buf(),
+                problem: format!("data[{i}] (`{id}`) has no non-empty paragraph"),
+            });
+        }
+        docs.push(Document {
+            title: id.replace('_', " "),
+            id,
+            passages,
+            metadata: None,
+        });
+    }
+    Ok(docs)
+}
+
+/// The passage id of paragraph `index` of the SQuAD article titled `title`
+/// (what a question's gold paragraph maps to).
+pub fn squad_passage_id(title: &str, index: usize) -> String {
+    format!("{}#{index}", title.trim())
+}
+
+/// Groups passages into documents by key, in order of first appearance.
+#[derive(Default)]
+struct Grouper {
+    seen_ids: HashMap<String, usize>,
+    doc_index: HashMap<String, usize>,
+    docs: Vec<Document>,
+}
+
+impl Grouper {
+    fn add(
+        &mut self,
+        line: usize,
+        id: String,
+        text: String,
+        title: String,
+        doc_id: Option<String>,
+    ) -> std::result::Result<(), Problem> {
+        if let Some(&first_line) = self.seen_ids.get(&id) {
+            return Err(Problem::DuplicateId { id, first_line });
+        }
+        if text.trim().is_empty() {
+            return Err(Problem::EmptyDocument(id));
+        }
+        self.seen_ids.insert(id.clone(), line);
+        let key = doc_id
+            .or_else(|| (!title.trim().is_empty()).then(|| title.trim().to_string()))
+            .unwrap_or_else(|| id.clone());
+        let index = *self.doc_index.entry(key.clone()).or_insert_with(|| {
+            self.docs.push(Document {
+                id: key,
+                title: title.trim().to_string(),
+                passages: Vec::new(),
+                metadata: None,
+            });
+            self.docs.len() - 1
+        });
+        self.docs[index].passages.push(Passage { id, text });
+        Ok(())
+    }
+}
+
+fn passages_jsonl(bytes: &[u8], path: &Path, sink: &mut Sink) -> Result<Vec<Document>> {
+    let mut grouper = Grouper::default();
+    for (line_no, line) in lines(bytes) {
+        let result = line.and_then(|line| {
+            let mut obj = parse_object(line)?;
+            let id = match id_field(&mut obj, "id")? {
+                Some(id) => id,
+                None => id_field(&mut obj, "_id")?.ok_or(Problem::MissingField("id"))?,
+            };
+            let text = text_field(&mut obj, "text")?.ok_or(Problem::MissingField("text"))?;
+            let title = text_field(&mut obj, "title")?.unwrap_or_default();
+            let doc_id = id_field(&mut obj, "doc_id")?;
+            grouper.add(line_no, id, text, title, doc_id)
+        });
+        if let Err(problem) = result {
+            sink.bad(path, line_no, problem)?;
+        }
+    }
+    Ok(grouper.docs)
+}
+
+fn unquote_tsv(field: &str) -> String {
+    let f = field.trim();
+    if f.len() >= 2 && f.starts_with('"') && f.ends_with('"') {
+        f[1..f.len() - 1].replace("\"\"", "\"")
+    } else {
+        f.to_string()
+    }
+}
+
+fn passages_tsv(bytes: &[u8], path: &Path, sink: &mut Sink) -> Result<Vec<Document>> {
+    let mut grouper = Grouper::default();
+    for (line_no, line) in lines(bytes) {
+        let result = line.and_then(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            if line_no == 1 && cols.first().map(|c| c.trim()) == Some("id") {
+                return Ok(()); // header
+            }
+            if cols.len() < 2 {
+                return Err(Problem::Columns {
+                    expected: 2,
+                    found: cols.len(),
+                });
+            }
+            let id = cols[0].trim().to_string();
+            if id.is_empty() {
+                return Err(Problem::MissingField("id"));
+            }
+            let title = cols.get(2).map(|t| unquote_tsv(t)).unwrap_or_default();
+            grouper.add(line_no, id, unquote_tsv(cols[1]), title, None)
+        });
+        if let Err(problem) = result {
+            sink.bad(path, line_no, problem)?;
+        }
+    }
+    Ok(grouper.docs)
+}
+
+fn collect_text_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let io = |source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()
+        .map_err(io)?;
+    entries.sort();
+    for p in entries {
+        let hidden = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'));
+        if hidden {
+            continue;
+        }
+        if p.is_dir() {
+            collect_text_files(&p, out)?;
+        } else if matches!(
+            p.extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("md" | "markdown" | "txt")
+        ) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn heading(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let hashes = t.chars().take_while(|c| *c == '#').count();
+    if (1..=6).contains(&hashes) && t[hashes..].starts_with([' ', '\t']) {
+        Some(t[hashes..].trim().trim_end_matches('#').trim())
+    } else {
+        None
+    }
+}
+
+/// One document from a text file: sections at headings, passages at paragraphs.
+fn text_document(id: String, stem: &str, text: &str, options: &LoadOptions) -> Option<Document> {
+    let mut title = None;
+    let mut sections: Vec<String> = vec![String::new()];
+    for line in text.lines() {
+        if let Some(h) = heading(line) {
+            if title.is_none() && !h.is_empty() {
+                title = Some(h.to_string());
+            }
+            sections.push(String::new());
+        }
+        let current = sections.last_mut()?;
+        current.push_str(line);
+        current.push('\n');
+    }
+    let mut passages = Vec::new();
+    for section in &sections {
+        for chunk in chunk::chunk_text(section, options.passage_words) {
+            passages.push(Passage {
+                id: format!("{id}#{}", passages.len()),
+                text: chunk,
+            });
+        }
+    }
+    if passages.is_empty() {
+        return None;
+    }
+    Some(Document {
+        id,
+        title: title.unwrap_or_else(|| stem.replace(['_', '-'], " ")),
+        passages,
+        metadata: None,
+    })
+}
+
+fn files(path: &Path, options: &LoadOptions, sink: &mut Sink) -> Result<Vec<Document>> {
+    let (root, list) = if path.is_dir() {
+        let mut list = Vec::new();
+        collect_text_files(path, &mut list)?;
+        (path.to_path_buf(), list)
+    } else {
+        let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        (root, vec![path.to_path_buf()])
+    };
+    let mut docs = Vec::new();
+    for file in list {
+        let bytes = std::fs::read(&file).map_err(|source| Error::Io {
+            path: file.clone(),
+            source,
+        })?;
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+                sink.bad(&file, line, Problem::InvalidUtf8(at))?;
+                continue;
+            }
+        };
+        let id = file
+            .strip_prefix(&root)
+            .unwrap_or(&file)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let stem = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("untitled")
+            .to_string();
+        match text_document(id.clone(), &stem, &text, options) {
+            Some(doc) => docs.push(doc),
+            None => sink.bad(&file, 1, Problem::EmptyDocument(id))?,
+        }
+    }
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> LoadOptions {
+        LoadOptions::default()
+    }
+
+    #[test]
+    fn beir_reads_fields_and_metadata() -> Result<()> {
+        let text = "{\"_id\":\"1\",\"title\":\"T\",\"text\":\"Hello world.\",\"year\":2020}\n\n{\"_id\":2,\"text\":\"Second.\"}\n";
+        let c = load_str(text, "corpus.jsonl", Format::Beir, &opts())?;
+        assert_eq!(c.documents.len(), 2);
+        assert_eq!(c.documents[0].metadata.as_deref(), Some("{\"year\":2020}"));
+        assert_eq!(c.documents[1].id, "2");
+        assert_eq!(c.documents[1].passages[0].text, "Second.");
+        Ok(())
+    }
+
+    #[test]
+    fn beir_bad_records_name_line_and_field() {
+        let cases = [
+            (
+                "{\"_id\":\"1\",\"text\":\"a\"}\n{oops\n",
+                2,
+                "malformed JSON",
+            ),
+            (
+                "{\"_id\":\"1\",\"text\":\"a\"}\n{\"_id\":\"2\"}\n",
+                2,
+                "missing field `text`",
+            ),
+            (
+                "{\"_id\":\"1\",\"text\":\"a\"}\n{\"_id\":\"1\",\"text\":\"b\"}\n",
+                2,
+                "duplicate id `1` (first seen on line 1)",
+            ),
+            (
+                "{\"_id\":\"1\",\"title\":\" \",\"text\":\"\"}\n",
+                1,
+                "empty document",
+            ),
+            (
+                "{\"_id\":\"1\",\"text\":5}\n",
+                1,
+                "field `text` must be a string",
+            ),
+        ];
+        for (text, line, needle) in cases {
+            let err = load_str(text, "c.jsonl", Format::Beir, &opts()).err();
+            let Some(Error::Record {
+                line: l, problem, ..
+            }) = err
+            else {
+                panic!("expected a record error for {text:?}, got {err:?}");
+            };
+            assert_eq!(l, line, "{text:?}");
+            assert!(
+                problem.to_string().contains(needle),
+                "{problem} lacks {needle}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_with_line() {
+        let mut bytes = b"{\"_id\":\"1\",\"text\":\"a\"}\n{\"_id\":\"2\",\"text\":\"".to_vec();
+        bytes.extend_from_slice(&[0xff, 0xfe]);
+        bytes.extend_from_slice(b"\"}\n");
+        let mut sink = Sink::new(false);
+        let err = beir(&bytes, Path::new("c.jsonl"), &opts(), &mut sink).err();
+        assert!(
+            matches!(
+                err,
+                Some(Error::Record {
+                    line: 2,
+                    problem: Problem::InvalidUtf8(_),
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn skip_bad_lists_skipped_records() -> Result<()> {
+        let text = "{\"_id\":\"1\",\"text\":\"a\"}\nnot json\n{\"_id\":\"1\",\"text\":\"b\"}\n";
+        let o = LoadOptions {
+            skip_bad: true,
+            ..opts()
+        };
+        let c = load_str(text, "c.jsonl", Format::Beir, &o)?;
+        assert_eq!(c.documents.len(), 1);
+        let lines: Vec<_> = c.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(lines, vec![Some(2), Some(3)]);
+        Ok(())
+    }
+
+    #[test]
+    fn empty_corpus_is_an_error() {
+        assert!(matches!(
+            load_str("\n\n", "c.jsonl", Format::Beir, &opts()),
+            Err(Error::Empty { .. })
+        ));
+        let o = LoadOptions {
+            skip_bad: true,
+            ..opts()
+        };
+        let err = load_str("junk\n", "c.jsonl", Format::Beir, &o).err();
+        assert!(err.is_some_and(|e| e.to_string().contains("all 1 records were bad")));
+    }
+
+    #[test]
+    fn squad_paragraphs_are_passages() -> Result<()> {
+        let text = r#"{"version":"1.1","data":[{"title":"Super_Bowl","paragraphs":[
+            {"context":"The game was played.","qas":[]},{"context":"It was won.","qas":[]}]}]}"#;
+        let c = load_str(text, "dev.json", Format::Squad, &opts())?;
+        assert_eq!(c.documents[0].title, "Super Bowl");
+        assert_eq!(c.documents[0].passages[1].id, "Super_Bowl#1");
+        assert_eq!(c.documents[0].passages[1].text, "It was won.");
+        Ok(())
+    }
+
+    #[test]
+    fn squad_malformed_names_line() {
+        let err = load_str(
+            "{\"data\": [\n{\"title\": 3}]}",
+            "dev.json",
+            Format::Squad,
+            &opts(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("dev.json") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn passages_group_by_doc_id_then_title() -> Result<()> {
+        let text = "{\"id\":\"p1\",\"text\":\"a\",\"title\":\"A\"}\n{\"id\":\"p2\",\"text\":\"b\",\"title\":\"B\"}\n{\"id\":\"p3\",\"text\":\"c\",\"title\":\"A\"}\n{\"id\":\"p4\",\"text\":\"d\",\"doc_id\":\"X\"}\n";
+        let c = load_str(text, "p.jsonl", Format::PassagesJsonl, &opts())?;
+        let shape: Vec<(String, usize)> = c
+            .documents
+            .iter()
+            .map(|d| (d.id.clone(), d.passages.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![("A".into(), 2), ("B".into(), 1), ("X".into(), 1)]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn dpr_tsv_with_header_and_quotes() -> Result<()> {
+        let text = "id\ttext\ttitle\n1\t\"He said \"\"hi\"\".\"\tAaron\n2\tMore text.\tAaron\n3\tOther.\tBob\n";
+        let c = load_str(text, "psgs.tsv", Format::PassagesTsv, &opts())?;
+        assert_eq!(c.documents.len(), 2);
+        assert_eq!(c.documents[0].passages[0].text, "He said \"hi\".");
+        let err = load_str("1\tonly\tT\n2\n", "p.tsv", Format::PassagesTsv, &opts()).err();
+        assert!(matches!(
+            err,
+            Some(Error::Record {
+                line: 2,
+                problem: Problem::Columns { .. },
+                ..
+            })
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn markdown_title_and_sections() -> Result<()> {
+        let text = "Intro line.\n\n# Guide\n\nFirst para.\n\n## Install\n\nRun it.\n";
+        let c = load_str(text, "docs/guide.md", Format::Files, &opts())?;
+        let d = &c.documents[0];
+        assert_eq!(d.title, "Guide");
+        let texts: Vec<&str> = d.passages.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "Intro line.",
+                "# Guide\n\nFirst para.",
+                "## Install\n\nRun it."
+            ]
+        );
+        let plain = load_str("just text", "my_notes.txt", Format::Files, &opts())?;
+        assert_eq!(plain.documents[0].title, "my notes");
+        Ok(())
+    }
+
+    #[test]
+    fn format_names_round_trip() -> Result<()> {
+        for f in [
+            Format::Beir,
+            Format::Squad,
+            Format::PassagesJsonl,
+            Format::PassagesTsv,
+            Format::Files,
+        ] {
+            assert_eq!(f.name().parse::<Format>()?, f);
+        }
+        assert!("xml".parse::<Format>().is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,553 @@
+//! The one HTTP client setup of treenav.
+//!
+//! Every network call of the project (embedding servers, chat endpoints,
+//! decision models) goes through [`HttpClient`]: one reqwest client with a
+//! per-call timeout, a retry policy that is plain data ([`RetryPolicy`],
+//! deciding [`Retry::After`] or [`Retry::GiveUp`]), error classification into
+//! [`ErrorKind`]s that say whether a retry may help, `retry-after-ms` /
+//! `Retry-After` handling, and API keys ([`ApiKey`]) that come from the
+//! environment and never appear in logs or errors.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), treenav_http::HttpError> {
+//! use treenav_http::{ApiKey, ClientConfig, HttpClient};
+//! let client = HttpClient::new(ClientConfig::default())?;
+//! let key = ApiKey::from_env("OPENAI_API_KEY")?;
+//! let reply: serde_json::Value = client
+//!     .post_json("http://127.0.0.1:8080/v1/embeddings", key.as_ref(), &serde_json::json!({"input": ["hi"]}))
+//!     .await?
+//!     .body;
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::time::{Duration, SystemTime};
+
+/// Result of the http crate.
+pub type Result<T, E = HttpError> = std::result::Result<T, E>;
+
+/// An API key read from the environment. Its `Debug` and `Display` never show it.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Reads a key from environment variable `var`; `Ok(None)` when unset or empty.
+    pub fn from_env(var: &str) -> Result<Option<ApiKey>> {
+        match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey(v.trim().to_string()))),
+            Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => Err(HttpError::config(format!(
+                "environment variable {var} is not valid UTF-8"
+            ))),
+        }
+    }
+
+    /// Reads a key that must be present, with an error that says what to set.
+    pub fn require_env(var: &str) -> Result<ApiKey> {
+        ApiKey::from_env(var)?.ok_or_else(|| {
+            HttpError::config(format!(
+                "no API key: set the environment variable {var} (or point the client at another variable)"
+            ))
+        })
+    }
+
+    /// A key given directly (e.g. by a library user who manages secrets).
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// What went wrong with a call, and so whether retrying may help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// 401/403: the key is missing, wrong or lacks rights.
+    Authentication,
+    /// 400/404/422 and other 4xx: the request itself is wrong.
+    InvalidRequest,
+    /// 413: the request is over the server's size limit.
+    TooLarge,
+    /// 429: too many requests.
+    RateLimited,
+    /// 503/529: the server is overloaded.
+    Overloaded,
+    /// Other 5xx.
+    Server,
+    /// 408 or no reply within the call's timeout.
+    Timeout,
+    /// The connection failed (refused, reset, DNS).
+    Network,
+    /// The reply is not what the protocol promises.
+    MalformedResponse,
+    /// The client is misconfigured (bad URL, missing key).
+    Config,
+}
+
+impl ErrorKind {
+    /// Whether the same request may succeed if sent again later.
+    pub fn retryable(self) -> bool {
+        match self {
+            ErrorKind::RateLimited
+            | ErrorKind::Overloaded
+            | ErrorKind::Server
+            | ErrorKind::Timeout
+            | ErrorKind::Network => true,
+            ErrorKind::Authentication
+            | ErrorKind::InvalidRequest
+            | ErrorKind::TooLarge
+            | ErrorKind::MalformedResponse
+            | ErrorKind::Config => false,
+        }
+    }
+
+    /// Classifies an HTTP status that is not a success.
+    pub fn from_status(status: u16) -> ErrorKind {
+        match status {
+            401 | 403 => ErrorKind::Authentication,
+            408 => ErrorKind::Timeout,
+            413 => ErrorKind::TooLarge,
+            429 => ErrorKind::RateLimited,
+            503 | 529 => ErrorKind::Overloaded,
+            500..=599 => ErrorKind::Server,
+            _ => ErrorKind::InvalidRequest,
+        }
+    }
+}
+
+/// A failed HTTP call, after any retries.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}{}: {message}{}", kind_text(*kind), status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(), url_text(url, *attempts))]
+pub struct HttpError {
+    /// The class of failure.
+    pub kind: ErrorKind,
+    /// The HTTP status, when the server answered.
+    pub status: Option<u16>,
+    /// The URL called (never holds a key).
+    pub url: String,
+    /// What happened, with a snippet of the server's reply where useful.
+    pub message: String,
+    /// The wait the server asked for, if any.
+    pub retry_after: Option<Duration>,
+    /// How many attempts were made.
+    pub attempts: u32,
+}
+
+fn kind_text(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Authentication => "authentication failed",
+        ErrorKind::InvalidRequest => "invalid request",
+        ErrorKind::TooLarge => "request too large",
+        ErrorKind::RateLimited => "rate limited",
+        ErrorKind::Overloaded => "server overloaded",
+        ErrorKind::Server => "server error",
+        ErrorKind::Timeout => "timed out",
+        ErrorKind::Network => "network error",
+        ErrorKind::MalformedResponse => "malformed response",
+        ErrorKind::Config => "configuration error",
+    }
+}
+
+fn url_text(url: &str, attempts: u32) -> String {
+    let mut s = String::new();
+    if !url.is_empty() {
+        s.push_str(&format!(" [{url}"));
+        if attempts > 1 {
+            s.push_str(&format!(", after {attempts} attempts"));
+        }
+        s.push(']');
+    }
+    s
+}
+
+impl HttpError {
+    /// Whether the same request may succeed if sent again later.
+    pub fn retryable(&self) -> bool {
+        self.kind.retryable()
+    }
+
+    /// A configuration error (no network call was made).
+    pub fn config(message: impl Into<String>) -> HttpError {
+        HttpError {
+            kind: ErrorKind::Config,
+            status: None,
+            url: String::new(),
+            message: message.into(),
+            retry_after: None,
+            attempts: 0,
+        }
+    }
+
+    /// A reply that does not follow the protocol (for protocol clients built on this crate).
+    pub fn malformed(url: &str, message: impl Into<String>) -> HttpError {
+        HttpError {
+            kind: ErrorKind::MalformedResponse,
+            status: None,
+            url: url.to_string(),
+            message: message.into(),
+            retry_after: None,
+            attempts: 1,
+        }
+    }
+}
+
+/// What to do after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Send again after this wait.
+    After(Duration),
+    /// Stop and report the error.
+    GiveUp,
+}
+
+/// Retry policy: exponential backoff on retryable errors, honouring the server's wait.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt. By default, 3.
+    pub max_retries: u32,
+    /// Wait before the first retry; doubled each time. By default, 500 ms.
+    pub base_delay: Duration,
+    /// Cap on the backoff wait. By default, 5 s.
+    pub max_delay: Duration,
+    /// Longest server-requested wait (`Retry-After`) to honour; a longer one
+    /// gives up at once. By default, 60 s.
+    pub max_server_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(5),
+            max_server_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// Decides what follows failed attempt number `attempt` (1-based).
+    pub fn decide(&self, attempt: u32, error: &HttpError) -> Retry {
+        if !error.retryable() || attempt > self.max_retries {
+            return Retry::GiveUp;
+        }
+        if let Some(wait) = error.retry_after {
+            return if wait <= self.max_server_wait {
+                Retry::After(wait)
+            } else {
+                Retry::GiveUp
+            };
+        }
+        let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+        Retry::After(self.base_delay.saturating_mul(factor).min(self.max_delay))
+    }
+}
+
+/// Parses the server's requested wait: `retry-after-ms`, then `Retry-After`
+/// (seconds or an HTTP date).
+pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// Settings of the client.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Timeout of one attempt, from sending to the whole body read. By default, 60 s.
+    pub timeout: Duration,
+    /// Timeout of establishing a connection. By default, 10 s.
+    pub connect_timeout: Duration,
+    /// The retry policy. By default, [`RetryPolicy::default`].
+    pub retry: RetryPolicy,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// A successful reply.
+#[derive(Debug, Clone)]
+pub struct Reply<T> {
+    /// The decoded body.
+    pub body: T,
+    /// Attempts made (1 when the first succeeded).
+    pub attempts: u32,
+    /// The server's request id (`x-request-id` or `x-typesafe-request-id`), if sent.
+    pub request_id: Option<String>,
+}
+
+/// The project's HTTP client. Cheap to clone; share one per process.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+    config: ClientConfig,
+}
+
+impl HttpClient {
+    /// Builds a client.
+    pub fn new(config: ClientConfig) -> Result<HttpClient> {
+        let inner = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .user_agent(concat!("treenav/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| HttpError::config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(HttpClient { inner, config })
+    }
+
+    /// The client's settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// POSTs `body` as JSON and decodes the JSON reply, retrying per the policy.
+    pub async fn post_json<B, T>(
+        &self,
+        url: &str,
+        key: Option<&ApiKey>,
+        body: &B,
+    ) -> Result<Reply<T>>
+    where
+        B: Serialize + ?Sized,
+        T: DeserializeOwned,
+    {
+        let payload = serde_json::to_vec(body)
+            .map_err(|e| HttpError::config(format!("cannot encode the request for {url}: {e}")))?;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut request = self
+                .inner
+                .post(url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(payload.clone());
+            if let Some(key) = key {
+                request = request.bearer_auth(key.expose());
+            }
+            let outcome = self.attempt::<T>(url, request).await;
+            match outcome {
+                Ok((body, request_id)) => {
+                    return Ok(Reply {
+                        body,
+                        attempts: attempt,
+                        request_id,
+                    })
+                }
+                Err(mut error) => {
+                    error.attempts = attempt;
+                    match self.config.retry.decide(attempt, &error) {
+                        Retry::GiveUp => return Err(error),
+                        Retry::After(wait) => {
+                            tracing::debug!(url, attempt, ?wait, kind = ?error.kind, "retrying");
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn attempt<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<(T, Option<String>)> {
+        let fail = |kind, status, message: String, retry_after| HttpError {
+            kind,
+            status,
+            url: url.to_string(),
+            message,
+            retry_after,
+            attempts: 1,
+        };
+        let response = request.send().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                ErrorKind::Timeout
+            } else if e.is_builder() {
+                ErrorKind::Config
+            } else {
+                ErrorKind::Network
+            };
+            fail(kind, None, error_chain(&e), None)
+        })?;
+        let status = response.status().as_u16();
+        let retry_after = parse_retry_after(response.headers());
+        let request_id = ["x-request-id", "x-typesafe-request-id"]
+            .iter()
+            .find_map(|h| response.headers().get(*h))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        tracing::debug!(url, status, "reply");
+        let bytes = response.bytes().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                ErrorKind::Timeout
+            } else {
+                ErrorKind::Network
+            };
+            fail(kind, Some(status), error_chain(&e), None)
+        })?;
+        if !(200..300).contains(&status) {
+            let snippet = snippet(&bytes);
+            let message = if snippet.is_empty() {
+                "the server gave no detail".to_string()
+            } else {
+                snippet
+            };
+            return Err(fail(
+                ErrorKind::from_status(status),
+                Some(status),
+                message,
+                retry_after,
+            ));
+        }
+        let body = serde_json::from_slice(&bytes).map_err(|e| {
+            fail(
+                ErrorKind::MalformedResponse,
+                Some(status),
+                format!("{e}; body starts: {}", snippet(&bytes)),
+                None,
+            )
+        })?;
+        Ok((body, request_id))
+    }
+}
+
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let trimmed = text.trim();
+    match trimmed.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &trimmed[..i]),
+        None => trimmed.to_string(),
+    }
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(kind: ErrorKind, retry_after: Option<Duration>) -> HttpError {
+        HttpError {
+            kind,
+            status: None,
+            url: String::new(),
+            message: String::new(),
+            retry_after,
+            attempts: 1,
+        }
+    }
+
+    #[test]
+    fn policy_backs_off_and_gives_up() {
+        let p = RetryPolicy::default();
+        let e = err(ErrorKind::Server, None);
+        assert_eq!(p.decide(1, &e), Retry::After(Duration::from_millis(500)));
+        assert_eq!(p.decide(2, &e), Retry::After(Duration::from_millis(1000)));
+        assert_eq!(p.decide(3, &e), Retry::After(Duration::from_millis(2000)));
+        assert_eq!(p.decide(4, &e), Retry::GiveUp);
+        assert_eq!(
+            p.decide(1, &err(ErrorKind::Authentication, None)),
+            Retry::GiveUp
+        );
+        assert_eq!(p.decide(1, &err(ErrorKind::TooLarge, None)), Retry::GiveUp);
+    }
+
+    #[test]
+    fn policy_honours_server_wait() {
+        let p = RetryPolicy::default();
+        let e = err(ErrorKind::RateLimited, Some(Duration::from_secs(2)));
+        assert_eq!(p.decide(1, &e), Retry::After(Duration::from_secs(2)));
+        let long = err(ErrorKind::RateLimited, Some(Duration::from_secs(3600)));
+        assert_eq!(p.decide(1, &long), Retry::GiveUp);
+    }
+
+    #[test]
+    fn parses_retry_after_forms() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(3)));
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(250)));
+        let mut d = HeaderMap::new();
+        d.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(parse_retry_after(&d), Some(Duration::ZERO));
+        let mut bad = HeaderMap::new();
+        bad.insert("retry-after", HeaderValue::from_static("soon"));
+        assert_eq!(parse_retry_after(&bad), None);
+    }
+
+    #[test]
+    fn key_is_never_printed() {
+        let k = ApiKey::new("sk-secret");
+        assert!(!format!("{k:?}").contains("secret"));
+        let missing = ApiKey::require_env("TREENAV_TEST_SURELY_UNSET_KEY").err();
+        assert!(missing.is_some_and(|e| e.to_string().contains("TREENAV_TEST_SURELY_UNSET_KEY")));
+    }
+
+    #[test]
+    fn status_classes() {
+        assert_eq!(ErrorKind::from_status(401), ErrorKind::Authentication);
+        assert_eq!(ErrorKind::from_status(422), ErrorKind::InvalidRequest);
+        assert_eq!(ErrorKind::from_status(529), ErrorKind::Overloaded);
+        assert_eq!(ErrorKind::from_status(502), ErrorKind::Server);
+        assert!(ErrorKind::from_status(408).retryable());
+        assert!(!ErrorKind::from_status(404).retryable());
+    }
+}

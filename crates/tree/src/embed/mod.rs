@@ -1,0 +1,181 @@
+//! Embedders used to cluster documents (build time only: nothing of them is
+//! needed at query time).
+
+mod openai;
+mod tfidf;
+
+pub use openai::embeddings_url;
+
+use crate::{Error, Progress, Result};
+use ndarray::Array2;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use treenav_http::{ApiKey, ClientConfig, HttpClient};
+
+fn default_dims() -> usize {
+    128
+}
+fn default_batch() -> usize {
+    32
+}
+fn default_timeout() -> u64 {
+    120
+}
+
+/// Which embedder to use, as it appears in a config file or on the CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum EmbedderOptions {
+    /// TF-IDF with a seeded random projection: pure Rust, no model, deterministic.
+    Tfidf {
+        /// Output dimensions. By default, 128.
+        #[serde(default = "default_dims")]
+        dims: usize,
+    },
+    /// Any OpenAI-compatible `POST /v1/embeddings` server.
+    Openai {
+        /// Base URL (`http://127.0.0.1:8080`) or the full embeddings URL.
+        endpoint: String,
+        /// The model name sent with each request.
+        model: String,
+        /// Environment variable holding the API key; none is sent when unset.
+        /// By default, none.
+        #[serde(default)]
+        api_key_env: Option<String>,
+        /// Texts per request. By default, 32.
+        #[serde(default = "default_batch")]
+        batch_size: usize,
+        /// Timeout of one request in seconds. By default, 120.
+        #[serde(default = "default_timeout")]
+        timeout_secs: u64,
+    },
+}
+
+impl Default for EmbedderOptions {
+    fn default() -> Self {
+        EmbedderOptions::Tfidf {
+            dims: default_dims(),
+        }
+    }
+}
+
+/// A ready embedder.
+#[derive(Debug, Clone)]
+pub enum Embedder {
+    /// See [`EmbedderOptions::Tfidf`].
+    Tfidf {
+        /// Output dimensions.
+        dims: usize,
+        /// Projection seed.
+        seed: u64,
+    },
+    /// See [`EmbedderOptions::Openai`].
+    Openai {
+        /// The HTTP client.
+        client: HttpClient,
+        /// The embeddings URL.
+        url: String,
+        /// The model name.
+        model: String,
+        /// The key, if one was configured.
+        key: Option<ApiKey>,
+        /// Texts per request.
+        batch_size: usize,
+    },
+}
+
+impl Embedder {
+    /// Checks the options and builds the embedder; a configured key variable
+    /// that is unset is an error saying what to set.
+    pub fn new(options: &EmbedderOptions, seed: u64) -> Result<Embedder> {
+        match options {
+            EmbedderOptions::Tfidf { dims } => {
+                if *dims == 0 || *dims > 4096 {
+                    return Err(Error::Param(format!(
+                        "tfidf dims must be in 1..=4096, got {dims}"
+                    )));
+                }
+                Ok(Embedder::Tfidf { dims: *dims, seed })
+            }
+            EmbedderOptions::Openai {
+                endpoint,
+                model,
+                api_key_env,
+                batch_size,
+                timeout_secs,
+            } => {
+                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    return Err(Error::Param(format!(
+                        "embedding endpoint must be an http(s) URL, got `{endpoint}`"
+                    )));
+                }
+                if model.trim().is_empty() {
+                    return Err(Error::Param(
+                        "the openai embedder needs a model name (--model)".into(),
+                    ));
+                }
+                if *batch_size == 0 {
+                    return Err(Error::Param(
+                        "embedding batch size must be at least 1".into(),
+                    ));
+                }
+                let key = match api_key_env {
+                    Some(var) => Some(ApiKey::require_env(var).map_err(Error::Http)?),
+                    None => None,
+                };
+                let client = HttpClient::new(ClientConfig {
+                    timeout: Duration::from_secs((*timeout_secs).max(1)),
+                    ..ClientConfig::default()
+                })
+                .map_err(Error::Http)?;
+                Ok(Embedder::Openai {
+                    client,
+                    url: embeddings_url(endpoint),
+                    model: model.clone(),
+                    key,
+                    batch_size: *batch_size,
+                })
+            }
+        }
+    }
+
+    /// A short description for the tree's metadata, e.g. `tfidf(dims=128)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Embedder::Tfidf { dims, .. } => format!("tfidf(dims={dims})"),
+            Embedder::Openai { url, model, .. } => format!("openai(model={model}, url={url})"),
+        }
+    }
+
+    /// Embeds texts into L2-normalised rows, one per text, in order.
+    pub async fn embed(&self, texts: Vec<String>, progress: &dyn Progress) -> Result<Array2<f32>> {
+        match self {
+            Embedder::Tfidf { dims, seed } => {
+                let (dims, seed, n) = (*dims, *seed, texts.len() as u64);
+                let out = tokio::task::spawn_blocking(move || tfidf::embed(&texts, dims, seed))
+                    .await
+                    .map_err(|e| Error::Task(e.to_string()))?;
+                progress.inc(n);
+                Ok(out)
+            }
+            Embedder::Openai {
+                client,
+                url,
+                model,
+                key,
+                batch_size,
+            } => {
+                openai::embed(
+                    client,
+                    url,
+                    model,
+                    key.as_ref(),
+                    *batch_size,
+                    &texts,
+                    progress,
+                )
+                .await
+            }
+        }
+    }
+}

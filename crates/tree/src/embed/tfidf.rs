@@ -1,0 +1,119 @@
+//! TF-IDF vectors reduced to a few dense dimensions by a seeded random projection.
+//!
+//! Each kept term gets a fixed pseudo-random ±1 vector derived from a stable
+//! hash of the term and the seed; a text's vector is the sum of its terms'
+//! vectors weighted by (1 + ln tf) · idf, then L2-normalised. By the
+//! Johnson–Lindenstrauss lemma, dot products (cosines) of the TF-IDF vectors
+//! are approximately kept, which is all k-means needs. Deterministic: the same
+//! texts, dims and seed give the same vectors on every machine.
+
+use crate::text::{stable_hash, terms};
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::HashMap;
+
+/// Terms kept at most (by document frequency) to bound memory on large corpora.
+const MAX_VOCABULARY: usize = 200_000;
+
+/// Embeds `texts` into `dims`-dimensional unit vectors (zero rows for texts with no kept term).
+pub fn embed(texts: &[String], dims: usize, seed: u64) -> Array2<f32> {
+    let n = texts.len();
+    let docs: Vec<HashMap<String, u32>> = texts
+        .iter()
+        .map(|t| {
+            let mut tf = HashMap::new();
+            for term in terms(t) {
+                *tf.entry(term).or_insert(0u32) += 1;
+            }
+            tf
+        })
+        .collect();
+    let mut df: HashMap<&str, u32> = HashMap::new();
+    for doc in &docs {
+        for term in doc.keys() {
+            *df.entry(term.as_str()).or_insert(0) += 1;
+        }
+    }
+    // Terms in one text only cannot pull two texts together; terms in more
+    // than half carry no topic. Keep the rest (all of them for tiny corpora).
+    let max_df = ((n as f64) * 0.5).ceil().max(2.0) as u32;
+    let min_df = if n >= 20 { 2 } else { 1 };
+    let mut vocab: Vec<(&str, u32)> = df
+        .into_iter()
+        .filter(|(_, d)| *d >= min_df && *d <= max_df)
+        .collect();
+    vocab.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    vocab.truncate(MAX_VOCABULARY);
+    let scale = 1.0 / (dims as f32).sqrt();
+    let mut projection: HashMap<&str, (f32, Vec<f32>)> = HashMap::with_capacity(vocab.len());
+    for (term, d) in vocab {
+        let idf = ((1.0 + n as f64) / (1.0 + d as f64)).ln() as f32 + 1.0;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(stable_hash(term.as_bytes()) ^ seed);
+        let v = (0..dims)
+            .map(|_| if rng.gen::<bool>() { scale } else { -scale })
+            .collect();
+        projection.insert(term, (idf, v));
+    }
+    let mut out = Array2::<f32>::zeros((n, dims));
+    for (i, doc) in docs.iter().enumerate() {
+        let mut row = out.row_mut(i);
+        // Sorted terms: the float sum is then independent of hash-map order.
+        let mut entries: Vec<(&String, &u32)> = doc.iter().collect();
+        entries.sort();
+        for (term, tf) in entries {
+            if let Some((idf, v)) = projection.get(term.as_str()) {
+                let w = (1.0 + (*tf as f32).ln()) * idf;
+                for (x, p) in row.iter_mut().zip(v) {
+                    *x += w * p;
+                }
+            }
+        }
+        let norm = row.dot(&row).sqrt();
+        if norm > 0.0 {
+            row.mapv_inplace(|x| x / norm);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn deterministic_and_normalised() {
+        let t = texts(&[
+            "insulin glucose diabetes",
+            "glucose insulin",
+            "football goal match",
+        ]);
+        let a = embed(&t, 64, 7);
+        let b = embed(&t, 64, 7);
+        assert_eq!(a, b);
+        for row in a.rows() {
+            assert!((row.dot(&row) - 1.0).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn similar_texts_are_closer() {
+        let t = texts(&[
+            "insulin glucose diabetes pancreas",
+            "glucose insulin diabetes blood",
+            "football goal match league",
+        ]);
+        let e = embed(&t, 256, 1);
+        let sim = |i: usize, j: usize| e.row(i).dot(&e.row(j));
+        assert!(
+            sim(0, 1) > sim(0, 2) + 0.3,
+            "{} vs {}",
+            sim(0, 1),
+            sim(0, 2)
+        );
+    }
+}

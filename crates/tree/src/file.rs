@@ -1,0 +1,115 @@
+//! The tree file: a fixed header (magic, format version, payload length,
+//! CRC-32 of the payload) followed by the postcard-encoded tree.
+//!
+//! Saving writes a temporary file beside the target, syncs it and renames it
+//! over the target, so a crash never leaves a half-written tree. Loading
+//! checks every header field and the checksum before decoding, then validates
+//! the structure, so a truncated, corrupted or foreign file is an error,
+//! never a panic or a garbage tree.
+
+use crate::model::Tree;
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::Path;
+
+/// The first 8 bytes of every tree file.
+pub const MAGIC: &[u8; 8] = b"TRNVTREE";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
+
+/// Encodes a tree into the file bytes (header + payload).
+pub fn to_bytes(tree: &Tree) -> Result<Vec<u8>> {
+    let payload = postcard::to_stdvec(tree).map_err(|e| Error::Encode(e.to_string()))?;
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes()); // flags, reserved
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Decodes and validates file bytes; `name` stands for the file in errors.
+pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
+    let bad = |problem: String| Error::BadFile {
+        path: name.to_path_buf(),
+        problem,
+    };
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(bad("not a treenav tree file (wrong magic bytes)".into()));
+    }
+    if bytes.len() < HEADER_LEN {
+        return Err(bad(format!(
+            "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
+            bytes.len()
+        )));
+    }
+    let u32_at = |at: usize| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&bytes[at..at + 4]);
+        u32::from_le_bytes(b)
+    };
+    let version = u32_at(8);
+    if version != FORMAT_VERSION {
+        return Err(bad(format!(
+            "format version {version}, but this build reads version {FORMAT_VERSION}: rebuild the tree with `treenav build`"
+        )));
+    }
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(&bytes[16..24]);
+    let len = u64::from_le_bytes(len_bytes);
+    let crc = u32_at(24);
+    let payload = &bytes[HEADER_LEN..];
+    if payload.len() as u64 != len {
+        return Err(bad(format!(
+            "truncated or padded: header promises {len} payload bytes, file holds {}",
+            payload.len()
+        )));
+    }
+    if crc32fast::hash(payload) != crc {
+        return Err(bad("checksum mismatch: the file is corrupted".into()));
+    }
+    let tree: Tree =
+        postcard::from_bytes(payload).map_err(|e| bad(format!("cannot decode the tree: {e}")))?;
+    tree.validate().map_err(|e| bad(e.to_string()))?;
+    Ok(tree)
+}
+
+/// Saves a tree atomically: temp file in the same folder, fsync, rename.
+pub fn save(tree: &Tree, path: &Path) -> Result<()> {
+    let bytes = to_bytes(tree)?;
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tree".into());
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io(e)
+    })
+}
+
+/// Loads and validates a tree file.
+pub fn load(path: &Path) -> Result<Tree> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    from_bytes(&bytes, path)
+}

@@ -1,0 +1,108 @@
+//! The corpus tree of treenav and its builder.
+//!
+//! A [`Tree`] has passages as leaves, documents (title + first sentence)
+//! above them and one or more levels of topic clusters above those, each
+//! labelled by a one-line summary. It is built once ([`build_tree`]): each
+//! document's title and lead are embedded ([`Embedder`]: TF-IDF by default,
+//! or any OpenAI-compatible embeddings server), grouped by k-means (linfa,
+//! k-means++ init, fixed seed) into clusters, and clusters are clustered
+//! again until no node has more children than the branching limit. Clusters
+//! are summarised ([`Summarizer`]: extractive by default, or an LLM).
+//! Embeddings are a build-time tool only: the saved tree holds no vectors,
+//! and the query side navigates it with a decision model.
+//!
+//! The tree is an arena of [`Node`]s ([`Tree::graph`] gives a petgraph view)
+//! saved in one versioned, checksummed file ([`file`]).
+//!
+//! ```
+//! use treenav_corpus::{load_str, Format, LoadOptions};
+//! use treenav_tree::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let jsonl = (0..30)
+//!     .map(|i| format!(r#"{{"_id":"d{i}","title":"Doc {i}","text":"Topic {} text. More words here."}}"#, i % 3))
+//!     .collect::<Vec<_>>()
+//!     .join("\n");
+//! let corpus = load_str(&jsonl, "corpus.jsonl", Format::Beir, &LoadOptions::default())?;
+//! let params = TreeParams::default().branching(10).check()?;
+//! let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
+//! let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
+//! let tree = build_tree(corpus, "example", &params, &embedder, &summarizer, &NoProgress).await?;
+//! assert_eq!(tree.passages().count(), 30);
+//! let bytes = treenav_tree::file::to_bytes(&tree)?;
+//! let again = treenav_tree::file::from_bytes(&bytes, "mem.tree".as_ref())?;
+//! assert_eq!(again, tree);
+//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+//! ```
+#![warn(missing_docs)]
+
+mod build;
+pub mod cluster;
+pub mod embed;
+pub mod file;
+mod model;
+pub mod summary;
+pub mod text;
+
+pub use build::{build_tree, default_clusters, TreeParams, ValidTreeParams};
+pub use embed::{Embedder, EmbedderOptions};
+pub use model::{LevelStats, Node, NodeId, NodeKind, Tree, TreeMeta};
+pub use summary::{Summarizer, SummarizerOptions};
+
+use std::path::PathBuf;
+
+/// Result of the tree crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of building, saving and loading trees.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A parameter or option is not valid; the message says which and why.
+    #[error("invalid parameter: {0}")]
+    Param(String),
+    /// A remote embedder or summariser failed (see `retryable()` on the cause).
+    #[error(transparent)]
+    Http(#[from] treenav_http::HttpError),
+    /// Clustering failed.
+    #[error("clustering failed: {0}")]
+    Cluster(String),
+    /// A file could not be read or written.
+    #[error("cannot access {}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A tree file is truncated, corrupted, foreign or of another version.
+    #[error("{}: {problem}", path.display())]
+    BadFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A tree's structure is inconsistent.
+    #[error("invalid tree: {0}")]
+    InvalidTree(String),
+    /// The tree could not be encoded.
+    #[error("cannot encode the tree: {0}")]
+    Encode(String),
+    /// A background task failed.
+    #[error("background task failed: {0}")]
+    Task(String),
+}
+
+/// Progress of a long build, reported to the caller (the CLI draws bars).
+pub trait Progress: Send + Sync {
+    /// A new stage starts with `total` units of work.
+    fn stage(&self, _name: &str, _total: u64) {}
+    /// `n` units of the current stage are done.
+    fn inc(&self, _n: u64) {}
+}
+
+/// Progress that reports nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {}

@@ -1,0 +1,370 @@
+//! The corpus tree: an arena of nodes (root → clusters → documents → passages)
+//! that petgraph can view.
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Index of a node in its [`Tree`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The index into the node arena.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a node stands for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum NodeKind {
+    /// The single root.
+    Root,
+    /// A topic cluster of documents (or of clusters).
+    Cluster {
+        /// Its one-line summary.
+        summary: String,
+        /// Its most distinctive terms, best first.
+        terms: Vec<String>,
+        /// Number of document nodes beneath it.
+        documents: u32,
+    },
+    /// A document (or one part of a document with more passages than the
+    /// branching limit allows under one node).
+    Document {
+        /// The source document id (shared by all parts of a document).
+        id: String,
+        /// The title (may be empty).
+        title: String,
+        /// The first sentence of the document (or part).
+        lead: String,
+        /// `(part, of)` when the document was split into parts, 1-based.
+        part: Option<(u32, u32)>,
+        /// Extra fields of the source record, as JSON object text.
+        metadata: Option<String>,
+    },
+    /// A passage: a leaf.
+    Passage {
+        /// The passage id.
+        id: String,
+        /// The passage text.
+        text: String,
+    },
+}
+
+impl NodeKind {
+    /// A short name for the kind: `root`, `cluster`, `document` or `passage`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeKind::Root => "root",
+            NodeKind::Cluster { .. } => "cluster",
+            NodeKind::Document { .. } => "document",
+            NodeKind::Passage { .. } => "passage",
+        }
+    }
+}
+
+/// One node of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// What it is.
+    pub kind: NodeKind,
+    /// Its parent (`None` only for the root).
+    pub parent: Option<NodeId>,
+    /// Its children, most central first for clusters, reading order for documents.
+    pub children: Vec<NodeId>,
+}
+
+impl Node {
+    /// The text a judge sees for this node: a cluster's summary, a document's
+    /// title and lead, a passage's text.
+    pub fn label(&self) -> String {
+        match &self.kind {
+            NodeKind::Root => String::new(),
+            NodeKind::Cluster { summary, .. } => summary.clone(),
+            NodeKind::Document {
+                title, lead, part, ..
+            } => {
+                let title = match part {
+                    Some((i, n)) => format!("{title} (part {i} of {n})"),
+                    None => title.clone(),
+                };
+                match (title.is_empty(), lead.is_empty()) {
+                    (true, _) => lead.clone(),
+                    (false, true) => title,
+                    (false, false) => format!("{title}: {lead}"),
+                }
+            }
+            NodeKind::Passage { text, .. } => text.clone(),
+        }
+    }
+}
+
+/// How and from what a tree was built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeMeta {
+    /// The corpus source as given to the build.
+    pub source: String,
+    /// The embedder used for clustering, e.g. `tfidf(dims=128)`.
+    pub embedder: String,
+    /// The summariser, e.g. `extractive`.
+    pub summarizer: String,
+    /// The branching limit the tree respects.
+    pub branching: u32,
+    /// The seed of k-means.
+    pub seed: u64,
+    /// The builder's version.
+    pub built_by: String,
+}
+
+/// The corpus tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tree {
+    meta: TreeMeta,
+    nodes: Vec<Node>,
+}
+
+/// Counts of one depth of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelStats {
+    /// Depth below the root (root's children are depth 1).
+    pub depth: usize,
+    /// Node kind at this depth.
+    pub kind: &'static str,
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Fewest children of a node at this depth (0 for leaves).
+    pub min_children: usize,
+    /// Mean children.
+    pub mean_children: f64,
+    /// Most children.
+    pub max_children: usize,
+}
+
+impl Tree {
+    /// Assembles a tree from an arena and checks it (see [`Tree::validate`]).
+    pub fn from_parts(meta: TreeMeta, nodes: Vec<Node>) -> Result<Tree> {
+        let tree = Tree { meta, nodes };
+        tree.validate()?;
+        Ok(tree)
+    }
+
+    /// How the tree was built.
+    pub fn meta(&self) -> &TreeMeta {
+        &self.meta
+    }
+
+    /// The root (always node 0).
+    pub fn root(&self) -> NodeId {
+        NodeId(0)
+    }
+
+    /// All nodes, indexed by [`NodeId::index`].
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the tree has no node (never true for a checked tree).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// A node; `None` when the id is not in this tree.
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id.index())
+    }
+
+    /// A node's children (empty for an unknown id).
+    pub fn children(&self, id: NodeId) -> &[NodeId] {
+        self.get(id).map(|n| n.children.as_slice()).unwrap_or(&[])
+    }
+
+    /// The path from the root to `id`, both included.
+    pub fn path(&self, id: NodeId) -> Vec<NodeId> {
+        let mut path = vec![id];
+        let mut current = id;
+        while let Some(parent) = self.get(current).and_then(|n| n.parent) {
+            path.push(parent);
+            current = parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Nodes grouped by depth: `levels()[0]` is the root, the last the passages.
+    pub fn levels(&self) -> Vec<Vec<NodeId>> {
+        let mut levels = vec![vec![self.root()]];
+        loop {
+            let next: Vec<NodeId> = levels
+                .last()
+                .map(|l| {
+                    l.iter()
+                        .flat_map(|id| self.children(*id).iter().copied())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if next.is_empty() {
+                return levels;
+            }
+            levels.push(next);
+        }
+    }
+
+    /// Ids of the document nodes (parts count separately).
+    pub fn documents(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.ids_of("document")
+    }
+
+    /// Ids of the passage nodes.
+    pub fn passages(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.ids_of("passage")
+    }
+
+    fn ids_of(&self, kind: &'static str) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.kind.name() == kind)
+            .map(|(i, _)| NodeId(i as u32))
+    }
+
+    /// Per-depth counts, for `treenav inspect`.
+    pub fn level_stats(&self) -> Vec<LevelStats> {
+        self.levels()
+            .into_iter()
+            .enumerate()
+            .skip(1)
+            .map(|(depth, ids)| {
+                let counts: Vec<usize> = ids.iter().map(|id| self.children(*id).len()).collect();
+                let kind = ids
+                    .first()
+                    .and_then(|id| self.get(*id))
+                    .map(|n| n.kind.name())
+                    .unwrap_or("empty");
+                LevelStats {
+                    depth,
+                    kind,
+                    nodes: ids.len(),
+                    min_children: counts.iter().copied().min().unwrap_or(0),
+                    mean_children: counts.iter().sum::<usize>() as f64 / counts.len().max(1) as f64,
+                    max_children: counts.iter().copied().max().unwrap_or(0),
+                }
+            })
+            .collect()
+    }
+
+    /// A petgraph view of the tree (node weights are the arena ids; edges go parent → child).
+    pub fn graph(&self) -> petgraph::graph::DiGraph<NodeId, ()> {
+        let mut g = petgraph::graph::DiGraph::with_capacity(self.nodes.len(), self.nodes.len());
+        for i in 0..self.nodes.len() {
+            g.add_node(NodeId(i as u32));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            for c in &node.children {
+                g.add_edge(
+                    petgraph::graph::NodeIndex::new(i),
+                    petgraph::graph::NodeIndex::new(c.index()),
+                    (),
+                );
+            }
+        }
+        g
+    }
+
+    /// Checks the structure: one root at index 0; every other node has exactly
+    /// one parent that lists it once; kinds nest root → cluster* → document →
+    /// passage with all documents at one depth; every node is reachable from
+    /// the root; no node has more children than the branching limit.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |msg: String| Err(Error::InvalidTree(msg));
+        let n = self.nodes.len();
+        let Some(root) = self.nodes.first() else {
+            return invalid("the tree has no node".into());
+        };
+        if !matches!(root.kind, NodeKind::Root) || root.parent.is_some() {
+            return invalid("node 0 is not a root without parent".into());
+        }
+        let mut seen = vec![false; n];
+        seen[0] = true;
+        let mut stack = vec![(NodeId(0), 0usize)];
+        let mut doc_depth: Option<usize> = None;
+        let mut visited = 1usize;
+        while let Some((id, depth)) = stack.pop() {
+            let node = &self.nodes[id.index()];
+            if node.children.len() > self.meta.branching as usize {
+                return invalid(format!(
+                    "node {} has {} children, over the branching limit {}",
+                    id.0,
+                    node.children.len(),
+                    self.meta.branching
+                ));
+            }
+            if let NodeKind::Document { .. } = node.kind {
+                match doc_depth {
+                    None => doc_depth = Some(depth),
+                    Some(d) if d != depth => {
+                        return invalid(format!("documents at depths {d} and {depth}"))
+                    }
+                    Some(_) => {}
+                }
+            }
+            let leaf = matches!(node.kind, NodeKind::Passage { .. });
+            if leaf != node.children.is_empty() {
+                return invalid(format!(
+                    "node {} ({}) has {} children",
+                    id.0,
+                    node.kind.name(),
+                    node.children.len()
+                ));
+            }
+            for &c in &node.children {
+                let Some(child) = self.nodes.get(c.index()) else {
+                    return invalid(format!("node {} lists a missing child {}", id.0, c.0));
+                };
+                if seen[c.index()] {
+                    return invalid(format!("node {} is reached twice", c.0));
+                }
+                if child.parent != Some(id) {
+                    return invalid(format!("node {} does not name {} as its parent", c.0, id.0));
+                }
+                let ok = matches!(
+                    (&node.kind, &child.kind),
+                    (
+                        NodeKind::Root | NodeKind::Cluster { .. },
+                        NodeKind::Cluster { .. }
+                    ) | (
+                        NodeKind::Root | NodeKind::Cluster { .. },
+                        NodeKind::Document { .. }
+                    ) | (NodeKind::Document { .. }, NodeKind::Passage { .. })
+                );
+                if !ok {
+                    return invalid(format!(
+                        "a {} (node {}) under a {} (node {})",
+                        child.kind.name(),
+                        c.0,
+                        node.kind.name(),
+                        id.0
+                    ));
+                }
+                seen[c.index()] = true;
+                visited += 1;
+                stack.push((c, depth + 1));
+            }
+        }
+        if visited != n {
+            return invalid(format!(
+                "{} of {n} nodes are not reachable from the root",
+                n - visited
+            ));
+        }
+        if doc_depth.is_none() {
+            return invalid("the tree has no document".into());
+        }
+        Ok(())
+    }
+}

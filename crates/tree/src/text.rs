@@ -1,0 +1,169 @@
+//! Word analysis shared by the TF-IDF embedder and the extractive summariser.
+
+/// A short English stopword list (the one the shared reference BM25 figures use, plus a few).
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with", "we", "were", "which", "from", "has", "have",
+    "had", "its", "than", "also", "been", "our", "can", "after", "between", "during", "who",
+    "when", "what", "how",
+];
+
+/// Whether a lower-cased word is a stopword.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+/// Lower-cased alphanumeric words (`\w+`), stopwords removed.
+pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !is_stopword(w))
+}
+
+/// Common words that say nothing about a topic: kept out of summaries.
+const FUNCTION_WORDS: &[&str] = &[
+    "all",
+    "any",
+    "both",
+    "each",
+    "few",
+    "more",
+    "most",
+    "other",
+    "some",
+    "only",
+    "own",
+    "same",
+    "so",
+    "too",
+    "very",
+    "just",
+    "over",
+    "under",
+    "about",
+    "above",
+    "below",
+    "again",
+    "further",
+    "once",
+    "here",
+    "why",
+    "where",
+    "whom",
+    "whose",
+    "his",
+    "her",
+    "hers",
+    "him",
+    "she",
+    "he",
+    "you",
+    "your",
+    "i",
+    "me",
+    "my",
+    "us",
+    "them",
+    "those",
+    "would",
+    "could",
+    "should",
+    "may",
+    "might",
+    "must",
+    "shall",
+    "did",
+    "does",
+    "do",
+    "being",
+    "one",
+    "two",
+    "three",
+    "first",
+    "second",
+    "new",
+    "many",
+    "much",
+    "well",
+    "however",
+    "although",
+    "though",
+    "while",
+    "because",
+    "since",
+    "until",
+    "within",
+    "without",
+    "through",
+    "across",
+    "among",
+    "against",
+    "per",
+    "via",
+    "including",
+    "known",
+    "used",
+    "use",
+    "using",
+    "made",
+    "make",
+    "called",
+    "became",
+    "become",
+    "early",
+    "late",
+    "later",
+    "several",
+    "often",
+    "also",
+    "still",
+    "yet",
+    "even",
+    "out",
+    "up",
+    "down",
+    "off",
+    "now",
+    "what",
+    "pro",
+    "de",
+    "et",
+    "al",
+];
+
+/// Whether a term is worth showing to a reader: not a function word, not a
+/// bare number, longer than two characters.
+pub fn is_displayable(term: &str) -> bool {
+    term.chars().count() > 2
+        && term.chars().any(char::is_alphabetic)
+        && !FUNCTION_WORDS.contains(&term)
+}
+
+/// 64-bit FNV-1a: a stable hash (unlike `std`'s), for seeds and cache keys.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_lowercase_and_drop_stopwords() {
+        let t: Vec<String> = terms("The Rust-lang compiler, and THE borrow_checker!").collect();
+        assert_eq!(t, vec!["rust", "lang", "compiler", "borrow_checker"]);
+    }
+
+    #[test]
+    fn stable_hash_is_stable() {
+        assert_eq!(stable_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

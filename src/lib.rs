@@ -1,0 +1,20 @@
+//! treenav: decision-model hierarchical tree navigation for RAG — retrieval
+//! without a vector index at query time.
+//!
+//! This facade re-exports the crates of the workspace so that applications
+//! (and the top-level integration tests and benches) depend on one crate:
+//!
+//! * [`corpus`]: documents, passages, loaders and the chunker;
+//! * [`tree`]: embedders, k-means levels, summaries, the tree and its file;
+//! * [`http`]: the one HTTP client setup (timeouts, retries, keys).
+#![warn(missing_docs)]
+
+pub use treenav_corpus as corpus;
+pub use treenav_http as http;
+pub use treenav_tree as tree;
+
+/// The bundled sample corpus (a CC BY-SA 4.0 slice of XQuAD, SQuAD v1.1 JSON;
+/// see `samples/README.md`).
+pub const SAMPLE_CORPUS: &str = include_str!("../samples/xquad-sample.json");
+/// The name the sample corpus goes by in messages and tree metadata.
+pub const SAMPLE_NAME: &str = "samples/xquad-sample.json (bundled)";
