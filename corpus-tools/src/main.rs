@@ -1,6 +1,8 @@
 //! `treenav`: build a corpus tree and look inside it.
 
+mod doctor;
 mod inspect;
+mod judge_args;
 mod progress;
 
 use anyhow::{bail, Context, Result};
@@ -28,6 +30,17 @@ enum Command {
     Build(Box<BuildArgs>),
     /// Show a tree file's levels, counts and sample nodes.
     Inspect(InspectArgs),
+    /// Send a tiny known decision to a judge and check its answers.
+    Doctor(DoctorArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct DoctorArgs {
+    #[command(flatten)]
+    judge: judge_args::JudgeArgs,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +150,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => run_build(*args),
         Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples),
+        Command::Doctor(args) => {
+            runtime().and_then(|rt| rt.block_on(doctor::run(&args.judge, args.json)))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,6 +165,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
 }
 
 fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
@@ -268,10 +291,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
         }
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = runtime()?;
     let bars = progress::Bars::new(args.json);
     let tree = runtime.block_on(tree::build_tree(
         corpus,

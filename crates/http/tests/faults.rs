@@ -90,7 +90,7 @@ fn client(timeout_ms: u64) -> HttpClient {
     .expect("client")
 }
 
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 struct X {
     x: u32,
 }
@@ -129,8 +129,7 @@ async fn no_retry_on_401_or_413() {
     let e = client(2000)
         .post_json::<_, X>(&format!("{base}/auth"), Some(&key), &())
         .await
-        .err()
-        .expect("error");
+        .expect_err("error");
     assert_eq!(e.kind, ErrorKind::Authentication);
     assert!(!e.retryable());
     assert!(!e.to_string().contains("very-secret"));
@@ -138,8 +137,7 @@ async fn no_retry_on_401_or_413() {
     let e = client(2000)
         .post_json::<_, X>(&format!("{base}/big"), None, &())
         .await
-        .err()
-        .expect("error");
+        .expect_err("error");
     assert_eq!((e.kind, e.status), (ErrorKind::TooLarge, Some(413)));
     assert_eq!(counter.load(Ordering::SeqCst), 2);
 }
@@ -150,8 +148,7 @@ async fn malformed_json_is_typed() {
     let e = client(2000)
         .post_json::<_, X>(&format!("{base}/malformed"), None, &())
         .await
-        .err()
-        .expect("error");
+        .expect_err("error");
     assert_eq!(e.kind, ErrorKind::MalformedResponse);
     assert!(e.to_string().contains("{not json"));
 }
@@ -163,8 +160,7 @@ async fn slow_reply_times_out_and_is_retried_boundedly() {
     let e = client(200)
         .post_json::<_, X>(&format!("{base}/slow"), None, &())
         .await
-        .err()
-        .expect("error");
+        .expect_err("error");
     assert_eq!(e.kind, ErrorKind::Timeout);
     assert!(e.retryable());
     assert_eq!(e.attempts, 3);
@@ -179,8 +175,7 @@ async fn refused_connection_is_a_network_error() {
     let e = client(500)
         .post_json::<_, X>(&format!("http://{addr}/x"), None, &())
         .await
-        .err()
-        .expect("error");
+        .expect_err("error");
     assert_eq!(e.kind, ErrorKind::Network);
     assert_eq!(e.attempts, 3);
 }

@@ -42,12 +42,13 @@ pub mod embed;
 pub mod file;
 mod model;
 pub mod summary;
-pub mod text;
 
 pub use build::{build_tree, default_clusters, TreeParams, ValidTreeParams};
 pub use embed::{Embedder, EmbedderOptions};
 pub use model::{LevelStats, Node, NodeId, NodeKind, Tree, TreeMeta};
+pub use petgraph;
 pub use summary::{Summarizer, SummarizerOptions};
+pub use treenav_text as text;
 
 use std::path::PathBuf;
 

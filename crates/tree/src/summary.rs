@@ -2,7 +2,6 @@
 //! titles, offline) or one sentence per cluster from an OpenAI-compatible
 //! chat endpoint, cached on disk by a hash of the cluster's members.
 
-use crate::text::{is_displayable, stable_hash, terms};
 use crate::{Error, Progress, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -10,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use treenav_http::{ApiKey, ClientConfig, HttpClient, HttpError};
+use treenav_text::{is_displayable, stable_hash, terms};
 
 /// Terms shown in an extractive summary.
 pub const SUMMARY_TERMS: usize = 6;

@@ -7,11 +7,11 @@
 //! are approximately kept, which is all k-means needs. Deterministic: the same
 //! texts, dims and seed give the same vectors on every machine.
 
-use crate::text::{stable_hash, terms};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::HashMap;
+use treenav_text::{stable_hash, terms};
 
 /// Terms kept at most (by document frequency) to bound memory on large corpora.
 const MAX_VOCABULARY: usize = 200_000;

@@ -1,4 +1,7 @@
-//! Word analysis shared by the TF-IDF embedder and the extractive summariser.
+//! Word analysis shared by the tree builder (TF-IDF embedder, extractive
+//! summaries, term statistics) and the lexical judge, so that statistics
+//! computed at build time match the words scored at query time.
+#![warn(missing_docs)]
 
 /// A short English stopword list (the one the shared reference BM25 figures use, plus a few).
 const STOPWORDS: &[&str] = &[

@@ -1,0 +1,211 @@
+//! Build-time benchmark: `cargo bench --bench build`.
+//!
+//! Builds the tree (default tfidf embedder, extractive summaries) for SciFact
+//! (when `../shared/data/scifact` is present) and for generated corpora of
+//! 10,000 and 100,000 documents, each in a fresh child process so that peak
+//! memory (VmHWM) belongs to that build alone. Prints a table, the growth of
+//! time between sizes and the exponent b of time ≈ N^b.
+//! `TREENAV_BENCH_SIZES=10000,100000` changes the generated sizes.
+
+use rand::{Rng, SeedableRng};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+use treenav::corpus::{load, Format, LoadOptions};
+use treenav::tree::{
+    build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
+};
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<f64>().ok())
+            })
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+/// Child mode: one build, one JSON line on stdout.
+fn child(path: &Path) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let format = Format::detect(path)?;
+    let corpus = load(path, format, &LoadOptions::default())?;
+    let docs = corpus.documents.len();
+    let passages = corpus.passage_count();
+    let load_s = t0.elapsed().as_secs_f64();
+    let params = TreeParams::default().check()?;
+    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let t1 = Instant::now();
+    let tree = rt.block_on(build_tree(
+        corpus,
+        "bench",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    ))?;
+    let build_s = t1.elapsed().as_secs_f64();
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("bench.tree");
+    let t2 = Instant::now();
+    treenav::tree::file::save(&tree, &out)?;
+    let save_s = t2.elapsed().as_secs_f64();
+    drop(tree);
+    let t3 = Instant::now();
+    let loaded = treenav::tree::file::load(&out)?;
+    let load_tree_s = t3.elapsed().as_secs_f64();
+    let clusters = loaded
+        .level_stats()
+        .iter()
+        .filter(|l| l.kind == "cluster")
+        .map(|l| l.nodes)
+        .sum::<usize>();
+    println!(
+        "{}",
+        serde_json::json!({
+            "documents": docs, "passages": passages, "clusters": clusters,
+            "ingest_s": load_s, "build_s": build_s, "save_s": save_s, "load_tree_s": load_tree_s,
+            "total_s": load_s + build_s + save_s, "peak_rss_mib": peak_rss_mib(),
+            "file_mib": std::fs::metadata(&out)?.len() as f64 / 1_048_576.0,
+        })
+    );
+    Ok(())
+}
+
+/// A synthetic BEIR corpus with topical structure: 1 topic per 100 documents.
+fn generate(n: usize, path: &Path) -> anyhow::Result<()> {
+    let mut rng = rand_xoshiro_like(n as u64);
+    let syllables = [
+        "ka", "lo", "mi", "ne", "ru", "ta", "vo", "si", "pe", "da", "gu", "ri", "zo", "fa", "be",
+        "hu",
+    ];
+    let word = |rng: &mut rand::rngs::StdRng| -> String {
+        let len = rng.gen_range(2..5);
+        (0..len)
+            .map(|_| syllables[rng.gen_range(0..syllables.len())])
+            .collect()
+    };
+    let vocab: Vec<String> = (0..40_000).map(|_| word(&mut rng)).collect();
+    let topics = (n / 100).max(1);
+    let topic_words: Vec<Vec<usize>> = (0..topics)
+        .map(|_| (0..40).map(|_| rng.gen_range(0..vocab.len())).collect())
+        .collect();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for i in 0..n {
+        let t = &topic_words[rng.gen_range(0..topics)];
+        let pick = |rng: &mut rand::rngs::StdRng| -> &str {
+            if rng.gen_bool(0.5) {
+                &vocab[t[rng.gen_range(0..t.len())]]
+            } else {
+                // Zipf-like general words: small indices far more often.
+                let r: f64 = rng.gen();
+                &vocab[((r * r * r) * vocab.len() as f64) as usize % vocab.len()]
+            }
+        };
+        let title: Vec<&str> = (0..6).map(|_| pick(&mut rng)).collect();
+        let mut text = String::new();
+        for _ in 0..rng.gen_range(3..8) {
+            let words: Vec<&str> = (0..rng.gen_range(8..20)).map(|_| pick(&mut rng)).collect();
+            text.push_str(&words.join(" "));
+            text.push_str(". ");
+        }
+        writeln!(
+            f,
+            "{}",
+            serde_json::json!({"_id": format!("g{i}"), "title": title.join(" "), "text": text.trim_end()})
+        )?;
+    }
+    f.flush()?;
+    Ok(())
+}
+
+fn rand_xoshiro_like(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+fn run_child(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let exe = std::env::current_exe()?;
+    let out = Command::new(exe)
+        .env("TREENAV_BENCH_CHILD", path)
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "build of {} failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let line = String::from_utf8_lossy(&out.stdout);
+    let last = line.lines().last().unwrap_or("{}");
+    Ok(serde_json::from_str(last)?)
+}
+
+fn main() -> anyhow::Result<()> {
+    if let Some(path) = std::env::var_os("TREENAV_BENCH_CHILD") {
+        return child(Path::new(&path));
+    }
+    if std::env::args().any(|a| a == "--list") {
+        return Ok(()); // `cargo test --benches` asks for a list
+    }
+    let sizes: Vec<usize> = std::env::var("TREENAV_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000]);
+    let dir = tempfile::tempdir()?;
+    let mut runs: Vec<(String, PathBuf)> = Vec::new();
+    let scifact = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scifact");
+    if scifact.exists() {
+        runs.push(("scifact".into(), scifact));
+    } else {
+        eprintln!("SKIPPED scifact: {} is absent", scifact.display());
+    }
+    for n in &sizes {
+        let p = dir.path().join(format!("gen{n}.jsonl"));
+        eprintln!("generating {n} documents …");
+        generate(*n, &p)?;
+        runs.push((format!("generated-{n}"), p));
+    }
+    println!("| corpus | documents | passages | clusters | ingest s | build s | save s | load s | peak RSS MiB | file MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    for (name, path) in &runs {
+        eprintln!("building {name} …");
+        let r = run_child(path)?;
+        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "| {name} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.3} | {:.0} | {:.1} |",
+            r["documents"],
+            r["passages"],
+            r["clusters"],
+            f("ingest_s"),
+            f("build_s"),
+            f("save_s"),
+            f("load_tree_s"),
+            f("peak_rss_mib"),
+            f("file_mib")
+        );
+        points.push((f("documents"), f("total_s")));
+    }
+    for w in points.windows(2) {
+        let ((n0, t0), (n1, t1)) = (w[0], w[1]);
+        if n1 > n0 {
+            println!(
+                "growth {n0:.0} → {n1:.0} documents: time ×{:.1} for ×{:.1} documents (time ≈ N^{:.2})",
+                t1 / t0,
+                n1 / n0,
+                (t1 / t0).ln() / (n1 / n0).ln()
+            );
+        }
+    }
+    Ok(())
+}

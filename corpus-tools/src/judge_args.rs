@@ -1,0 +1,100 @@
+//! The judge options shared by the subcommands that ask a decision model.
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use std::path::PathBuf;
+use treenav::judge::{BackendOptions, DispatchOptions, JudgeOptions};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JudgeKind {
+    /// BM25-style, offline, deterministic (the default).
+    Lexical,
+    /// System One format: TypeSafe Jev, OpenRouter, llama.cpp, Ollama, laya-serve.
+    Systemone,
+    /// OpenAI's /v1/decisions.
+    OpenaiDecisions,
+    /// Yes/no emulation over an OpenAI-compatible chat endpoint with logprobs.
+    OpenaiLogprobs,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct JudgeArgs {
+    /// The decision model backend.
+    #[arg(long = "judge", value_enum, default_value_t = JudgeKind::Lexical)]
+    pub kind: JudgeKind,
+    /// A JSON file with the whole judge configuration
+    /// ({"backend": {"kind": …}, "dispatch": {…}}); overrides --judge.
+    #[arg(long)]
+    pub judge_config: Option<PathBuf>,
+    /// Server base URL, e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// Model id (pin a version, e.g. jev-1.13.0).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Environment variable holding the API key (none sent when not given).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// System One path (OpenRouter: /api/alpha/decisions).
+    #[arg(long, default_value = "/v1/systemone")]
+    pub systemone_path: String,
+    /// Judge calls in flight at most.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Timeout of one call, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Price per million input tokens in USD (default: the backend's list price).
+    #[arg(long)]
+    pub price: Option<f64>,
+}
+
+impl JudgeArgs {
+    pub fn options(&self) -> Result<JudgeOptions> {
+        if let Some(path) = &self.judge_config {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            return serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a valid judge configuration", path.display()));
+        }
+        let need = |v: &Option<String>, flag: &str| -> Result<String> {
+            v.clone().with_context(|| {
+                format!(
+                    "--judge {} needs {flag}",
+                    self.kind
+                        .to_possible_value()
+                        .map(|p| p.get_name().to_string())
+                        .unwrap_or_default()
+                )
+            })
+        };
+        let backend = match self.kind {
+            JudgeKind::Lexical => BackendOptions::default(),
+            JudgeKind::Systemone => BackendOptions::Systemone {
+                endpoint: need(&self.endpoint, "--endpoint URL")?,
+                model: need(&self.model, "--model NAME")?,
+                api_key_env: self.api_key_env.clone(),
+                path: self.systemone_path.clone(),
+            },
+            JudgeKind::OpenaiDecisions => BackendOptions::OpenaiDecisions {
+                endpoint: need(&self.endpoint, "--endpoint URL")?,
+                model: need(&self.model, "--model NAME")?,
+                api_key_env: self.api_key_env.clone(),
+            },
+            JudgeKind::OpenaiLogprobs => BackendOptions::OpenaiLogprobs {
+                endpoint: need(&self.endpoint, "--endpoint URL")?,
+                model: need(&self.model, "--model NAME")?,
+                api_key_env: self.api_key_env.clone(),
+            },
+        };
+        Ok(JudgeOptions {
+            backend,
+            dispatch: DispatchOptions {
+                concurrency: self.concurrency,
+                timeout_secs: self.timeout,
+                price_per_million_input: self.price,
+                ..DispatchOptions::default()
+            },
+        })
+    }
+}

@@ -1,0 +1,598 @@
+//! The dispatcher: limits, tournament, cache, concurrency, deadline, usage.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lexical::{CorpusStats, Lexical};
+use crate::logprobs::Logprobs;
+use crate::openai_decisions::Decisions;
+use crate::options::{BackendOptions, JudgeOptions, Limits};
+use crate::render::{estimate_tokens, render_state};
+use crate::systemone::SystemOne;
+use crate::{
+    confidence, expected_level, normalize, Candidate, Choice, Grade, Grades, Judgments, Scale,
+    Usage,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tracing::Instrument;
+use treenav_http::{ApiKey, ClientConfig, HttpClient, RetryPolicy};
+use treenav_text::stable_hash;
+
+/// Which question an operation asks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OpKind<'a> {
+    Judge,
+    Choose,
+    Grade(&'a Scale),
+}
+
+/// One backend call: a shared context and the questions of one kind about it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Op<'a> {
+    pub(crate) kind: OpKind<'a>,
+    pub(crate) query: &'a str,
+    pub(crate) candidates: &'a [Candidate],
+}
+
+/// A backend's answers to one call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Values {
+    /// P(yes) per candidate.
+    Probabilities(Vec<f64>),
+    /// One distribution over the candidates.
+    Choice(Vec<f64>),
+    /// A distribution over levels per candidate.
+    Grades(Vec<Vec<f64>>),
+}
+
+/// A backend's reply to one call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Raw {
+    pub(crate) values: Values,
+    /// Reported input tokens (`None`: estimate).
+    pub(crate) input_tokens: Option<u64>,
+    pub(crate) output_tokens: u64,
+    /// Reported cost (`None`: tokens × price).
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) low_confidence: u32,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Lexical(Lexical),
+    SystemOne(SystemOne),
+    Decisions(Decisions),
+    Logprobs(Logprobs),
+}
+
+impl Backend {
+    async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+        match self {
+            Backend::Lexical(b) => Ok(b.call(op)),
+            Backend::SystemOne(b) => b.call(op).await,
+            Backend::Decisions(b) => b.call(op).await,
+            Backend::Logprobs(b) => b.call(op).await,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    backend: Backend,
+    kind: &'static str,
+    model: String,
+    limits: Limits,
+    semaphore: Semaphore,
+    cache: Option<moka::future::Cache<(u64, u64), Arc<Raw>>>,
+    deadline: Option<Duration>,
+    price_in: f64,
+    price_out: f64,
+}
+
+/// A decision model behind the dispatcher. Cheap to clone; share it freely.
+#[derive(Debug, Clone)]
+pub struct Judge {
+    inner: Arc<Inner>,
+}
+
+fn key_for(kind: &'static str, var: &Option<String>) -> Result<Option<ApiKey>> {
+    match var {
+        Some(v) => ApiKey::require_env(v)
+            .map(Some)
+            .map_err(|e| Error::new(ErrorKind::Config, kind, e.message)),
+        None => Ok(None),
+    }
+}
+
+fn check_endpoint(kind: &'static str, endpoint: &str, model: &str) -> Result<String> {
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        return Err(Error::new(
+            ErrorKind::Config,
+            kind,
+            format!("the endpoint must be an http(s) URL (--endpoint), got `{endpoint}`"),
+        ));
+    }
+    if model.trim().is_empty() {
+        return Err(Error::new(
+            ErrorKind::Config,
+            kind,
+            "a model name is required (--model)",
+        ));
+    }
+    Ok(endpoint.trim_end_matches('/').to_string())
+}
+
+impl Judge {
+    /// Checks the options and builds the judge. A missing endpoint, model or
+    /// API key (when a key variable is named) fails here, saying what to set.
+    pub fn new(options: &JudgeOptions) -> Result<Judge> {
+        let d = &options.dispatch;
+        if d.concurrency == 0 {
+            return Err(Error::config("dispatch.concurrency must be at least 1"));
+        }
+        if !(d.timeout_secs.is_finite() && d.timeout_secs > 0.0) {
+            return Err(Error::config(
+                "dispatch.timeout_secs must be a positive number",
+            ));
+        }
+        if d.deadline_secs.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+            return Err(Error::config(
+                "dispatch.deadline_secs must be a positive number",
+            ));
+        }
+        let limits = d.limits.unwrap_or_else(|| options.backend.default_limits());
+        if limits.max_questions == 0 || limits.max_options < 2 || limits.max_state_tokens == 0 {
+            return Err(Error::config(
+                "limits need max_questions ≥ 1, max_options ≥ 2 and max_state_tokens ≥ 1",
+            ));
+        }
+        let client = || {
+            HttpClient::new(ClientConfig {
+                timeout: Duration::from_secs_f64(d.timeout_secs),
+                retry: RetryPolicy {
+                    max_retries: d.max_retries,
+                    ..RetryPolicy::default()
+                },
+                ..ClientConfig::default()
+            })
+            .map_err(|e| Error::config(e.message))
+        };
+        let kind = options.backend.kind();
+        let (backend, model) = match &options.backend {
+            BackendOptions::Lexical { k1, b } => {
+                if !(k1.is_finite() && *k1 >= 0.0 && b.is_finite() && (0.0..=1.0).contains(b)) {
+                    return Err(Error::config("lexical judge needs k1 ≥ 0 and b in [0, 1]"));
+                }
+                (
+                    Backend::Lexical(Lexical {
+                        k1: *k1,
+                        b: *b,
+                        stats: None,
+                    }),
+                    format!("bm25(k1={k1}, b={b})"),
+                )
+            }
+            BackendOptions::Systemone {
+                endpoint,
+                model,
+                api_key_env,
+                path,
+            } => {
+                let base = check_endpoint(kind, endpoint, model)?;
+                (
+                    Backend::SystemOne(SystemOne {
+                        client: client()?,
+                        url: format!("{base}{path}"),
+                        model: model.clone(),
+                        key: key_for(kind, api_key_env)?,
+                    }),
+                    model.clone(),
+                )
+            }
+            BackendOptions::OpenaiDecisions {
+                endpoint,
+                model,
+                api_key_env,
+            } => {
+                let base = check_endpoint(kind, endpoint, model)?;
+                let url = if base.ends_with("/v1") {
+                    format!("{base}/decisions")
+                } else {
+                    format!("{base}/v1/decisions")
+                };
+                (
+                    Backend::Decisions(Decisions {
+                        client: client()?,
+                        url,
+                        model: model.clone(),
+                        key: key_for(kind, api_key_env)?,
+                    }),
+                    model.clone(),
+                )
+            }
+            BackendOptions::OpenaiLogprobs {
+                endpoint,
+                model,
+                api_key_env,
+            } => {
+                let base = check_endpoint(kind, endpoint, model)?;
+                let url = if base.ends_with("/v1") {
+                    format!("{base}/chat/completions")
+                } else {
+                    format!("{base}/v1/chat/completions")
+                };
+                (
+                    Backend::Logprobs(Logprobs {
+                        client: client()?,
+                        url,
+                        model: model.clone(),
+                        key: key_for(kind, api_key_env)?,
+                    }),
+                    model.clone(),
+                )
+            }
+        };
+        let cache = (d.cache_capacity > 0).then(|| moka::future::Cache::new(d.cache_capacity));
+        Ok(Judge {
+            inner: Arc::new(Inner {
+                backend,
+                kind,
+                model,
+                limits,
+                semaphore: Semaphore::new(d.concurrency),
+                cache,
+                deadline: d.deadline_secs.map(Duration::from_secs_f64),
+                price_in: d
+                    .price_per_million_input
+                    .unwrap_or_else(|| options.backend.default_price_per_million()),
+                price_out: d.price_per_million_output,
+            }),
+        })
+    }
+
+    /// Gives the lexical judge corpus statistics (plain data) for its IDF;
+    /// other backends ignore them.
+    pub fn with_corpus_stats(self, stats: Arc<CorpusStats>) -> Judge {
+        let Inner {
+            backend,
+            kind,
+            model,
+            limits,
+            semaphore,
+            cache,
+            deadline,
+            price_in,
+            price_out,
+        } = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => return Judge { inner: shared },
+        };
+        let backend = match backend {
+            Backend::Lexical(l) => Backend::Lexical(Lexical {
+                stats: Some(stats),
+                ..l
+            }),
+            other => other,
+        };
+        Judge {
+            inner: Arc::new(Inner {
+                backend,
+                kind,
+                model,
+                limits,
+                semaphore,
+                cache,
+                deadline,
+                price_in,
+                price_out,
+            }),
+        }
+    }
+
+    /// The backend kind (`lexical`, `systemone`, …).
+    pub fn kind(&self) -> &'static str {
+        self.inner.kind
+    }
+
+    /// The model (or, for the lexical judge, its formula).
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+
+    /// The limits one call may hold.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    /// P(relevant) for every candidate, from shared-context calls that each
+    /// fit the backend's limits (run concurrently).
+    pub async fn judge(&self, query: &str, candidates: &[Candidate]) -> Result<Judgments> {
+        let start = Instant::now();
+        let work = async {
+            let batches = self.batches(query, candidates, self.inner.limits.max_questions);
+            let results = futures::future::try_join_all(batches.iter().map(|b| {
+                self.run(Op {
+                    kind: OpKind::Judge,
+                    query,
+                    candidates: b,
+                })
+            }))
+            .await?;
+            let mut usage = Usage::default();
+            let mut probabilities = Vec::with_capacity(candidates.len());
+            for ((raw, u), batch) in results.iter().zip(&batches) {
+                usage.add(u);
+                match &raw.values {
+                    Values::Probabilities(p) if p.len() == batch.len() => probabilities.extend(p),
+                    other => return Err(self.mismatch("judge", batch.len(), other)),
+                }
+            }
+            Ok(Judgments {
+                probabilities,
+                usage,
+            })
+        };
+        let mut out = self.with_deadline(work).await?;
+        out.usage.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+        Ok(out)
+    }
+
+    /// For every candidate, a distribution over the scale's levels.
+    pub async fn grade(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        scale: &Scale,
+    ) -> Result<Grades> {
+        scale.check()?;
+        let start = Instant::now();
+        let work = async {
+            let batches = self.batches(query, candidates, self.inner.limits.max_questions);
+            let results = futures::future::try_join_all(batches.iter().map(|b| {
+                self.run(Op {
+                    kind: OpKind::Grade(scale),
+                    query,
+                    candidates: b,
+                })
+            }))
+            .await?;
+            let mut usage = Usage::default();
+            let mut grades = Vec::with_capacity(candidates.len());
+            for ((raw, u), batch) in results.iter().zip(&batches) {
+                usage.add(u);
+                match &raw.values {
+                    Values::Grades(g) if g.len() == batch.len() => {
+                        for p in g {
+                            if p.len() != scale.levels.len() {
+                                return Err(self.mismatch(
+                                    "grade",
+                                    scale.levels.len(),
+                                    &raw.values,
+                                ));
+                            }
+                            let p = normalize(p);
+                            grades.push(Grade {
+                                expected: expected_level(&p),
+                                probabilities: p,
+                            });
+                        }
+                    }
+                    other => return Err(self.mismatch("grade", batch.len(), other)),
+                }
+            }
+            Ok(Grades { grades, usage })
+        };
+        let mut out = self.with_deadline(work).await?;
+        out.usage.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+        Ok(out)
+    }
+
+    /// One distribution over the candidates. Beyond the backend's option or
+    /// state limits it runs a tournament: groups in parallel, then a final
+    /// over the group winners; a candidate's probability is its group
+    /// probability times its group winner's final probability.
+    pub async fn choose(&self, query: &str, candidates: &[Candidate]) -> Result<Choice> {
+        if candidates.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidRequest,
+                self.inner.kind,
+                "choose needs at least one candidate",
+            ));
+        }
+        let start = Instant::now();
+        let mut out = self
+            .with_deadline(self.tournament(query, candidates))
+            .await?;
+        out.usage.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+        Ok(out)
+    }
+
+    fn tournament<'a>(
+        &'a self,
+        query: &'a str,
+        candidates: &'a [Candidate],
+    ) -> futures::future::BoxFuture<'a, Result<Choice>> {
+        Box::pin(async move {
+            let groups = self.batches(query, candidates, self.inner.limits.max_options);
+            if groups.len() == 1 {
+                if candidates.len() == 1 {
+                    return Ok(Choice {
+                        probabilities: vec![1.0],
+                        best: 0,
+                        confidence: 1.0,
+                        usage: Usage::default(),
+                    });
+                }
+                let (raw, usage) = self
+                    .run(Op {
+                        kind: OpKind::Choose,
+                        query,
+                        candidates,
+                    })
+                    .await?;
+                let Values::Choice(p) = &raw.values else {
+                    return Err(self.mismatch("choose", candidates.len(), &raw.values));
+                };
+                if p.len() != candidates.len() {
+                    return Err(self.mismatch("choose", candidates.len(), &raw.values));
+                }
+                let p = normalize(p);
+                return Ok(Choice {
+                    best: argmax(&p),
+                    confidence: confidence(&p),
+                    probabilities: p,
+                    usage,
+                });
+            }
+            let rounds =
+                futures::future::try_join_all(groups.iter().map(|g| self.tournament(query, g)))
+                    .await?;
+            let winners: Vec<Candidate> = rounds
+                .iter()
+                .zip(&groups)
+                .map(|(c, g)| g[c.best].clone())
+                .collect();
+            let last = self.tournament(query, &winners).await?;
+            let mut usage = last.usage.clone();
+            let mut probabilities = Vec::with_capacity(candidates.len());
+            for (round, (g_final, _)) in rounds.iter().zip(last.probabilities.iter().zip(&groups)) {
+                usage.add(&round.usage);
+                probabilities.extend(round.probabilities.iter().map(|p| p * g_final));
+            }
+            let offset: usize = groups[..last.best].iter().map(Vec::len).sum();
+            let best = offset + rounds[last.best].best;
+            let probabilities = normalize(&probabilities);
+            Ok(Choice {
+                confidence: confidence(&probabilities),
+                probabilities,
+                best,
+                usage,
+            })
+        })
+    }
+
+    /// Splits candidates into consecutive batches of at most `max` whose
+    /// rendered state fits the token limit (at least one candidate each).
+    fn batches(&self, query: &str, candidates: &[Candidate], max: usize) -> Vec<Vec<Candidate>> {
+        let limit = self.inner.limits.max_state_tokens;
+        let base = estimate_tokens(&render_state(query, &[]));
+        let mut out: Vec<Vec<Candidate>> = Vec::new();
+        let mut current: Vec<Candidate> = Vec::new();
+        let mut tokens = base;
+        for c in candidates {
+            let t = estimate_tokens(&render_state("", std::slice::from_ref(c))).saturating_sub(3);
+            if !current.is_empty() && (current.len() >= max || tokens + t > limit) {
+                out.push(std::mem::take(&mut current));
+                tokens = base;
+            }
+            tokens += t;
+            current.push(c.clone());
+        }
+        if !current.is_empty() {
+            out.push(current);
+        }
+        out
+    }
+
+    async fn with_deadline<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match self.inner.deadline {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Deadline,
+                    self.inner.kind,
+                    format!(
+                        "no complete answer within the deadline of {:.1} s",
+                        limit.as_secs_f64()
+                    ),
+                ))
+            }),
+        }
+    }
+
+    fn mismatch(&self, op: &str, expected: usize, got: &Values) -> Error {
+        Error::malformed(
+            self.inner.kind,
+            format!("{op}: expected answers for {expected} items, got {got:?}"),
+        )
+    }
+
+    fn cache_key(&self, op: &Op<'_>) -> (u64, u64) {
+        let mut text = format!("{}\n{}\n", self.inner.kind, self.inner.model);
+        match op.kind {
+            OpKind::Judge => text.push_str("judge\n"),
+            OpKind::Choose => text.push_str("choose\n"),
+            OpKind::Grade(scale) => {
+                text.push_str("grade\n");
+                text.push_str(&scale.levels.join("\u{1f}"));
+                text.push('\n');
+            }
+        }
+        text.push_str(&render_state(op.query, op.candidates));
+        let h1 = stable_hash(text.as_bytes());
+        let h2 = stable_hash(format!("{h1:x}{text}").as_bytes());
+        (h1, h2)
+    }
+
+    async fn run(&self, op: Op<'_>) -> Result<(Arc<Raw>, Usage)> {
+        let key = self.cache_key(&op);
+        if let Some(cache) = &self.inner.cache {
+            if let Some(hit) = cache.get(&key).await {
+                return Ok((
+                    hit,
+                    Usage {
+                        cache_hits: 1,
+                        ..Usage::default()
+                    },
+                ));
+            }
+        }
+        let _permit = self
+            .inner
+            .semaphore
+            .acquire()
+            .await
+            .map_err(|e| Error::new(ErrorKind::Config, self.inner.kind, e.to_string()))?;
+        let span = tracing::debug_span!(
+            "judge_call",
+            backend = self.inner.kind,
+            candidates = op.candidates.len()
+        );
+        let raw = Arc::new(self.inner.backend.call(&op).instrument(span).await?);
+        let estimated = estimate_tokens(&render_state(op.query, op.candidates))
+            + 20 * op.candidates.len() as u64;
+        let input_tokens = raw.input_tokens.filter(|t| *t > 0).unwrap_or(estimated);
+        let cost_usd = raw.cost_usd.unwrap_or(
+            input_tokens as f64 * self.inner.price_in / 1e6
+                + raw.output_tokens as f64 * self.inner.price_out / 1e6,
+        );
+        let usage = Usage {
+            calls: 1,
+            input_tokens,
+            output_tokens: raw.output_tokens,
+            cost_usd,
+            low_confidence: raw.low_confidence,
+            ..Usage::default()
+        };
+        if let Some(cache) = &self.inner.cache {
+            cache.insert(key, raw.clone()).await;
+        }
+        Ok((raw, usage))
+    }
+}
+
+fn argmax(p: &[f64]) -> usize {
+    p.iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |(bi, bp), (i, x)| {
+            if *x > bp {
+                (i, *x)
+            } else {
+                (bi, bp)
+            }
+        })
+        .0
+}

@@ -1,0 +1,221 @@
+//! The lexical judge: BM25 scores of each candidate against the query, turned
+//! into probabilities relative to the other candidates of the same context.
+//!
+//! With [`CorpusStats`] (document frequencies of the whole corpus, passed in
+//! as plain data) the IDF is the corpus's; without, it is computed over the
+//! candidates of the context. Deterministic and offline: the default judge.
+
+use crate::dispatch::{Op, Raw, Values};
+use crate::{expected_level, Candidate};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use treenav_text::terms;
+
+/// Corpus statistics for BM25's IDF and length normalisation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CorpusStats {
+    /// Number of documents (or passages) the frequencies count.
+    pub documents: u64,
+    /// Mean number of terms per document.
+    pub mean_terms: f64,
+    /// Document frequency per term (terms as `treenav_text::terms` yields them).
+    pub df: HashMap<String, u64>,
+}
+
+impl CorpusStats {
+    /// Statistics over a list of texts.
+    pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> CorpusStats {
+        let mut stats = CorpusStats::default();
+        let mut total = 0u64;
+        for text in texts {
+            let mut seen = HashSet::new();
+            for t in terms(text) {
+                total += 1;
+                if seen.insert(t.clone()) {
+                    *stats.df.entry(t).or_insert(0) += 1;
+                }
+            }
+            stats.documents += 1;
+        }
+        stats.mean_terms = total as f64 / stats.documents.max(1) as f64;
+        stats
+    }
+
+    fn idf(&self, term: &str) -> f64 {
+        let n = self.documents as f64;
+        let df = self.df.get(term).copied().unwrap_or(0) as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+}
+
+/// The lexical backend.
+#[derive(Debug, Clone)]
+pub(crate) struct Lexical {
+    pub(crate) k1: f64,
+    pub(crate) b: f64,
+    pub(crate) stats: Option<Arc<CorpusStats>>,
+}
+
+impl Lexical {
+    /// BM25 score of each candidate against the query.
+    pub(crate) fn scores(&self, query: &str, candidates: &[Candidate]) -> Vec<f64> {
+        let docs: Vec<HashMap<String, u32>> = candidates
+            .iter()
+            .map(|c| {
+                let mut tf = HashMap::new();
+                for t in terms(&c.text) {
+                    *tf.entry(t).or_insert(0u32) += 1;
+                }
+                tf
+            })
+            .collect();
+        let lens: Vec<f64> = docs
+            .iter()
+            .map(|d| d.values().sum::<u32>() as f64)
+            .collect();
+        let local;
+        let stats = match &self.stats {
+            Some(s) => s.as_ref(),
+            None => {
+                local = CorpusStats::from_texts(candidates.iter().map(|c| c.text.as_str()));
+                &local
+            }
+        };
+        let avg = if stats.mean_terms > 0.0 {
+            stats.mean_terms
+        } else {
+            1.0
+        };
+        let mut query_terms: Vec<String> = terms(query).collect();
+        query_terms.sort();
+        query_terms.dedup();
+        docs.iter()
+            .zip(&lens)
+            .map(|(tf, len)| {
+                query_terms
+                    .iter()
+                    .map(|t| {
+                        let f = f64::from(tf.get(t).copied().unwrap_or(0));
+                        if f == 0.0 {
+                            return 0.0;
+                        }
+                        let norm = self.k1 * (1.0 - self.b + self.b * len / avg);
+                        stats.idf(t) * f * (self.k1 + 1.0) / (f + norm)
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    pub(crate) fn call(&self, op: &Op<'_>) -> Raw {
+        let scores = self.scores(op.query, op.candidates);
+        let values = match op.kind {
+            crate::dispatch::OpKind::Judge => Values::Probabilities(relative(&scores)),
+            crate::dispatch::OpKind::Choose => Values::Choice(softmax(&scores)),
+            crate::dispatch::OpKind::Grade(scale) => Values::Grades(
+                relative(&scores)
+                    .into_iter()
+                    .map(|p| level_distribution(p, scale.levels.len()))
+                    .collect(),
+            ),
+        };
+        Raw {
+            values,
+            input_tokens: None,
+            output_tokens: 0,
+            cost_usd: Some(0.0),
+            low_confidence: 0,
+        }
+    }
+}
+
+/// P(yes) relative to the context: s / (s + mean score); 0 for a zero score.
+fn relative(scores: &[f64]) -> Vec<f64> {
+    let mean = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
+    scores
+        .iter()
+        .map(|s| if *s > 0.0 { s / (s + mean) } else { 0.0 })
+        .collect()
+}
+
+/// Softmax at a temperature of the scores' spread (at least 0.5).
+fn softmax(scores: &[f64]) -> Vec<f64> {
+    let n = scores.len().max(1) as f64;
+    let mean = scores.iter().sum::<f64>() / n;
+    let sd = (scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let t = sd.max(0.5);
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let w: Vec<f64> = scores.iter().map(|s| ((s - max) / t).exp()).collect();
+    crate::normalize(&w)
+}
+
+/// A distribution over `levels` levels whose expected index is p · (levels − 1),
+/// split between the two nearest levels.
+fn level_distribution(p: f64, levels: usize) -> Vec<f64> {
+    let mut out = vec![0.0; levels.max(1)];
+    let x = p.clamp(0.0, 1.0) * (levels.max(1) - 1) as f64;
+    let lo = x.floor() as usize;
+    let hi = (lo + 1).min(levels.max(1) - 1);
+    let frac = x - lo as f64;
+    out[lo] += 1.0 - frac;
+    out[hi] += frac;
+    debug_assert!((expected_level(&out) - x).abs() < 1e-9);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn lex() -> Lexical {
+        Lexical {
+            k1: 1.2,
+            b: 0.75,
+            stats: None,
+        }
+    }
+
+    #[test]
+    fn relevant_candidate_scores_highest() {
+        let c = [
+            Candidate::new("a", "The striker scored a goal."),
+            Candidate::new("b", "Insulin lowers blood glucose levels."),
+            Candidate::new("c", "Glucose is a sugar."),
+        ];
+        let s = lex().scores("what lowers blood glucose", &c);
+        assert!(s[1] > s[2] && s[2] > s[0], "{s:?}");
+        assert_eq!(s[0], 0.0);
+    }
+
+    #[test]
+    fn corpus_stats_change_idf() {
+        let stats = CorpusStats::from_texts(["glucose glucose", "glucose", "glucose", "insulin"]);
+        assert_eq!(stats.documents, 4);
+        assert!(stats.idf("insulin") > stats.idf("glucose"));
+        assert!(stats.idf("unseen") > stats.idf("insulin"));
+    }
+
+    proptest! {
+        #[test]
+        fn probabilities_are_in_range_and_deterministic(
+            texts in proptest::collection::vec("[a-e ]{0,30}", 1..20),
+            query in "[a-e ]{0,10}",
+        ) {
+            let c: Vec<Candidate> = texts.iter().enumerate().map(|(i, t)| Candidate::new(i.to_string(), t.clone())).collect();
+            let s = lex().scores(&query, &c);
+            prop_assert_eq!(&s, &lex().scores(&query, &c));
+            for p in relative(&s) {
+                prop_assert!((0.0..=1.0).contains(&p));
+            }
+            let sm = softmax(&s);
+            prop_assert!((sm.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            for p in sm { prop_assert!((0.0..=1.0).contains(&p)); }
+            for p in relative(&s) {
+                let d = level_distribution(p, 5);
+                prop_assert!((d.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            }
+        }
+    }
+}

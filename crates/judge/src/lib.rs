@@ -1,0 +1,216 @@
+//! Decision models for treenav: one interface, several backends, one dispatcher.
+//!
+//! A decision model reads a **shared context** — a query and a numbered list
+//! of candidates — and answers typed questions about it in one forward pass,
+//! with probabilities, generating no text. Three operations cover retrieval:
+//!
+//! * [`Judge::judge`]: P(relevant) for every candidate (one yes/no question each);
+//! * [`Judge::choose`]: one distribution over the candidates (which best answers);
+//! * [`Judge::grade`]: for every candidate, a distribution over an ordered
+//!   [`Scale`] (the pruner's five levels by default).
+//!
+//! Backends ([`BackendOptions`], picked by `kind`): `lexical` (BM25-style,
+//! offline, deterministic — the default), `systemone` (TypeSafe Jev,
+//! OpenRouter decisions, llama.cpp, Ollama, laya-serve…), `openai-decisions`
+//! and `openai-logprobs` (yes/no emulation over any chat endpoint with
+//! log-probabilities). The dispatcher ([`Judge`]) wraps every backend the same
+//! way: it splits work to the backend's limits (a tournament for `choose`),
+//! bounds concurrency, enforces an overall deadline, caches answers (moka)
+//! and accounts usage and cost. HTTP retries with backoff and `Retry-After`
+//! live in `treenav-http`, shared by all remote backends.
+//!
+//! ```
+//! use treenav_judge::{Candidate, Judge, JudgeOptions};
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let judge = Judge::new(&JudgeOptions::default())?;
+//! let candidates = [
+//!     Candidate::new("a", "Insulin lowers blood glucose."),
+//!     Candidate::new("b", "The striker scored a late goal."),
+//! ];
+//! let judged = judge.judge("what lowers blood glucose", &candidates).await?;
+//! assert!(judged.probabilities[0] > judged.probabilities[1]);
+//! let choice = judge.choose("what lowers blood glucose", &candidates).await?;
+//! assert_eq!(choice.best, 0);
+//! # Ok::<(), treenav_judge::Error>(()) }).unwrap();
+//! ```
+#![warn(missing_docs)]
+
+mod dispatch;
+mod error;
+mod lexical;
+mod logprobs;
+mod openai_decisions;
+mod options;
+mod render;
+mod systemone;
+
+pub use dispatch::Judge;
+pub use error::{Error, ErrorKind, Result};
+pub use lexical::CorpusStats;
+pub use options::{BackendOptions, DispatchOptions, JudgeOptions, Limits};
+pub use render::render_state;
+
+use serde::{Deserialize, Serialize};
+
+/// One candidate in a shared context.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Its id (shown to the model as `ID: …`).
+    pub id: String,
+    /// Its text (shown as `Info: …`).
+    pub text: String,
+}
+
+impl Candidate {
+    /// A candidate from an id and a text.
+    pub fn new(id: impl Into<String>, text: impl Into<String>) -> Candidate {
+        Candidate {
+            id: id.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// An ordered scale for [`Judge::grade`], lowest level first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scale {
+    /// Level descriptions, lowest first (2–10 levels).
+    pub levels: Vec<String>,
+}
+
+impl Scale {
+    /// The pruner's five levels: 1 Unrelated … 5 Essential.
+    pub fn pruning() -> Scale {
+        Scale {
+            levels: [
+                "Unrelated: has nothing to do with the question",
+                "Tangential: on the topic but does not help answer",
+                "Helpful: supporting context for the answer",
+                "Important: completes the answer together with other chunks",
+                "Essential: the answer needs it",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        }
+    }
+
+    /// Checks the level count (2–10) and that no level is empty.
+    pub fn check(&self) -> Result<()> {
+        if !(2..=10).contains(&self.levels.len()) {
+            return Err(Error::config(format!(
+                "a scale needs 2 to 10 levels, got {}",
+                self.levels.len()
+            )));
+        }
+        if self.levels.iter().any(|l| l.trim().is_empty()) {
+            return Err(Error::config("a scale level is empty"));
+        }
+        Ok(())
+    }
+}
+
+/// What answering cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Usage {
+    /// Backend calls made (cache hits excluded).
+    pub calls: u32,
+    /// Calls answered from the cache.
+    pub cache_hits: u32,
+    /// Input tokens (as reported by the server, else estimated as characters / 4).
+    pub input_tokens: u64,
+    /// Output tokens reported.
+    pub output_tokens: u64,
+    /// Wall time of the operation in milliseconds.
+    pub latency_ms: f64,
+    /// Cost in USD (reported by the server, else tokens × configured price).
+    pub cost_usd: f64,
+    /// Answers the backend flagged as unreliable (e.g. low label mass in logprob emulation).
+    pub low_confidence: u32,
+}
+
+impl Usage {
+    /// Adds another operation's usage to this one (latencies add up).
+    pub fn add(&mut self, other: &Usage) {
+        self.calls += other.calls;
+        self.cache_hits += other.cache_hits;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.latency_ms += other.latency_ms;
+        self.cost_usd += other.cost_usd;
+        self.low_confidence += other.low_confidence;
+    }
+}
+
+/// Answers of [`Judge::judge`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judgments {
+    /// P(relevant) per candidate, in input order, each in [0, 1].
+    pub probabilities: Vec<f64>,
+    /// What it cost.
+    pub usage: Usage,
+}
+
+/// Answer of [`Judge::choose`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    /// Probability per candidate, in input order; sums to 1.
+    pub probabilities: Vec<f64>,
+    /// Index of the chosen candidate.
+    pub best: usize,
+    /// 1 − H(p)/ln(n): 1 when certain, 0 when uniform.
+    pub confidence: f64,
+    /// What it cost.
+    pub usage: Usage,
+}
+
+/// One candidate's grade.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grade {
+    /// Probability per level, lowest first; sums to 1.
+    pub probabilities: Vec<f64>,
+    /// Expected level index (0 = lowest), may fall between levels.
+    pub expected: f64,
+}
+
+/// Answers of [`Judge::grade`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grades {
+    /// One grade per candidate, in input order.
+    pub grades: Vec<Grade>,
+    /// What it cost.
+    pub usage: Usage,
+}
+
+/// Renormalises non-negative weights to sum to 1 (uniform when all are 0).
+pub fn normalize(weights: &[f64]) -> Vec<f64> {
+    let total: f64 = weights.iter().filter(|w| w.is_finite() && **w > 0.0).sum();
+    if total <= 0.0 {
+        let n = weights.len().max(1) as f64;
+        return vec![1.0 / n; weights.len()];
+    }
+    weights
+        .iter()
+        .map(|w| {
+            if w.is_finite() && *w > 0.0 {
+                w / total
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// Entropy-based confidence 1 − H(p)/ln(n) of a distribution.
+pub fn confidence(p: &[f64]) -> f64 {
+    if p.len() < 2 {
+        return 1.0;
+    }
+    let h: f64 = p.iter().filter(|x| **x > 0.0).map(|x| -x * x.ln()).sum();
+    (1.0 - h / (p.len() as f64).ln()).clamp(0.0, 1.0)
+}
+
+/// The expected level index of a distribution over levels.
+pub fn expected_level(p: &[f64]) -> f64 {
+    p.iter().enumerate().map(|(i, x)| i as f64 * x).sum()
+}

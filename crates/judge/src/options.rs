@@ -1,0 +1,224 @@
+//! Configuration of a judge: which backend, and how the dispatcher drives it.
+
+use serde::{Deserialize, Serialize};
+
+fn k1() -> f64 {
+    1.2
+}
+fn b() -> f64 {
+    0.75
+}
+fn systemone_path() -> String {
+    "/v1/systemone".into()
+}
+
+/// The backend, picked by `kind` (`--judge` on the CLI).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum BackendOptions {
+    /// BM25-style scores turned into probabilities relative to the other
+    /// candidates of the same context. Offline, deterministic.
+    Lexical {
+        /// BM25 k1. By default, 1.2.
+        #[serde(default = "k1")]
+        k1: f64,
+        /// BM25 b. By default, 0.75.
+        #[serde(default = "b")]
+        b: f64,
+    },
+    /// The System One format (`POST {endpoint}/v1/systemone`): TypeSafe Jev,
+    /// llama.cpp server, Ollama, laya-serve; OpenRouter with
+    /// `path = "/api/alpha/decisions"`.
+    Systemone {
+        /// Base URL, e.g. `https://api.typesafe.ai` or `http://127.0.0.1:8080`.
+        endpoint: String,
+        /// Model id; pin a version (`jev-1.13.0`).
+        model: String,
+        /// Environment variable holding the key (e.g. `TYPESAFE_API_KEY`); none sent when unset.
+        #[serde(default)]
+        api_key_env: Option<String>,
+        /// Path appended to the endpoint. By default, `/v1/systemone`.
+        #[serde(default = "systemone_path")]
+        path: String,
+    },
+    /// OpenAI's decisions shape (`POST {endpoint}/v1/decisions`).
+    OpenaiDecisions {
+        /// Base URL, e.g. `https://api.openai.com`.
+        endpoint: String,
+        /// Model id.
+        model: String,
+        /// Environment variable holding the key (e.g. `OPENAI_API_KEY`); none sent when unset.
+        #[serde(default)]
+        api_key_env: Option<String>,
+    },
+    /// Yes/no and label emulation over any OpenAI-compatible chat endpoint
+    /// with log-probabilities (vLLM, llama.cpp, Ollama, hosted APIs).
+    OpenaiLogprobs {
+        /// Base URL, e.g. `http://127.0.0.1:8000`.
+        endpoint: String,
+        /// Model id (use a non-thinking instruct model).
+        model: String,
+        /// Environment variable holding the key; none sent when unset.
+        #[serde(default)]
+        api_key_env: Option<String>,
+    },
+}
+
+impl Default for BackendOptions {
+    fn default() -> Self {
+        BackendOptions::Lexical { k1: k1(), b: b() }
+    }
+}
+
+impl BackendOptions {
+    /// The backend's name as used in config and errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BackendOptions::Lexical { .. } => "lexical",
+            BackendOptions::Systemone { .. } => "systemone",
+            BackendOptions::OpenaiDecisions { .. } => "openai-decisions",
+            BackendOptions::OpenaiLogprobs { .. } => "openai-logprobs",
+        }
+    }
+
+    /// The limits a backend of this kind is assumed to have, before overrides.
+    pub fn default_limits(&self) -> Limits {
+        match self {
+            BackendOptions::Lexical { .. } => Limits {
+                max_questions: 10_000,
+                max_options: 10_000,
+                max_state_tokens: u64::MAX / 4,
+            },
+            // dev-double and laya cap at 64 questions and 26 options; Jev at
+            // ≈ 33k tokens of state plus question.
+            BackendOptions::Systemone { .. } => Limits {
+                max_questions: 64,
+                max_options: 26,
+                max_state_tokens: 30_000,
+            },
+            BackendOptions::OpenaiDecisions { .. } => Limits {
+                max_questions: 64,
+                max_options: 255,
+                max_state_tokens: 30_000,
+            },
+            // One completion per question; top-20 log-probabilities cap the options.
+            BackendOptions::OpenaiLogprobs { .. } => Limits {
+                max_questions: 64,
+                max_options: 20,
+                max_state_tokens: 6_000,
+            },
+        }
+    }
+
+    /// The default price per million input tokens in USD (Jev $0.042, OpenAI decisions $0.10).
+    pub fn default_price_per_million(&self) -> f64 {
+        match self {
+            BackendOptions::Lexical { .. } | BackendOptions::OpenaiLogprobs { .. } => 0.0,
+            BackendOptions::Systemone { .. } => 0.042,
+            BackendOptions::OpenaiDecisions { .. } => 0.10,
+        }
+    }
+}
+
+/// What one backend call may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Questions per call.
+    pub max_questions: usize,
+    /// Options of one `choose` question.
+    pub max_options: usize,
+    /// Estimated tokens (characters / 4) of the state per call.
+    pub max_state_tokens: u64,
+}
+
+fn concurrency() -> usize {
+    8
+}
+fn timeout_secs() -> f64 {
+    30.0
+}
+fn retries() -> u32 {
+    3
+}
+fn cache_capacity() -> u64 {
+    10_000
+}
+
+/// How the dispatcher drives the backend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatchOptions {
+    /// Backend calls in flight at most. By default, 8.
+    #[serde(default = "concurrency")]
+    pub concurrency: usize,
+    /// Timeout of one HTTP call in seconds. By default, 30.
+    #[serde(default = "timeout_secs")]
+    pub timeout_secs: f64,
+    /// Overall deadline of one operation in seconds (all calls and retries). By default, none.
+    #[serde(default)]
+    pub deadline_secs: Option<f64>,
+    /// Retries of a retryable HTTP failure. By default, 3.
+    #[serde(default = "retries")]
+    pub max_retries: u32,
+    /// Price per million input tokens in USD. By default, the backend's list price.
+    #[serde(default)]
+    pub price_per_million_input: Option<f64>,
+    /// Price per million output tokens in USD. By default, 0.
+    #[serde(default)]
+    pub price_per_million_output: f64,
+    /// Answers kept in the cache (0 turns it off). By default, 10,000.
+    #[serde(default = "cache_capacity")]
+    pub cache_capacity: u64,
+    /// Override of the backend's limits. By default, none.
+    #[serde(default)]
+    pub limits: Option<Limits>,
+}
+
+impl Default for DispatchOptions {
+    fn default() -> Self {
+        DispatchOptions {
+            concurrency: concurrency(),
+            timeout_secs: timeout_secs(),
+            deadline_secs: None,
+            max_retries: retries(),
+            price_per_million_input: None,
+            price_per_million_output: 0.0,
+            cache_capacity: cache_capacity(),
+            limits: None,
+        }
+    }
+}
+
+/// A judge's whole configuration, e.g. in JSON:
+/// `{"backend": {"kind": "systemone", "endpoint": "http://127.0.0.1:8080", "model": "jev-1.13.0"}, "dispatch": {"concurrency": 4}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeOptions {
+    /// The backend.
+    #[serde(default)]
+    pub backend: BackendOptions,
+    /// The dispatcher.
+    #[serde(default)]
+    pub dispatch: DispatchOptions,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_options_are_rejected() {
+        let bad = r#"{"backend": {"kind": "systemone", "endpoint": "http://x", "model": "m", "modle": 1}}"#;
+        let err = serde_json::from_str::<JudgeOptions>(bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("modle"), "{err}");
+        let bad_kind = r#"{"backend": {"kind": "magic"}}"#;
+        assert!(serde_json::from_str::<JudgeOptions>(bad_kind).is_err());
+        let ok: JudgeOptions =
+            serde_json::from_str(r#"{"backend": {"kind": "lexical"}}"#).expect("parse");
+        assert_eq!(ok, JudgeOptions::default());
+    }
+}

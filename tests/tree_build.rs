@@ -1,0 +1,218 @@
+//! Building trees: structure invariants (property test), the file round trip
+//! and corruption detection.
+
+use proptest::prelude::*;
+use std::collections::HashSet;
+use treenav::corpus::{load_str, Format, LoadOptions};
+use treenav::tree::{
+    self, build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer,
+    SummarizerOptions, Tree, TreeParams,
+};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+const TOPICS: &[&str] = &[
+    "insulin glucose diabetes pancreas",
+    "football goal league match",
+    "volcano lava eruption magma",
+    "violin orchestra symphony concert",
+    "bitcoin blockchain ledger mining",
+    "wheat harvest farm soil",
+];
+
+/// A corpus of `docs` documents with `passages[i]` sentences-worth of text each.
+fn corpus_jsonl(docs: usize, words_per_doc: &[usize]) -> String {
+    (0..docs)
+        .map(|i| {
+            let topic = TOPICS[i % TOPICS.len()];
+            let words = words_per_doc.get(i).copied().unwrap_or(5).max(1);
+            let text: Vec<String> = (0..words)
+                .map(|w| format!("{} w{}.", topic.split(' ').nth(w % 4).unwrap_or("x"), w))
+                .collect();
+            format!(
+                r#"{{"_id":"d{i}","title":"{topic} {i}","text":"{}"}}"#,
+                text.join(" ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn build(jsonl: &str, branching: usize, passage_words: usize, clusters: Option<usize>) -> Tree {
+    let options = LoadOptions {
+        skip_bad: false,
+        passage_words,
+    };
+    let corpus = load_str(jsonl, "corpus.jsonl", Format::Beir, &options).expect("corpus");
+    let params = TreeParams::default()
+        .branching(branching)
+        .clusters(clusters)
+        .seed(3)
+        .check()
+        .expect("params");
+    let embedder =
+        Embedder::new(&EmbedderOptions::Tfidf { dims: 32 }, params.seed()).expect("embedder");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
+    runtime()
+        .block_on(build_tree(
+            corpus,
+            "test",
+            &params,
+            &embedder,
+            &summarizer,
+            &NoProgress,
+        ))
+        .expect("build")
+}
+
+fn check_invariants(tree: &Tree, expected_passages: usize, branching: usize) {
+    // Every passage reachable from the root exactly once, via the petgraph view.
+    let g = tree.graph();
+    let mut dfs = tree::petgraph::visit::Dfs::new(&g, tree::petgraph::graph::NodeIndex::new(0));
+    let mut seen = HashSet::new();
+    let mut passages = 0;
+    while let Some(ix) = dfs.next(&g) {
+        assert!(seen.insert(ix), "node {ix:?} reached twice");
+        if let Some(node) = tree.get(g[ix]) {
+            if matches!(node.kind, NodeKind::Passage { .. }) {
+                passages += 1;
+            }
+        }
+    }
+    assert_eq!(passages, expected_passages);
+    assert_eq!(seen.len(), tree.len(), "every node reachable");
+    for node in tree.nodes() {
+        assert!(
+            node.children.len() <= branching,
+            "{} children > {branching}",
+            node.children.len()
+        );
+    }
+    tree.validate().expect("valid");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    #[test]
+    fn every_passage_reachable_once_and_branching_respected(
+        docs in 1usize..150,
+        branching in 2usize..12,
+        passage_words in 2usize..12,
+        words in proptest::collection::vec(1usize..40, 0..150),
+        clusters in proptest::option::of(1usize..40),
+    ) {
+        let jsonl = corpus_jsonl(docs, &words);
+        let options = LoadOptions { skip_bad: false, passage_words };
+        let expected = load_str(&jsonl, "c.jsonl", Format::Beir, &options).expect("corpus").passage_count();
+        let tree = build(&jsonl, branching, passage_words, clusters);
+        check_invariants(&tree, expected, branching);
+        prop_assert_eq!(tree.passages().count(), expected);
+    }
+}
+
+#[test]
+fn large_fanout_gets_several_cluster_levels() {
+    let tree = build(&corpus_jsonl(300, &[]), 5, 50, None);
+    let stats = tree.level_stats();
+    let cluster_levels = stats.iter().filter(|s| s.kind == "cluster").count();
+    assert!(cluster_levels >= 3, "{stats:?}");
+    check_invariants(&tree, 300, 5);
+}
+
+#[test]
+fn builds_are_deterministic() {
+    let jsonl = corpus_jsonl(60, &[]);
+    assert_eq!(build(&jsonl, 10, 20, None), build(&jsonl, 10, 20, None));
+}
+
+#[test]
+fn clusters_group_topics() {
+    // Six clean topics, ten documents each, six clusters: each cluster is one topic.
+    let tree = build(&corpus_jsonl(60, &[]), 100, 50, Some(6));
+    for level in tree.levels().iter().skip(1).take(1) {
+        for id in level {
+            let titles: HashSet<String> = tree
+                .children(*id)
+                .iter()
+                .filter_map(|d| match &tree.get(*d)?.kind {
+                    NodeKind::Document { title, .. } => {
+                        title.rsplit_once(' ').map(|(t, _)| t.to_string())
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(titles.len(), 1, "a cluster mixes topics: {titles:?}");
+        }
+    }
+}
+
+#[test]
+fn file_round_trip_and_atomic_write() {
+    let tree = build(&corpus_jsonl(40, &[]), 8, 10, None);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.tree");
+    tree::file::save(&tree, &path).expect("save");
+    assert_eq!(tree::file::load(&path).expect("load"), tree);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["t.tree"], "no temporary file left behind");
+}
+
+#[test]
+fn corrupted_truncated_foreign_and_future_files_are_errors() {
+    let tree = build(&corpus_jsonl(20, &[]), 8, 10, None);
+    let bytes = tree::file::to_bytes(&tree).expect("encode");
+    let name = std::path::Path::new("x.tree");
+    let err = |b: &[u8]| {
+        tree::file::from_bytes(b, name)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "loaded!".into())
+    };
+
+    let mut flipped = bytes.clone();
+    let mid = bytes.len() / 2;
+    flipped[mid] ^= 0x40;
+    assert!(
+        err(&flipped).contains("checksum mismatch"),
+        "{}",
+        err(&flipped)
+    );
+    assert!(
+        err(&bytes[..bytes.len() - 10]).contains("truncated"),
+        "{}",
+        err(&bytes[..bytes.len() - 10])
+    );
+    assert!(err(&bytes[..12]).contains("truncated"));
+    assert!(err(b"{\"json\": true}").contains("not a treenav tree file"));
+    assert!(err(b"").contains("not a treenav tree file"));
+    let mut future = bytes.clone();
+    future[8] = 99;
+    assert!(
+        err(&future).contains("format version 99"),
+        "{}",
+        err(&future)
+    );
+    // Every truncation point fails cleanly (no panic, no garbage tree).
+    for cut in (0..bytes.len()).step_by(97) {
+        assert!(tree::file::from_bytes(&bytes[..cut], name).is_err());
+    }
+}
+
+#[test]
+fn a_structurally_broken_tree_is_rejected() {
+    // A node moved under the root without the root listing it: unreachable, wrong parent.
+    let tree = build(&corpus_jsonl(10, &[]), 8, 10, None);
+    let mut nodes = tree.nodes().to_vec();
+    let last = nodes.len() - 1;
+    nodes[last].parent = Some(treenav::tree::NodeId(0));
+    assert!(Tree::from_parts(tree.meta().clone(), nodes).is_err());
+}
