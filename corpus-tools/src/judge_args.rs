@@ -15,6 +15,8 @@ pub enum JudgeKind {
     OpenaiDecisions,
     /// Yes/no emulation over an OpenAI-compatible chat endpoint with logprobs.
     OpenaiLogprobs,
+    /// ms-marco MiniLM cross-encoder in-process (build with --features cross-encoder).
+    CrossEncoder,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -35,6 +37,12 @@ pub struct JudgeArgs {
     /// Environment variable holding the API key (none sent when not given).
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Cross-encoder model folder (default ~/.cache/treenav/models/reranker_en).
+    #[arg(long)]
+    pub model_dir: Option<PathBuf>,
+    /// ONNX Runtime library (default $ORT_DYLIB_PATH, else ~/.cache/treenav/onnxruntime/…).
+    #[arg(long)]
+    pub ort_library: Option<PathBuf>,
     /// System One path (OpenRouter: /api/alpha/decisions).
     #[arg(long, default_value = "/v1/systemone")]
     pub systemone_path: String,
@@ -85,6 +93,13 @@ impl JudgeArgs {
                 endpoint: need(&self.endpoint, "--endpoint URL")?,
                 model: need(&self.model, "--model NAME")?,
                 api_key_env: self.api_key_env.clone(),
+            },
+            JudgeKind::CrossEncoder => BackendOptions::CrossEncoder {
+                model_dir: self.model_dir.clone(),
+                ort_library: self.ort_library.clone(),
+                threads: 2,
+                batch_size: 16,
+                max_tokens: 256,
             },
         };
         Ok(JudgeOptions {

@@ -1,5 +1,6 @@
 //! The dispatcher: limits, tournament, cache, concurrency, deadline, usage.
 
+use crate::cross_encoder::CrossEncoder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lexical::{CorpusStats, Lexical};
 use crate::logprobs::Logprobs;
@@ -63,6 +64,7 @@ enum Backend {
     SystemOne(SystemOne),
     Decisions(Decisions),
     Logprobs(Logprobs),
+    CrossEncoder(CrossEncoder),
 }
 
 impl Backend {
@@ -72,6 +74,7 @@ impl Backend {
             Backend::SystemOne(b) => b.call(op).await,
             Backend::Decisions(b) => b.call(op).await,
             Backend::Logprobs(b) => b.call(op).await,
+            Backend::CrossEncoder(b) => b.call(op).await,
         }
     }
 }
@@ -229,6 +232,37 @@ impl Judge {
                         key: key_for(kind, api_key_env)?,
                     }),
                     model.clone(),
+                )
+            }
+            BackendOptions::CrossEncoder {
+                model_dir,
+                ort_library,
+                threads,
+                batch_size,
+                max_tokens,
+            } => {
+                if *max_tokens < 16 || *max_tokens > 512 {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        kind,
+                        "max_tokens must be in 16..=512",
+                    ));
+                }
+                let dir = model_dir
+                    .clone()
+                    .unwrap_or_else(crate::cross_encoder::default_model_dir);
+                let library = ort_library
+                    .clone()
+                    .unwrap_or_else(crate::cross_encoder::default_ort_library);
+                (
+                    Backend::CrossEncoder(CrossEncoder::load(
+                        &dir,
+                        &library,
+                        *threads,
+                        *batch_size,
+                        *max_tokens,
+                    )?),
+                    "ms-marco-MiniLM-L-12-v2 (int8 ONNX)".to_string(),
                 )
             }
         };
@@ -480,7 +514,10 @@ impl Judge {
         let mut current: Vec<Candidate> = Vec::new();
         let mut tokens = base;
         for c in candidates {
-            let t = estimate_tokens(&render_state("", std::slice::from_ref(c))).saturating_sub(3);
+            let t = (c.id.len().min(200) + c.text.len().min(4 * crate::render::MAX_CANDIDATE_CHARS))
+                as u64
+                / 4
+                + 6;
             if !current.is_empty() && (current.len() >= max || tokens + t > limit) {
                 out.push(std::mem::take(&mut current));
                 tokens = base;
@@ -520,7 +557,7 @@ impl Judge {
         )
     }
 
-    fn cache_key(&self, op: &Op<'_>) -> (u64, u64) {
+    fn cache_key(&self, op: &Op<'_>, state: &str) -> (u64, u64) {
         let mut text = format!("{}\n{}\n", self.inner.kind, self.inner.model);
         match op.kind {
             OpKind::Judge => text.push_str("judge\n"),
@@ -531,14 +568,15 @@ impl Judge {
                 text.push('\n');
             }
         }
-        text.push_str(&render_state(op.query, op.candidates));
+        text.push_str(state);
         let h1 = stable_hash(text.as_bytes());
         let h2 = stable_hash(format!("{h1:x}{text}").as_bytes());
         (h1, h2)
     }
 
     async fn run(&self, op: Op<'_>) -> Result<(Arc<Raw>, Usage)> {
-        let key = self.cache_key(&op);
+        let state = render_state(op.query, op.candidates);
+        let key = self.cache_key(&op, &state);
         if let Some(cache) = &self.inner.cache {
             if let Some(hit) = cache.get(&key).await {
                 return Ok((
@@ -562,8 +600,7 @@ impl Judge {
             candidates = op.candidates.len()
         );
         let raw = Arc::new(self.inner.backend.call(&op).instrument(span).await?);
-        let estimated = estimate_tokens(&render_state(op.query, op.candidates))
-            + 20 * op.candidates.len() as u64;
+        let estimated = estimate_tokens(&state) + 20 * op.candidates.len() as u64;
         let input_tokens = raw.input_tokens.filter(|t| *t > 0).unwrap_or(estimated);
         let cost_usd = raw.cost_usd.unwrap_or(
             input_tokens as f64 * self.inner.price_in / 1e6

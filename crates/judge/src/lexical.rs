@@ -49,6 +49,18 @@ impl CorpusStats {
     }
 }
 
+/// BM25 score of each candidate against the query (k1, b as in BM25), with
+/// the IDF of `stats` when given, else of the candidates themselves.
+pub fn bm25_scores(
+    query: &str,
+    candidates: &[Candidate],
+    k1: f64,
+    b: f64,
+    stats: Option<Arc<CorpusStats>>,
+) -> Vec<f64> {
+    Lexical { k1, b, stats }.scores(query, candidates)
+}
+
 /// The lexical backend.
 #[derive(Debug, Clone)]
 pub(crate) struct Lexical {

@@ -13,7 +13,8 @@
 //! offline, deterministic — the default), `systemone` (TypeSafe Jev,
 //! OpenRouter decisions, llama.cpp, Ollama, laya-serve…), `openai-decisions`
 //! and `openai-logprobs` (yes/no emulation over any chat endpoint with
-//! log-probabilities). The dispatcher ([`Judge`]) wraps every backend the same
+//! log-probabilities), and `cross-encoder` (ms-marco MiniLM in-process via
+//! ONNX Runtime, behind the `cross-encoder` cargo feature; pointwise). The dispatcher ([`Judge`]) wraps every backend the same
 //! way: it splits work to the backend's limits (a tournament for `choose`),
 //! bounds concurrency, enforces an overall deadline, caches answers (moka)
 //! and accounts usage and cost. HTTP retries with backoff and `Retry-After`
@@ -35,6 +36,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod cross_encoder;
 mod dispatch;
 mod error;
 mod lexical;
@@ -44,9 +46,10 @@ mod options;
 mod render;
 mod systemone;
 
+pub use cross_encoder::{default_model_dir, default_ort_library};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
-pub use lexical::CorpusStats;
+pub use lexical::{bm25_scores, CorpusStats};
 pub use options::{BackendOptions, DispatchOptions, JudgeOptions, Limits};
 pub use render::render_state;
 

@@ -8,6 +8,15 @@ fn k1() -> f64 {
 fn b() -> f64 {
     0.75
 }
+fn threads() -> usize {
+    2
+}
+fn pair_batch() -> usize {
+    16
+}
+fn max_tokens() -> usize {
+    256
+}
 fn systemone_path() -> String {
     "/v1/systemone".into()
 }
@@ -51,6 +60,28 @@ pub enum BackendOptions {
         #[serde(default)]
         api_key_env: Option<String>,
     },
+    /// ms-marco-MiniLM-L-12-v2 cross-encoder in-process (ONNX Runtime);
+    /// needs the `cross-encoder` cargo feature and `scripts/fetch-models.sh`.
+    /// Pointwise: it scores (query, candidate) pairs, not the shared context.
+    CrossEncoder {
+        /// Folder with `model.onnx` and `tokenizer.json`. By default,
+        /// `~/.cache/treenav/models/reranker_en`.
+        #[serde(default)]
+        model_dir: Option<std::path::PathBuf>,
+        /// The ONNX Runtime library. By default, `$ORT_DYLIB_PATH`, else
+        /// `~/.cache/treenav/onnxruntime/libonnxruntime.so.1.32.0`.
+        #[serde(default)]
+        ort_library: Option<std::path::PathBuf>,
+        /// Threads of one inference. By default, 2.
+        #[serde(default = "threads")]
+        threads: usize,
+        /// Pairs per inference batch. By default, 16.
+        #[serde(default = "pair_batch")]
+        batch_size: usize,
+        /// Tokens of a (query, candidate) pair at most. By default, 256.
+        #[serde(default = "max_tokens")]
+        max_tokens: usize,
+    },
     /// Yes/no and label emulation over any OpenAI-compatible chat endpoint
     /// with log-probabilities (vLLM, llama.cpp, Ollama, hosted APIs).
     OpenaiLogprobs {
@@ -78,13 +109,14 @@ impl BackendOptions {
             BackendOptions::Systemone { .. } => "systemone",
             BackendOptions::OpenaiDecisions { .. } => "openai-decisions",
             BackendOptions::OpenaiLogprobs { .. } => "openai-logprobs",
+            BackendOptions::CrossEncoder { .. } => "cross-encoder",
         }
     }
 
     /// The limits a backend of this kind is assumed to have, before overrides.
     pub fn default_limits(&self) -> Limits {
         match self {
-            BackendOptions::Lexical { .. } => Limits {
+            BackendOptions::Lexical { .. } | BackendOptions::CrossEncoder { .. } => Limits {
                 max_questions: 10_000,
                 max_options: 10_000,
                 max_state_tokens: u64::MAX / 4,
@@ -113,7 +145,9 @@ impl BackendOptions {
     /// The default price per million input tokens in USD (Jev $0.042, OpenAI decisions $0.10).
     pub fn default_price_per_million(&self) -> f64 {
         match self {
-            BackendOptions::Lexical { .. } | BackendOptions::OpenaiLogprobs { .. } => 0.0,
+            BackendOptions::Lexical { .. }
+            | BackendOptions::OpenaiLogprobs { .. }
+            | BackendOptions::CrossEncoder { .. } => 0.0,
             BackendOptions::Systemone { .. } => 0.042,
             BackendOptions::OpenaiDecisions { .. } => 0.10,
         }

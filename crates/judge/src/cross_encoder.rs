@@ -1,0 +1,352 @@
+//! The offline neural judge: ms-marco-MiniLM-L-12-v2 (int8 ONNX) run
+//! in-process with ONNX Runtime (the `ort` crate, library loaded at run time)
+//! and `tokenizers`.
+//!
+//! A cross-encoder scores (query, candidate) **pairs**, one logit each: it is
+//! pointwise, it does not read the shared context. So `judge` is the sigmoid
+//! of each logit, `choose` the softmax over the candidates' logits, and
+//! `grade` a soft assignment of the logit to fixed bands (centres evenly
+//! spaced from −8 to +7, the range ms-marco MiniLM logits take; fixed by
+//! hand from that range, not fitted on labelled data).
+//!
+//! Pairs are tokenized without the tokenizer file's fixed 512-token padding
+//! (15× slower), truncated to `max_tokens`, sorted by length and run in
+//! batches padded to the batch's longest pair rounded up to a multiple of 8,
+//! so a pair's padding depends on its batch-mates as little as it can.
+//! Inference runs on the blocking thread pool.
+
+use crate::dispatch::{Op, OpKind, Raw, Values};
+use crate::error::{Error, ErrorKind, Result};
+use std::path::{Path, PathBuf};
+
+const NAME: &str = "cross-encoder";
+
+/// The default model folder: `$TREENAV_CACHE_DIR/models/reranker_en`
+/// (`~/.cache/treenav/…`), where `scripts/fetch-models.sh` puts it.
+pub fn default_model_dir() -> PathBuf {
+    cache_dir().join("models").join("reranker_en")
+}
+
+/// The default ONNX Runtime library: `$ORT_DYLIB_PATH`, else
+/// `$TREENAV_CACHE_DIR/onnxruntime/libonnxruntime.so.1.32.0`.
+pub fn default_ort_library() -> PathBuf {
+    std::env::var_os("ORT_DYLIB_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            cache_dir()
+                .join("onnxruntime")
+                .join("libonnxruntime.so.1.32.0")
+        })
+}
+
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("TREENAV_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache").join("treenav"))
+        .unwrap_or_else(|| PathBuf::from(".treenav-cache"))
+}
+
+/// Logit band centres for `levels` grade levels, lowest first.
+fn band_centres(levels: usize) -> Vec<f64> {
+    let n = levels.max(2);
+    (0..n)
+        .map(|i| -8.0 + 15.0 * i as f64 / (n - 1) as f64)
+        .collect()
+}
+
+/// A soft assignment of a logit to the bands (Gaussian kernel, σ = 2).
+pub(crate) fn grade_from_logit(logit: f64, levels: usize) -> Vec<f64> {
+    let w: Vec<f64> = band_centres(levels)
+        .iter()
+        .map(|c| (-(logit - c).powi(2) / 8.0).exp())
+        .collect();
+    crate::normalize(&w)
+}
+
+pub(crate) fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+pub(crate) fn softmax(x: &[f64]) -> Vec<f64> {
+    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    crate::normalize(&x.iter().map(|v| (v - max).exp()).collect::<Vec<_>>())
+}
+
+/// Turns a call's logits into the operation's answers.
+pub(crate) fn values_from_logits(op: &Op<'_>, logits: &[f64]) -> Values {
+    match op.kind {
+        OpKind::Judge => Values::Probabilities(logits.iter().map(|l| sigmoid(*l)).collect()),
+        OpKind::Choose => Values::Choice(softmax(logits)),
+        OpKind::Grade(scale) => Values::Grades(
+            logits
+                .iter()
+                .map(|l| grade_from_logit(*l, scale.levels.len()))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(feature = "cross-encoder")]
+mod engine {
+    use super::*;
+    use ort::session::Session;
+    use ort::value::Tensor;
+    use std::sync::{Arc, Mutex, OnceLock};
+    use tokenizers::Tokenizer;
+
+    static ENVIRONMENT: OnceLock<std::result::Result<ort::environment::Environment, String>> =
+        OnceLock::new();
+
+    fn environment(library: &Path) -> Result<&'static ort::environment::Environment> {
+        let env = ENVIRONMENT.get_or_init(|| {
+            if !library.is_file() {
+                return Err(format!(
+                    "ONNX Runtime library {} not found: run scripts/fetch-models.sh or set ORT_DYLIB_PATH",
+                    library.display()
+                ));
+            }
+            ort::init_from(library)
+                .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
+                .with_name("treenav")
+                .build()
+                .map_err(|e| format!("cannot start ONNX Runtime: {e}"))
+        });
+        env.as_ref()
+            .map_err(|e| Error::new(ErrorKind::Config, NAME, e.clone()))
+    }
+
+    /// A loaded model.
+    #[derive(Debug)]
+    pub(crate) struct CrossEncoder {
+        session: Arc<Mutex<Session>>,
+        tokenizer: Arc<Tokenizer>,
+        batch_size: usize,
+        needs_type_ids: bool,
+    }
+
+    impl CrossEncoder {
+        pub(crate) fn load(
+            model_dir: &Path,
+            library: &Path,
+            threads: usize,
+            batch_size: usize,
+            max_tokens: usize,
+        ) -> Result<CrossEncoder> {
+            let config = |m: String| Error::new(ErrorKind::Config, NAME, m);
+            let model = model_dir.join("model.onnx");
+            let tok = model_dir.join("tokenizer.json");
+            for f in [&model, &tok] {
+                if !f.is_file() {
+                    return Err(config(format!(
+                        "{} not found: run scripts/fetch-models.sh or pass --model-dir",
+                        f.display()
+                    )));
+                }
+            }
+            let env = environment(library)?;
+            let mut tokenizer = Tokenizer::from_file(&tok)
+                .map_err(|e| config(format!("{}: {e}", tok.display())))?;
+            tokenizer.with_padding(None);
+            tokenizer
+                .with_truncation(Some(tokenizers::TruncationParams {
+                    max_length: max_tokens,
+                    ..Default::default()
+                }))
+                .map_err(|e| config(format!("tokenizer truncation: {e}")))?;
+            let session = Session::builder(env)
+                .and_then(|b| {
+                    b.with_optimization_level(ort::session::builder::GraphOptimizationLevel::Level3)
+                        .map_err(Into::into)
+                })
+                .and_then(|b| b.with_intra_threads(threads.max(1)).map_err(Into::into))
+                .and_then(|mut b| b.commit_from_file(&model))
+                .map_err(|e| config(format!("cannot load {}: {e}", model.display())))?;
+            let needs_type_ids = session
+                .inputs()
+                .iter()
+                .any(|i| i.name() == "token_type_ids");
+            Ok(CrossEncoder {
+                session: Arc::new(Mutex::new(session)),
+                tokenizer: Arc::new(tokenizer),
+                batch_size: batch_size.max(1),
+                needs_type_ids,
+            })
+        }
+
+        /// One logit per candidate text, in input order.
+        pub(crate) async fn logits(&self, query: &str, texts: Vec<String>) -> Result<Vec<f64>> {
+            let session = self.session.clone();
+            let tokenizer = self.tokenizer.clone();
+            let (batch_size, needs_type_ids) = (self.batch_size, self.needs_type_ids);
+            let query = query.to_string();
+            tokio::task::spawn_blocking(move || {
+                score(
+                    &session,
+                    &tokenizer,
+                    &query,
+                    &texts,
+                    batch_size,
+                    needs_type_ids,
+                )
+            })
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Server,
+                    NAME,
+                    format!("inference task failed: {e}"),
+                )
+            })?
+        }
+    }
+
+    fn score(
+        session: &Mutex<Session>,
+        tokenizer: &Tokenizer,
+        query: &str,
+        texts: &[String],
+        batch_size: usize,
+        needs_type_ids: bool,
+    ) -> Result<Vec<f64>> {
+        let fail = |m: String| Error::new(ErrorKind::Server, NAME, m);
+        let pairs: Vec<(String, String)> = texts
+            .iter()
+            .map(|t| (query.to_string(), t.clone()))
+            .collect();
+        let encodings = tokenizer
+            .encode_batch(pairs, true)
+            .map_err(|e| fail(format!("tokenization failed: {e}")))?;
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|i| (encodings[*i].len(), *i));
+        let mut logits = vec![0.0; encodings.len()];
+        let mut session = session
+            .lock()
+            .map_err(|_| fail("the model session is poisoned".into()))?;
+        for chunk in order.chunks(batch_size) {
+            let longest = chunk.iter().map(|i| encodings[*i].len()).max().unwrap_or(0);
+            let width = longest.div_ceil(8).max(1) * 8;
+            let rows = chunk.len();
+            let mut ids = vec![0i64; rows * width];
+            let mut mask = vec![0i64; rows * width];
+            let mut types = vec![0i64; rows * width];
+            for (r, i) in chunk.iter().enumerate() {
+                let e = &encodings[*i];
+                for (c, ((id, m), t)) in e
+                    .get_ids()
+                    .iter()
+                    .zip(e.get_attention_mask())
+                    .zip(e.get_type_ids())
+                    .enumerate()
+                {
+                    ids[r * width + c] = i64::from(*id);
+                    mask[r * width + c] = i64::from(*m);
+                    types[r * width + c] = i64::from(*t);
+                }
+            }
+            let tensor = |v: Vec<i64>| {
+                Tensor::from_array(([rows, width], v)).map_err(|e| fail(format!("tensor: {e}")))
+            };
+            let outputs = if needs_type_ids {
+                session.run(ort::inputs![
+                    "input_ids" => tensor(ids)?,
+                    "attention_mask" => tensor(mask)?,
+                    "token_type_ids" => tensor(types)?
+                ])
+            } else {
+                session.run(
+                    ort::inputs!["input_ids" => tensor(ids)?, "attention_mask" => tensor(mask)?],
+                )
+            }
+            .map_err(|e| fail(format!("inference failed: {e}")))?;
+            let (_, data) = outputs[0]
+                .try_extract_tensor::<f32>()
+                .map_err(|e| fail(format!("unexpected model output: {e}")))?;
+            if data.len() < rows {
+                return Err(fail(format!(
+                    "the model returned {} scores for {rows} pairs",
+                    data.len()
+                )));
+            }
+            let per_row = data.len() / rows;
+            for (r, i) in chunk.iter().enumerate() {
+                logits[*i] = f64::from(data[r * per_row]);
+            }
+        }
+        Ok(logits)
+    }
+}
+
+#[cfg(not(feature = "cross-encoder"))]
+mod engine {
+    use super::*;
+
+    /// Stand-in when the `cross-encoder` feature is off: construction fails
+    /// and says how to get the real backend.
+    #[derive(Debug)]
+    pub(crate) struct CrossEncoder;
+
+    impl CrossEncoder {
+        pub(crate) fn load(
+            _: &Path,
+            _: &Path,
+            _: usize,
+            _: usize,
+            _: usize,
+        ) -> Result<CrossEncoder> {
+            Err(Error::new(
+                ErrorKind::Config,
+                NAME,
+                "this build has no cross-encoder: rebuild with `--features cross-encoder` (and run scripts/fetch-models.sh)",
+            ))
+        }
+
+        pub(crate) async fn logits(&self, _: &str, _: Vec<String>) -> Result<Vec<f64>> {
+            Err(Error::new(
+                ErrorKind::Config,
+                NAME,
+                "this build has no cross-encoder",
+            ))
+        }
+    }
+}
+
+pub(crate) use engine::CrossEncoder;
+
+impl CrossEncoder {
+    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+        let texts: Vec<String> = op.candidates.iter().map(|c| c.text.clone()).collect();
+        let logits = self.logits(op.query, texts).await?;
+        if logits.len() != op.candidates.len() || logits.iter().any(|l| !l.is_finite()) {
+            return Err(Error::malformed(
+                NAME,
+                "the model returned a missing or non-finite score",
+            ));
+        }
+        Ok(Raw {
+            values: values_from_logits(op, &logits),
+            input_tokens: None,
+            output_tokens: 0,
+            cost_usd: Some(0.0),
+            low_confidence: 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grade_bands_follow_the_logit() {
+        let lo = grade_from_logit(-9.0, 5);
+        let hi = grade_from_logit(8.0, 5);
+        assert!(crate::expected_level(&lo) < 0.5);
+        assert!(crate::expected_level(&hi) > 3.5);
+        assert!((lo.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+        assert!((sigmoid(0.0) - 0.5).abs() < 1e-12);
+        let s = softmax(&[1.0, 2.0, 3.0]);
+        assert!(s[2] > s[1] && s[1] > s[0]);
+    }
+}

