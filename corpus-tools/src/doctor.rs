@@ -70,28 +70,38 @@ pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
         usage,
         warnings,
     };
+    let mut o = String::new();
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        out!(o, "{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("backend   {} ({})", report.backend, report.model);
-        println!("query     {QUERY}");
+        out!(o, "backend   {} ({})", report.backend, report.model);
+        out!(o, "query     {QUERY}");
         for (i, c) in report.candidates.iter().enumerate() {
-            println!(
+            out!(
+                o,
                 "  {:<10} P(yes) {:.3}   choose {:.3}   grade {:.2} of 5   {}",
-                c.id, report.judge[i], report.choose[i], report.grade_expected[i], c.text
+                c.id,
+                report.judge[i],
+                report.choose[i],
+                report.grade_expected[i],
+                c.text
             );
         }
         let u = &report.usage;
-        println!(
+        out!(
+            o,
             "usage     {} calls, {} input tokens, {:.1} ms, ${:.6}",
-            u.calls, u.input_tokens, u.latency_ms, u.cost_usd
+            u.calls,
+            u.input_tokens,
+            u.latency_ms,
+            u.cost_usd
         );
         if report.warnings.is_empty() {
-            println!("ok        answers look right");
+            out!(o, "ok        answers look right");
         }
         for w in &report.warnings {
-            println!("warning   {w}");
+            out!(o, "warning   {w}");
         }
     }
-    Ok(())
+    crate::emit(&o)
 }

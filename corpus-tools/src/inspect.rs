@@ -132,49 +132,68 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         levels,
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
     }
+    let mut o = String::new();
     let m = report.meta;
-    println!(
+    out!(
+        o,
         "tree      {} ({}, format v{}, loaded in {:.0} ms)",
         report.file,
         human_bytes(bytes),
         report.format_version,
         load_ms
     );
-    println!("source    {}", m.source);
-    println!(
+    out!(o, "source    {}", m.source);
+    out!(
+        o,
         "built     {} · embedder {} · summarizer {} · branching {} · seed {}",
-        m.built_by, m.embedder, m.summarizer, m.branching, m.seed
+        m.built_by,
+        m.embedder,
+        m.summarizer,
+        m.branching,
+        m.seed
     );
-    println!(
+    out!(
+        o,
         "counts    {} clusters · {} documents · {} passages",
-        report.clusters, report.documents, report.passages
+        report.clusters,
+        report.documents,
+        report.passages
     );
-    println!();
-    println!("depth  kind       nodes   children min / mean / max");
+    out!(o);
+    out!(o, "depth  kind       nodes   children min / mean / max");
     for l in &report.levels {
-        println!(
+        out!(
+            o,
             "{:>5}  {:<9} {:>6}   {:>4} / {:>6.1} / {:>4}",
-            l.depth, l.kind, l.nodes, l.min_children, l.mean_children, l.max_children
+            l.depth,
+            l.kind,
+            l.nodes,
+            l.min_children,
+            l.mean_children,
+            l.max_children
         );
     }
-    println!();
-    println!("sample clusters");
+    out!(o);
+    out!(o, "sample clusters");
     for c in &report.samples.clusters {
-        println!(
+        out!(
+            o,
             "  [depth {}, {} docs, {} children] {}",
-            c.depth, c.documents, c.children, c.summary
+            c.depth,
+            c.documents,
+            c.children,
+            c.summary
         );
     }
-    println!("sample documents");
+    out!(o, "sample documents");
     for d in &report.samples.documents {
-        println!("  {} ({} passages): {}", d.id, d.passages, d.label);
+        out!(o, "  {} ({} passages): {}", d.id, d.passages, d.label);
     }
-    println!("sample passages");
+    out!(o, "sample passages");
     for p in &report.samples.passages {
-        println!("  {}: {}", p.id, p.text);
+        out!(o, "  {}: {}", p.id, p.text);
     }
-    Ok(())
+    crate::emit(&o)
 }

@@ -1,9 +1,16 @@
-//! `treenav`: build a corpus tree and look inside it.
+//! `treenav`: build a corpus tree, look inside it, query it, check a judge.
+
+/// Appends a line to a String buffer (writing to a String cannot fail).
+macro_rules! out {
+    ($o:expr) => {{ $o.push('\n'); }};
+    ($o:expr, $($t:tt)*) => {{ use std::fmt::Write as _; let _ = writeln!($o, $($t)*); }};
+}
 
 mod doctor;
 mod inspect;
 mod judge_args;
 mod progress;
+mod query;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -30,6 +37,8 @@ enum Command {
     Build(Box<BuildArgs>),
     /// Show a tree file's levels, counts and sample nodes.
     Inspect(InspectArgs),
+    /// Retrieve the passages that answer a question by navigating a tree.
+    Query(Box<query::QueryArgs>),
     /// Send a tiny known decision to a judge and check its answers.
     Doctor(DoctorArgs),
 }
@@ -150,6 +159,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => run_build(*args),
         Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples),
+        Command::Query(args) => runtime().and_then(|rt| rt.block_on(query::run(&args))),
         Command::Doctor(args) => {
             runtime().and_then(|rt| rt.block_on(doctor::run(&args.judge, args.json)))
         }
@@ -326,10 +336,10 @@ fn run_build(args: BuildArgs) -> Result<()> {
         skipped,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
-        println!(
-            "wrote {} ({}): {} documents, {} passages, {} clusters in {} level(s), {:.1} s",
+        emit(&format!(
+            "wrote {} ({}): {} documents, {} passages, {} clusters in {} level(s), {:.1} s\n",
             display(&report.output),
             inspect::human_bytes(bytes),
             documents,
@@ -337,9 +347,19 @@ fn run_build(args: BuildArgs) -> Result<()> {
             clusters,
             cluster_levels,
             report.seconds
-        );
+        ))?;
     }
     Ok(())
+}
+
+/// Writes text to stdout; a closed pipe (`treenav … | head`) is not an error.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 fn display(p: &Path) -> String {

@@ -1,0 +1,153 @@
+//! `treenav query`: navigate a tree for one question and print what was found.
+
+use crate::judge_args::JudgeArgs;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::sync::Arc;
+use treenav::judge::Judge;
+use treenav::navigator::{Navigator, NavigatorConfig, OnJudgeError, Retrieval};
+
+#[derive(clap::Args, Debug)]
+pub struct QueryArgs {
+    /// The tree file (from `treenav build`).
+    pub tree: PathBuf,
+    /// The question.
+    pub query: String,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    /// Passages returned (r).
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Passages reranked by one multiple-choice question (m ≤ r; 0 turns it off).
+    #[arg(long, default_value_t = 5)]
+    pub shortlist: usize,
+    /// Candidates kept per level, top level first, e.g. 20,10 (missing levels keep 10).
+    #[arg(long, value_delimiter = ',')]
+    pub budgets: Vec<usize>,
+    /// Candidates per judge call (1–200).
+    #[arg(long, default_value_t = 100)]
+    pub batch_size: usize,
+    /// Member titles on a cluster's card.
+    #[arg(long, default_value_t = 8)]
+    pub card_titles: usize,
+    /// Sentences shown after a document's title.
+    #[arg(long, default_value_t = 1)]
+    pub lead_sentences: usize,
+    /// Calibrate scores across the batches of a level with shared references.
+    #[arg(long)]
+    pub calibration: bool,
+    /// Add the top N BM25 documents to the document level (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub lexical_entry: usize,
+    /// Score a batch whose judge call fails with the lexical judge instead of failing.
+    #[arg(long)]
+    pub fallback: bool,
+    /// Time limit of the query in seconds.
+    #[arg(long)]
+    pub deadline: Option<f64>,
+    /// Cost limit of the query in USD.
+    #[arg(long)]
+    pub max_cost: Option<f64>,
+    /// Print the whole retrieval, trace included, as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the level-by-level trace.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+impl QueryArgs {
+    pub fn config(&self) -> NavigatorConfig {
+        NavigatorConfig::default()
+            .returned_passages(self.top)
+            .shortlist(self.shortlist.min(self.top))
+            .retention_budgets(self.budgets.iter().copied())
+            .batch_size(self.batch_size)
+            .card_titles(self.card_titles)
+            .lead_sentences(self.lead_sentences)
+            .calibration(self.calibration)
+            .lexical_entry(self.lexical_entry)
+            .on_judge_error(if self.fallback {
+                OnJudgeError::Fallback
+            } else {
+                OnJudgeError::Fail
+            })
+            .deadline_secs(self.deadline)
+            .max_cost_usd(self.max_cost)
+    }
+}
+
+fn snippet(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+pub async fn run(args: &QueryArgs) -> Result<()> {
+    let config = args.config().check()?;
+    let judge = Judge::new(&args.judge.options()?)?;
+    let tree = treenav::tree::file::load(&args.tree)?;
+    let navigator = Navigator::new(Arc::new(tree), judge, config)?;
+    let found = navigator
+        .retrieve(&args.query)
+        .await
+        .context("navigation failed")?;
+    if args.json {
+        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&found)?));
+    }
+    crate::emit(&print_text(&found, args.trace))
+}
+
+fn print_text(found: &Retrieval, trace: bool) -> String {
+    let mut o = String::new();
+    out!(o, "query: {}\n", found.query);
+    for (i, p) in found.passages.iter().enumerate() {
+        let score = match p.rerank_probability {
+            Some(r) => format!("choice {r:.3}"),
+            None => format!("P(yes) {:.3}", p.probability),
+        };
+        out!(o, "{:>2}. [{score}] {} — {}", i + 1, p.title, p.id);
+        out!(o, "    {}", snippet(&p.text, 220));
+    }
+    let t = &found.trace;
+    out!(o,
+        "\n{} candidates judged in {} calls ({} from cache), {} input tokens, ${:.6}, {:.1} ms; {:.1}% of document titles read",
+        t.candidates_judged,
+        t.usage.calls,
+        t.usage.cache_hits,
+        t.usage.input_tokens,
+        t.usage.cost_usd,
+        t.latency_ms,
+        t.titles_read * 100.0
+    );
+    if trace {
+        for level in &t.levels {
+            out!(
+                o,
+                "\nlevel {} ({}): {} shown in {} batches, kept {} (budget {})",
+                level.depth,
+                level.kind,
+                level.candidates.len(),
+                level.batches,
+                level.kept,
+                level.budget
+            );
+            let mut shown: Vec<_> = level.candidates.iter().collect();
+            shown.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+            for c in shown.iter().take(level.kept.max(3)) {
+                out!(
+                    o,
+                    "  {} {:.3} {:?}{} {}",
+                    if c.kept { "kept" } else { "    " },
+                    c.probability,
+                    c.route,
+                    if c.fallback { " (fallback)" } else { "" },
+                    snippet(&c.label, 140)
+                );
+            }
+        }
+    }
+    o
+}

@@ -1,0 +1,201 @@
+//! The navigator: retrieval without a vector index at query time.
+//!
+//! A [`Navigator`] walks a [`Tree`] level by level. At each level the
+//! candidates (cluster cards, then documents as title + lead, then passages)
+//! are shown to a decision model **together**, in batches of up to
+//! `batch_size` per call, all batches of a level at once; the model answers
+//! one yes/no question per candidate; the top `k_l` are expanded. At the
+//! leaves the top `r` passages are kept and the best `m` reranked with one
+//! multiple-choice question. Every step is recorded in a [`Trace`].
+//!
+//! Routing levers that keep the gold from being lost on the way down:
+//! cluster **cards** (summary plus central member titles), the **document
+//! view** (title + first sentences), the **beam** (budgets per level) and
+//! **lexical entry** (top BM25 documents added to the document level).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use treenav_corpus::{load_str, Format, LoadOptions};
+//! use treenav_judge::{Judge, JudgeOptions};
+//! use treenav_navigator::{Navigator, NavigatorConfig};
+//! use treenav_tree::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let topics = ["Insulin lowers blood glucose.", "The striker scored a goal.", "Lava flows from volcanoes."];
+//! let jsonl: Vec<String> = (0..30)
+//!     .map(|i| format!(r#"{{"_id":"d{i}","title":"Note {i}","text":"{} Item {i}."}}"#, topics[i % 3]))
+//!     .collect();
+//! let corpus = load_str(&jsonl.join("\n"), "corpus.jsonl", Format::Beir, &LoadOptions::default())?;
+//! let params = TreeParams::default().branching(10).check()?;
+//! let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
+//! let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
+//! let tree = build_tree(corpus, "notes", &params, &embedder, &summarizer, &NoProgress).await?;
+//!
+//! let judge = Judge::new(&JudgeOptions::default())?;
+//! let config = NavigatorConfig::default().retention_budgets([3, 5]).check()?;
+//! let navigator = Navigator::new(Arc::new(tree), judge, config)?;
+//! let found = navigator.retrieve("what lowers blood glucose").await?;
+//! assert!(found.passages[0].text.contains("Insulin"));
+//! for level in &found.trace.levels {
+//!     println!("level {} ({}): {} shown, {} kept", level.depth, level.kind, level.candidates.len(), level.kept);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+//! ```
+#![warn(missing_docs)]
+
+mod config;
+mod navigate;
+mod view;
+
+pub use config::{NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET};
+pub use navigate::Navigator;
+
+use serde::Serialize;
+use treenav_judge::Usage;
+use treenav_tree::NodeId;
+
+/// Result of the navigator crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of navigation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A setting is not valid.
+    #[error("invalid navigator setting: {0}")]
+    Config(String),
+    /// A judge call failed after retries (and no fallback was allowed).
+    #[error("judging level {level} ({kind}), batch {batch} failed: {source}")]
+    Judge {
+        /// Depth of the level (1 = the root's children).
+        level: usize,
+        /// Node kind of the level.
+        kind: &'static str,
+        /// Batch index within the level.
+        batch: usize,
+        /// The judge's error (see `retryable()`).
+        source: treenav_judge::Error,
+    },
+    /// The shortlist rerank failed.
+    #[error("the shortlist rerank failed: {0}")]
+    Rerank(treenav_judge::Error),
+    /// The query's deadline passed.
+    #[error("the query's deadline of {0:.1} s passed before navigation finished")]
+    Deadline(f64),
+    /// The query's cost cap was reached.
+    #[error("the query's cost cap of ${cap:.4} was reached (spent ${spent:.4}) at level {level}")]
+    CostCap {
+        /// The cap.
+        cap: f64,
+        /// What was spent.
+        spent: f64,
+        /// The level reached.
+        level: usize,
+    },
+    /// The tree cannot be navigated (e.g. it has no passage).
+    #[error("cannot navigate this tree: {0}")]
+    Tree(String),
+}
+
+/// One returned passage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankedPassage {
+    /// The passage id.
+    pub id: String,
+    /// Its document's id.
+    pub document_id: String,
+    /// Its document's title.
+    pub title: String,
+    /// The passage text.
+    pub text: String,
+    /// Its node.
+    pub node: NodeId,
+    /// The path from the root to it.
+    pub path: Vec<NodeId>,
+    /// P(yes) of each node on the path below the root, top first (the
+    /// probabilities that brought it here).
+    pub path_probabilities: Vec<f64>,
+    /// P(yes) at the passage level.
+    pub probability: f64,
+    /// Its probability in the shortlist rerank, if it was in the shortlist.
+    pub rerank_probability: Option<f64>,
+}
+
+/// Why a candidate was shown at a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// Reached by expanding a kept parent.
+    Tree,
+    /// Added by the lexical entry (BM25 over documents).
+    Lexical,
+    /// Both.
+    Both,
+    /// Shown in every batch as a calibration reference.
+    Reference,
+}
+
+/// One candidate shown at a level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceCandidate {
+    /// The node.
+    pub node: NodeId,
+    /// What the judge saw (possibly cut).
+    pub label: String,
+    /// P(yes) as judged (after calibration, when on).
+    pub probability: f64,
+    /// Whether it was kept (expanded, or returned at the leaves).
+    pub kept: bool,
+    /// How it got here.
+    pub route: Route,
+    /// Its batch within the level.
+    pub batch: usize,
+    /// Whether its batch was scored by the lexical fallback.
+    pub fallback: bool,
+}
+
+/// One level of the walk.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelTrace {
+    /// Depth (1 = the root's children).
+    pub depth: usize,
+    /// Node kind at this level.
+    pub kind: &'static str,
+    /// The budget that applied (k_l, or r at the leaves).
+    pub budget: usize,
+    /// Candidates kept.
+    pub kept: usize,
+    /// Batches (judge calls before any splitting by the dispatcher).
+    pub batches: usize,
+    /// Every candidate shown, in the order shown.
+    pub candidates: Vec<TraceCandidate>,
+    /// What judging this level cost.
+    pub usage: Usage,
+}
+
+/// The record of one retrieval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trace {
+    /// The levels walked, top first.
+    pub levels: Vec<LevelTrace>,
+    /// The shortlist rerank's cost, if it ran.
+    pub rerank: Option<Usage>,
+    /// Everything the query cost.
+    pub usage: Usage,
+    /// Document nodes shown to the judge, over all document nodes (the paper read 16%).
+    pub titles_read: f64,
+    /// Candidates judged in all.
+    pub candidates_judged: usize,
+    /// Wall time of the query in milliseconds.
+    pub latency_ms: f64,
+}
+
+/// Ranked passages and the trace that produced them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Retrieval {
+    /// The query.
+    pub query: String,
+    /// Passages, best first: the reranked shortlist, then the rest.
+    pub passages: Vec<RankedPassage>,
+    /// How they were found.
+    pub trace: Trace,
+}

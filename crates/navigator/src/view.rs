@@ -1,0 +1,142 @@
+//! What the judge sees of a node, and the lexical entry index.
+
+use std::collections::HashMap;
+use treenav_corpus::chunk::first_sentences;
+use treenav_tree::{NodeId, NodeKind, Tree};
+
+/// A cluster's card: its summary, then up to `titles` member titles, most central first.
+pub(crate) fn card(tree: &Tree, id: NodeId, titles: usize) -> String {
+    let Some(node) = tree.get(id) else {
+        return String::new();
+    };
+    let summary = node.label();
+    let mut names = Vec::new();
+    // Breadth-first over the cluster's children in centrality order, so an
+    // upper-level card shows the most central document of each central child.
+    let mut queue: std::collections::VecDeque<NodeId> = node.children.iter().copied().collect();
+    while let Some(n) = queue.pop_front() {
+        if names.len() >= titles {
+            break;
+        }
+        match tree.get(n).map(|x| &x.kind) {
+            Some(NodeKind::Document { title, .. }) if !title.is_empty() => {
+                names.push(title.clone())
+            }
+            Some(NodeKind::Cluster { .. }) => {
+                if let Some(first) = tree.children(n).first() {
+                    queue.push_back(*first);
+                }
+            }
+            _ => {}
+        }
+    }
+    if names.is_empty() {
+        summary
+    } else {
+        format!("{summary} | Titles: {}", names.join("; "))
+    }
+}
+
+/// A document's view: its title and its first `sentences` sentences.
+pub(crate) fn document(tree: &Tree, id: NodeId, sentences: usize) -> String {
+    let Some(node) = tree.get(id) else {
+        return String::new();
+    };
+    if sentences <= 1 {
+        return node.label();
+    }
+    let NodeKind::Document { title, part, .. } = &node.kind else {
+        return node.label();
+    };
+    let lead = node
+        .children
+        .first()
+        .and_then(|p| tree.get(*p))
+        .map(|p| first_sentences(&p.label(), sentences))
+        .unwrap_or_default();
+    let title = match part {
+        Some((i, n)) => format!("{title} (part {i} of {n})"),
+        None => title.clone(),
+    };
+    if title.is_empty() {
+        lead
+    } else {
+        format!("{title}: {lead}")
+    }
+}
+
+/// The words the lexical index and judge use.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Words;
+
+impl bm25::Tokenizer for Words {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        treenav_text::terms(input_text).collect()
+    }
+}
+
+/// A BM25 index over document nodes (title + all passages): an inverted
+/// index, not a vector index, used for the lexical entry.
+pub(crate) struct LexicalIndex {
+    engine: bm25::SearchEngine<u32, u64, Words>,
+}
+
+impl std::fmt::Debug for LexicalIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LexicalIndex")
+    }
+}
+
+impl LexicalIndex {
+    pub(crate) fn build(tree: &Tree) -> LexicalIndex {
+        let docs: Vec<bm25::Document<u32>> = tree
+            .documents()
+            .filter_map(|id| {
+                let node = tree.get(id)?;
+                let NodeKind::Document { title, .. } = &node.kind else {
+                    return None;
+                };
+                let mut text = title.clone();
+                for p in &node.children {
+                    if let Some(NodeKind::Passage { text: t, .. }) = tree.get(*p).map(|n| &n.kind) {
+                        text.push('\n');
+                        text.push_str(t);
+                    }
+                }
+                Some(bm25::Document::new(id.0, text))
+            })
+            .collect();
+        let engine =
+            bm25::SearchEngineBuilder::<u32, u64, Words>::with_tokenizer_and_documents(Words, docs)
+                .k1(1.2)
+                .b(0.75)
+                .build();
+        LexicalIndex { engine }
+    }
+
+    /// The top `n` document nodes for a query, best first.
+    pub(crate) fn search(&self, query: &str, n: usize) -> Vec<NodeId> {
+        let mut hits = self.engine.search(query, n);
+        // Ties in score: the lower node id first, so results are deterministic.
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.document.id.cmp(&b.document.id))
+        });
+        hits.into_iter().map(|h| NodeId(h.document.id)).collect()
+    }
+}
+
+/// All passage texts, for the lexical judge's corpus statistics.
+pub(crate) fn passage_texts(tree: &Tree) -> Vec<&str> {
+    tree.nodes()
+        .iter()
+        .filter_map(|n| match &n.kind {
+            NodeKind::Passage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Node → the P(yes) that kept it, filled level by level.
+pub(crate) type Probabilities = HashMap<NodeId, f64>;

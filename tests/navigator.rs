@@ -1,0 +1,405 @@
+//! The navigator over the bundled sample tree: behaviour with the lexical
+//! judge, failure handling against a scripted System One server of our own
+//! (faults and a judge whose choice disagrees on purpose cannot be had from a
+//! real server), and an end-to-end walk against a real `sparrow-decider`.
+
+mod support;
+
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use treenav::corpus::{load_str, Format, LoadOptions};
+use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
+use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route};
+use treenav::tree::{
+    build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
+    Tree, TreeParams,
+};
+
+async fn sample_tree() -> Arc<Tree> {
+    let corpus = load_str(
+        treenav::SAMPLE_CORPUS,
+        "xquad-sample.json",
+        Format::Squad,
+        &LoadOptions::default(),
+    )
+    .expect("sample");
+    let params = TreeParams::default().branching(8).check().expect("params");
+    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
+    Arc::new(
+        build_tree(
+            corpus,
+            "sample",
+            &params,
+            &embedder,
+            &summarizer,
+            &NoProgress,
+        )
+        .await
+        .expect("tree"),
+    )
+}
+
+fn lexical() -> Judge {
+    Judge::new(&JudgeOptions::default()).expect("judge")
+}
+
+fn systemone(base: &str, dispatch: DispatchOptions) -> Judge {
+    Judge::new(&JudgeOptions {
+        backend: BackendOptions::Systemone {
+            endpoint: base.into(),
+            model: "m".into(),
+            api_key_env: None,
+            path: "/v1/systemone".into(),
+        },
+        dispatch,
+    })
+    .expect("judge")
+}
+
+const QUERY: &str = "Where did Tesla work after leaving Edison's company?";
+
+#[tokio::test]
+async fn finds_the_answer_deterministically_within_budgets() {
+    let tree = sample_tree().await;
+    let config = NavigatorConfig::default()
+        .retention_budgets([3, 4, 6])
+        .batch_size(5)
+        .returned_passages(6)
+        .shortlist(3)
+        .check()
+        .expect("config");
+    let nav = Navigator::new(tree.clone(), lexical(), config).expect("navigator");
+    let a = nav.retrieve(QUERY).await.expect("retrieve");
+    let b = nav.retrieve(QUERY).await.expect("retrieve again");
+    assert_eq!(a.passages, b.passages, "deterministic");
+    assert_eq!(
+        a.passages[0].document_id,
+        "Nikola_Tesla",
+        "{:?}",
+        a.passages.iter().map(|p| &p.id).collect::<Vec<_>>()
+    );
+    assert!(a.passages.len() <= 6);
+
+    let t = &a.trace;
+    let mut expanded_docs = HashSet::new();
+    for level in &t.levels {
+        let budget = level.budget;
+        assert!(
+            level.kept <= budget,
+            "level {} kept {} > {budget}",
+            level.depth,
+            level.kept
+        );
+        assert_eq!(
+            level.kept,
+            level.candidates.iter().filter(|c| c.kept).count()
+        );
+        assert_eq!(
+            level.batches,
+            level.candidates.len().div_ceil(5),
+            "batches of at most 5"
+        );
+        for batch in 0..level.batches {
+            assert!(level.candidates.iter().filter(|c| c.batch == batch).count() <= 5);
+        }
+        if level.kind == "document" {
+            expanded_docs.extend(level.candidates.iter().filter(|c| c.kept).map(|c| c.node));
+        }
+    }
+    // Every returned passage is in the tree, under an expanded document.
+    for p in &a.passages {
+        let node = tree.get(p.node).expect("in the tree");
+        assert!(matches!(node.kind, NodeKind::Passage { .. }));
+        assert!(
+            expanded_docs.contains(&node.parent.expect("parent")),
+            "{} not under an expanded document",
+            p.id
+        );
+        assert_eq!(p.path.first(), Some(&tree.root()));
+        assert_eq!(p.path_probabilities.len(), p.path.len() - 1);
+    }
+    // The counts add up.
+    assert_eq!(
+        t.candidates_judged,
+        t.levels.iter().map(|l| l.candidates.len()).sum::<usize>()
+    );
+    let level_calls: u32 = t.levels.iter().map(|l| l.usage.calls).sum();
+    assert_eq!(
+        t.usage.calls,
+        level_calls + t.rerank.as_ref().map_or(0, |r| r.calls)
+    );
+    let docs_total = tree.documents().count() as f64;
+    let docs_shown = t
+        .levels
+        .iter()
+        .filter(|l| l.kind == "document")
+        .map(|l| l.candidates.len())
+        .sum::<usize>() as f64;
+    assert!((t.titles_read - docs_shown / docs_total).abs() < 1e-12);
+    assert!(t.titles_read < 1.0, "the beam must not read every title");
+}
+
+#[tokio::test]
+async fn lexical_entry_adds_documents_and_marks_their_route() {
+    let tree = sample_tree().await;
+    let config = NavigatorConfig::default()
+        .retention_budgets([1])
+        .lexical_entry(3)
+        .check()
+        .expect("config");
+    let nav = Navigator::new(tree, lexical(), config).expect("navigator");
+    let r = nav.retrieve(QUERY).await.expect("retrieve");
+    let docs = r
+        .trace
+        .levels
+        .iter()
+        .find(|l| l.kind == "document")
+        .expect("document level");
+    assert!(docs
+        .candidates
+        .iter()
+        .any(|c| matches!(c.route, Route::Lexical | Route::Both)));
+    assert_eq!(r.passages[0].document_id, "Nikola_Tesla");
+}
+
+#[tokio::test]
+async fn calibration_shows_references_in_every_batch() {
+    let tree = sample_tree().await;
+    let config = NavigatorConfig::default()
+        .batch_size(4)
+        .calibration(true)
+        .check()
+        .expect("config");
+    let nav = Navigator::new(tree, lexical(), config).expect("navigator");
+    let r = nav.retrieve(QUERY).await.expect("retrieve");
+    let level = r
+        .trace
+        .levels
+        .iter()
+        .find(|l| l.batches > 1)
+        .expect("a level with several batches");
+    // Each batch showed its own candidates plus the references it lacks: more calls' worth of candidates than listed.
+    let shown: u64 = level.usage.input_tokens;
+    assert!(shown > 0);
+    for c in &level.candidates {
+        assert!((0.0..=1.0).contains(&c.probability));
+    }
+    assert!(!r.passages.is_empty());
+}
+
+/// A System One server of our own: `noul` falls with the candidate's number,
+/// `choice` always picks the last option, `/slow/…` answers after 2 s.
+async fn scripted_server() -> String {
+    async fn answer(body: Value) -> Value {
+        let answers: serde_json::Map<String, Value> = body["questions"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, q)| {
+                let a = if q["type"] == "choice" {
+                    let labels: Vec<String> = q["criteria"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+                    let last = labels.iter().max_by_key(|l| l.parse::<usize>().unwrap_or(0)).cloned().unwrap_or_default();
+                    let probs: serde_json::Map<String, Value> = labels.iter().map(|l| (l.clone(), json!(if *l == last { 0.9 } else { 0.1 / (labels.len() - 1) as f64 }))).collect();
+                    json!({"type": "choice", "choice": last, "probabilities": probs, "confidence": 0.5})
+                } else {
+                    let n: f64 = id.trim_start_matches('q').parse().unwrap_or(0.0);
+                    json!({"type": "noul", "noul": (0.99 - n * 0.01).max(0.0)})
+                };
+                (id, a)
+            })
+            .collect();
+        json!({"answers": answers, "usage": {"input_tokens": 100, "output_tokens": 0}})
+    }
+    let app = Router::new()
+        .route(
+            "/v1/systemone",
+            post(|Json(b): Json<Value>| async move { Json(answer(b).await) }),
+        )
+        .route(
+            "/slow/v1/systemone",
+            post(|Json(b): Json<Value>| async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                Json(answer(b).await)
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn the_shortlist_rerank_reorders_when_the_model_says_so() {
+    let tree = sample_tree().await;
+    let base = scripted_server().await;
+    let run = |m: usize| {
+        let tree = tree.clone();
+        let judge = systemone(&base, DispatchOptions::default());
+        async move {
+            let config = NavigatorConfig::default()
+                .returned_passages(5)
+                .shortlist(m)
+                .check()
+                .expect("config");
+            Navigator::new(tree, judge, config)
+                .expect("navigator")
+                .retrieve(QUERY)
+                .await
+                .expect("retrieve")
+        }
+    };
+    let plain = run(0).await;
+    let reranked = run(4).await;
+    assert!(plain.trace.rerank.is_none());
+    // The model picks the last of the 4 shortlisted: it moves to the front; the 5th stays 5th.
+    assert_eq!(reranked.passages[0].id, plain.passages[3].id);
+    assert_eq!(reranked.passages[4].id, plain.passages[4].id);
+    assert!(reranked.passages[0]
+        .rerank_probability
+        .is_some_and(|p| p > 0.8));
+}
+
+#[tokio::test]
+async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
+    let tree = sample_tree().await;
+    let port = support::free_port();
+    let dead = format!("http://127.0.0.1:{port}");
+    let quick = DispatchOptions {
+        max_retries: 0,
+        timeout_secs: 1.0,
+        ..DispatchOptions::default()
+    };
+    let config = NavigatorConfig::default().check().expect("config");
+    let err = Navigator::new(tree.clone(), systemone(&dead, quick.clone()), config)
+        .expect("navigator")
+        .retrieve(QUERY)
+        .await
+        .expect_err("must fail");
+    match &err {
+        Error::Judge {
+            level,
+            batch,
+            source,
+            ..
+        } => {
+            assert_eq!((*level, *batch), (1, 0));
+            assert!(source.retryable(), "a refused connection may succeed later");
+        }
+        other => panic!("expected a judge error, got {other}"),
+    }
+    assert!(err.to_string().contains("level 1"), "{err}");
+
+    let config = NavigatorConfig::default()
+        .on_judge_error(OnJudgeError::Fallback)
+        .shortlist(0)
+        .check()
+        .expect("config");
+    let r = Navigator::new(tree, systemone(&dead, quick), config)
+        .expect("navigator")
+        .retrieve(QUERY)
+        .await
+        .expect("fallback");
+    assert_eq!(r.passages.len(), 10, "no result lost to the failure");
+    assert!(r
+        .trace
+        .levels
+        .iter()
+        .all(|l| l.candidates.iter().all(|c| c.fallback)));
+}
+
+#[tokio::test]
+async fn deadline_and_cost_cap_stop_cleanly() {
+    let tree = sample_tree().await;
+    let base = scripted_server().await;
+    let config = NavigatorConfig::default()
+        .deadline_secs(Some(0.3))
+        .check()
+        .expect("config");
+    let nav = Navigator::new(
+        tree.clone(),
+        systemone(&format!("{base}/slow"), DispatchOptions::default()),
+        config,
+    )
+    .expect("navigator");
+    let started = std::time::Instant::now();
+    assert!(matches!(nav.retrieve(QUERY).await, Err(Error::Deadline(_))));
+    assert!(started.elapsed() < Duration::from_secs(2));
+
+    let config = NavigatorConfig::default()
+        .max_cost_usd(Some(0.0))
+        .check()
+        .expect("config");
+    let nav = Navigator::new(tree, systemone(&base, DispatchOptions::default()), config)
+        .expect("navigator");
+    assert!(matches!(
+        nav.retrieve(QUERY).await,
+        Err(Error::CostCap { level: 1, .. })
+    ));
+}
+
+#[test]
+fn config_is_checked() {
+    assert!(NavigatorConfig::default().batch_size(0).check().is_err());
+    assert!(NavigatorConfig::default().batch_size(201).check().is_err());
+    assert!(NavigatorConfig::default()
+        .returned_passages(3)
+        .shortlist(4)
+        .check()
+        .is_err());
+    assert!(NavigatorConfig::default()
+        .retention_budgets([5, 0])
+        .check()
+        .is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigates_end_to_end_with_a_real_sparrow_decider() {
+    let Some(server) = support::start(
+        "sparrow-decider",
+        &["serve", "--port", "{port}"],
+        "pip install sparrow-decider==0.2.0",
+    ) else {
+        return;
+    };
+    let tree = sample_tree().await;
+    let config = NavigatorConfig::default()
+        .retention_budgets([2, 3])
+        .check()
+        .expect("config");
+    let nav = Arc::new(
+        Navigator::new(
+            tree.clone(),
+            systemone(&server.base, DispatchOptions::default()),
+            config,
+        )
+        .expect("navigator"),
+    );
+    let r = nav.retrieve(QUERY).await.expect("retrieve");
+    assert!(!r.passages.is_empty() && r.passages.len() <= 10);
+    assert!(r.trace.usage.calls >= 3, "one call per level at least");
+    assert!(r.trace.levels.iter().all(|l| l
+        .candidates
+        .iter()
+        .all(|c| (0.0..=1.0).contains(&c.probability))));
+    // Many queries at once through one shared navigator.
+    let mut tasks = tokio::task::JoinSet::new();
+    for q in [
+        "Who won Super Bowl 50?",
+        "What is the Rhine?",
+        "What is oxygen?",
+    ] {
+        let nav = nav.clone();
+        tasks.spawn(async move { nav.retrieve(q).await.map(|r| r.passages.len()) });
+    }
+    while let Some(done) = tasks.join_next().await {
+        assert!(done.expect("task").expect("retrieve") > 0);
+    }
+}
