@@ -28,16 +28,16 @@ pub struct QueryArgs {
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
     /// Member titles on a cluster's card.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 30)]
     pub card_titles: usize,
     /// Sentences shown after a document's title.
     #[arg(long, default_value_t = 1)]
     pub lead_sentences: usize,
-    /// Calibrate scores across the batches of a level with shared references.
+    /// Turn off calibration across the batches of a level (shared references).
     #[arg(long)]
-    pub calibration: bool,
-    /// Add the top N BM25 documents to the document level (0: off).
-    #[arg(long, default_value_t = 0)]
+    pub no_calibration: bool,
+    /// Add the top N BM25 documents to the document level, always expanded (0: off).
+    #[arg(long, default_value_t = 20)]
     pub lexical_entry: usize,
     /// Score a batch whose judge call fails with the lexical judge instead of failing.
     #[arg(long)]
@@ -65,7 +65,7 @@ impl QueryArgs {
             .batch_size(self.batch_size)
             .card_titles(self.card_titles)
             .lead_sentences(self.lead_sentences)
-            .calibration(self.calibration)
+            .calibration(!self.no_calibration)
             .lexical_entry(self.lexical_entry)
             .on_judge_error(if self.fallback {
                 OnJudgeError::Fallback

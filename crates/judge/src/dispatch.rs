@@ -81,6 +81,7 @@ impl Backend {
 
 #[derive(Debug)]
 struct Inner {
+    options: JudgeOptions,
     backend: Backend,
     kind: &'static str,
     model: String,
@@ -269,6 +270,7 @@ impl Judge {
         let cache = (d.cache_capacity > 0).then(|| moka::future::Cache::new(d.cache_capacity));
         Ok(Judge {
             inner: Arc::new(Inner {
+                options: options.clone(),
                 backend,
                 kind,
                 model,
@@ -284,43 +286,25 @@ impl Judge {
         })
     }
 
-    /// Gives the lexical judge corpus statistics (plain data) for its IDF;
-    /// other backends ignore them.
-    pub fn with_corpus_stats(self, stats: Arc<CorpusStats>) -> Judge {
-        let Inner {
-            backend,
-            kind,
-            model,
-            limits,
-            semaphore,
-            cache,
-            deadline,
-            price_in,
-            price_out,
-        } = match Arc::try_unwrap(self.inner) {
-            Ok(inner) => inner,
-            Err(shared) => return Judge { inner: shared },
+    /// A judge like this one whose lexical backend uses corpus statistics
+    /// (plain data) for its IDF. Other backends ignore statistics and get a
+    /// clone of this judge (sharing its cache and limits). The lexical judge
+    /// returned has a cache of its own, since its answers differ.
+    pub fn with_corpus_stats(&self, stats: Arc<CorpusStats>) -> Result<Judge> {
+        let Backend::Lexical(lexical) = &self.inner.backend else {
+            return Ok(self.clone());
         };
-        let backend = match backend {
-            Backend::Lexical(l) => Backend::Lexical(Lexical {
-                stats: Some(stats),
-                ..l
-            }),
-            other => other,
-        };
-        Judge {
-            inner: Arc::new(Inner {
-                backend,
-                kind,
-                model,
-                limits,
-                semaphore,
-                cache,
-                deadline,
-                price_in,
-                price_out,
-            }),
-        }
+        let fresh = Judge::new(&self.inner.options)?;
+        let mut inner = Arc::try_unwrap(fresh.inner)
+            .map_err(|_| Error::config("a freshly built judge is shared"))?;
+        inner.backend = Backend::Lexical(Lexical {
+            stats: Some(stats),
+            ..lexical.clone()
+        });
+        inner.model = format!("{} with corpus statistics", inner.model);
+        Ok(Judge {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The backend kind (`lexical`, `systemone`, …).
@@ -557,7 +541,9 @@ impl Judge {
         )
     }
 
-    fn cache_key(&self, op: &Op<'_>, state: &str) -> (u64, u64) {
+    /// The cache key: backend, model, question kind and the candidates in
+    /// full (a backend may read more than the rendered, length-capped state).
+    fn cache_key(&self, op: &Op<'_>) -> (u64, u64) {
         let mut text = format!("{}\n{}\n", self.inner.kind, self.inner.model);
         match op.kind {
             OpKind::Judge => text.push_str("judge\n"),
@@ -568,15 +554,20 @@ impl Judge {
                 text.push('\n');
             }
         }
-        text.push_str(state);
+        text.push_str(op.query);
+        for c in op.candidates {
+            text.push('\u{1e}');
+            text.push_str(&c.id);
+            text.push('\u{1f}');
+            text.push_str(&c.text);
+        }
         let h1 = stable_hash(text.as_bytes());
         let h2 = stable_hash(format!("{h1:x}{text}").as_bytes());
         (h1, h2)
     }
 
     async fn run(&self, op: Op<'_>) -> Result<(Arc<Raw>, Usage)> {
-        let state = render_state(op.query, op.candidates);
-        let key = self.cache_key(&op, &state);
+        let key = self.cache_key(&op);
         if let Some(cache) = &self.inner.cache {
             if let Some(hit) = cache.get(&key).await {
                 return Ok((
@@ -600,7 +591,8 @@ impl Judge {
             candidates = op.candidates.len()
         );
         let raw = Arc::new(self.inner.backend.call(&op).instrument(span).await?);
-        let estimated = estimate_tokens(&state) + 20 * op.candidates.len() as u64;
+        let estimated = estimate_tokens(&render_state(op.query, op.candidates))
+            + 20 * op.candidates.len() as u64;
         let input_tokens = raw.input_tokens.filter(|t| *t > 0).unwrap_or(estimated);
         let cost_usd = raw.cost_usd.unwrap_or(
             input_tokens as f64 * self.inner.price_in / 1e6

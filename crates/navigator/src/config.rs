@@ -49,10 +49,10 @@ impl Default for NavigatorConfig {
             retention_budgets: Vec::new(),
             returned_passages: 10,
             shortlist: 5,
-            card_titles: 8,
+            card_titles: 30,
             lead_sentences: 1,
-            calibration: false,
-            lexical_entry: 0,
+            calibration: true,
+            lexical_entry: 20,
             on_judge_error: OnJudgeError::Fail,
             deadline_secs: None,
             max_cost_usd: None,
@@ -88,7 +88,8 @@ impl NavigatorConfig {
     }
 
     /// Member titles shown on a cluster's card after its summary, most
-    /// central first. By default, 8.
+    /// central first. By default, 30 (on SciFact with the lexical judge, the
+    /// gold's cluster survived for 0.35 of queries with 8 titles, 0.44 with 30).
     pub fn card_titles(mut self, n: usize) -> Self {
         self.card_titles = n;
         self
@@ -101,15 +102,18 @@ impl NavigatorConfig {
     }
 
     /// Show the same reference candidates in every batch of a level and shift
-    /// each batch's scores so the references agree across batches. By default, off.
+    /// each batch's scores so the references agree across batches. By default,
+    /// on (SciFact, lexical judge: gold document kept 0.18 → 0.28).
     pub fn calibration(mut self, on: bool) -> Self {
         self.calibration = on;
         self
     }
 
     /// Add the top `n` documents of a BM25 index over the corpus to the
-    /// document level's candidates (0 turns it off), so navigation can only
-    /// add recall to flat lexical retrieval. By default, 0.
+    /// document level's candidates and always expand them (on top of the
+    /// level's budget), so navigation can only add recall to flat lexical
+    /// retrieval (0 turns it off). By default, 20 (SciFact, lexical judge:
+    /// document Hit@1 0.16 → 0.51).
     pub fn lexical_entry(mut self, n: usize) -> Self {
         self.lexical_entry = n;
         self

@@ -32,7 +32,7 @@
 //! let tree = build_tree(corpus, "notes", &params, &embedder, &summarizer, &NoProgress).await?;
 //!
 //! let judge = Judge::new(&JudgeOptions::default())?;
-//! let config = NavigatorConfig::default().retention_budgets([3, 5]).check()?;
+//! let config = NavigatorConfig::default().retention_budgets([3, 5]).lexical_entry(0).check()?;
 //! let navigator = Navigator::new(Arc::new(tree), judge, config)?;
 //! let found = navigator.retrieve("what lowers blood glucose").await?;
 //! assert!(found.passages[0].text.contains("Insulin"));
@@ -160,7 +160,8 @@ pub struct LevelTrace {
     pub depth: usize,
     /// Node kind at this level.
     pub kind: &'static str,
-    /// The budget that applied (k_l, or r at the leaves).
+    /// The budget that applied (k_l, or r at the leaves), plus the documents
+    /// the lexical entry added, which are always kept.
     pub budget: usize,
     /// Candidates kept.
     pub kept: usize,

@@ -53,10 +53,12 @@ impl Navigator {
             return Err(Error::Tree("the tree has no document or passage".into()));
         }
         let stats = Arc::new(CorpusStats::from_texts(view::passage_texts(&tree)));
-        let judge = judge.with_corpus_stats(stats.clone());
+        let judge = judge
+            .with_corpus_stats(stats.clone())
+            .map_err(|e| Error::Config(e.to_string()))?;
         let fallback = Judge::new(&JudgeOptions::default())
-            .map_err(|e| Error::Config(e.to_string()))?
-            .with_corpus_stats(stats);
+            .and_then(|j| j.with_corpus_stats(stats))
+            .map_err(|e| Error::Config(e.to_string()))?;
         let index = (config.settings().lexical_entry > 0).then(|| LexicalIndex::build(&tree));
         Ok(Navigator {
             tree,
@@ -96,7 +98,8 @@ impl Navigator {
         match self.tree.get(id).map(|n| &n.kind) {
             Some(NodeKind::Cluster { .. }) => view::card(&self.tree, id, s.card_titles),
             Some(NodeKind::Document { .. }) => view::document(&self.tree, id, s.lead_sentences),
-            Some(_) => self.tree.get(id).map(|n| n.label()).unwrap_or_default(),
+            Some(NodeKind::Passage { text, .. }) => view::passage(&self.tree, id, text),
+            Some(NodeKind::Root) => String::new(),
             None => String::new(),
         }
     }
@@ -172,6 +175,15 @@ impl Navigator {
                     .then(frontier[*a].0.cmp(&frontier[*b].0))
             });
             order.truncate(budget);
+            // Documents brought by the lexical entry are always expanded, so
+            // navigation can only add recall to flat lexical retrieval.
+            let protected: Vec<usize> = (0..frontier.len())
+                .filter(|i| {
+                    matches!(frontier[*i].1, Route::Lexical | Route::Both) && !order.contains(i)
+                })
+                .collect();
+            let budget = budget + protected.len();
+            order.extend(protected);
             let kept: HashSet<usize> = order.iter().copied().collect();
             for (i, (id, _)) in frontier.iter().enumerate() {
                 probabilities.insert(*id, judged.scores[i]);
@@ -221,7 +233,7 @@ impl Navigator {
         if m >= 2 {
             let shortlist: Vec<Candidate> = passages[..m]
                 .iter()
-                .map(|p| Candidate::new(p.id.clone(), p.text.clone()))
+                .map(|p| Candidate::new(p.id.clone(), view::passage(&self.tree, p.node, &p.text)))
                 .collect();
             let choice = self
                 .judge

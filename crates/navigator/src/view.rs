@@ -65,6 +65,25 @@ pub(crate) fn document(tree: &Tree, id: NodeId, sentences: usize) -> String {
     }
 }
 
+/// A passage as the judge sees it: its document's title, then its text (a
+/// passage alone often lacks the subject its document's title names).
+pub(crate) fn passage(tree: &Tree, id: NodeId, text: &str) -> String {
+    let title = tree
+        .get(id)
+        .and_then(|n| n.parent)
+        .and_then(|p| tree.get(p))
+        .and_then(|d| match &d.kind {
+            NodeKind::Document { title, .. } => Some(title.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    if title.is_empty() {
+        text.to_string()
+    } else {
+        format!("{title}: {text}")
+    }
+}
+
 /// The words the lexical index and judge use.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Words;

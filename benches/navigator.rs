@@ -1,0 +1,391 @@
+//! Navigator benchmark: `cargo bench --bench navigator`.
+//!
+//! 1. Engine time per query with the in-process lexical judge on the SciFact
+//!    tree (p50, p95), 300 test queries.
+//! 2. Against a System One test server that answers every call after 50 ms:
+//!    a query's wall time against the ideal critical path (one round per
+//!    level plus the rerank, × 50 ms), with several batches per level.
+//! 3. 32 concurrent queries against that server: queries/s and calls in flight.
+//! 4. Routing on SciFact (lexical judge): the share of test queries whose gold
+//!    document's ancestor survives each level, document Hit@1 and titles read,
+//!    for a few settings of the levers (cards, beam, lexical entry).
+//!
+//! SciFact comes from `../shared/data/scifact`; sections 1 and 4 are skipped
+//! when it is absent.
+
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use treenav::corpus::{load, load_str, Format, LoadOptions};
+use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
+use treenav::navigator::{Navigator, NavigatorConfig};
+use treenav::tree::{
+    build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
+    Tree, TreeParams,
+};
+
+async fn tree_of(corpus: treenav::corpus::Corpus) -> Arc<Tree> {
+    let params = TreeParams::default().check().expect("params");
+    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
+    Arc::new(
+        build_tree(
+            corpus,
+            "bench",
+            &params,
+            &embedder,
+            &summarizer,
+            &NoProgress,
+        )
+        .await
+        .expect("tree"),
+    )
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+struct SciFact {
+    tree: Arc<Tree>,
+    queries: Vec<(String, String)>,
+    gold: HashMap<String, HashSet<String>>,
+}
+
+async fn scifact() -> Option<SciFact> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scifact");
+    if !dir.exists() {
+        println!("SciFact: SKIPPED ({} absent)\n", dir.display());
+        return None;
+    }
+    let corpus = load(&dir, Format::Beir, &LoadOptions::default()).expect("scifact");
+    let tree = tree_of(corpus).await;
+    let mut gold: HashMap<String, HashSet<String>> = HashMap::new();
+    for line in std::fs::read_to_string(dir.join("qrels/test.tsv"))
+        .expect("qrels")
+        .lines()
+        .skip(1)
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() >= 2 {
+            gold.entry(cols[0].to_string())
+                .or_default()
+                .insert(cols[1].to_string());
+        }
+    }
+    let queries = std::fs::read_to_string(dir.join("queries.jsonl"))
+        .expect("queries")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            Some((
+                v["_id"].as_str()?.to_string(),
+                v["text"].as_str()?.to_string(),
+            ))
+        })
+        .filter(|(id, _)| gold.contains_key(id))
+        .collect();
+    Some(SciFact {
+        tree,
+        queries,
+        gold,
+    })
+}
+
+async fn engine_overhead(data: &SciFact) {
+    let nav = Navigator::new(
+        data.tree.clone(),
+        Judge::new(&JudgeOptions::default()).expect("judge"),
+        NavigatorConfig::default().check().expect("config"),
+    )
+    .expect("nav");
+    let mut times = Vec::new();
+    for (_, q) in &data.queries {
+        let t = Instant::now();
+        std::hint::black_box(nav.retrieve(q).await.expect("retrieve"));
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "## Engine time per query, lexical judge in-process, SciFact tree ({} queries)\n",
+        times.len()
+    );
+    println!(
+        "| p50 ms | p95 ms |\n|---|---|\n| {:.2} | {:.2} |\n",
+        percentile(&times, 0.5),
+        percentile(&times, 0.95)
+    );
+}
+
+#[derive(Default)]
+struct Flight {
+    now: AtomicUsize,
+    max: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+async fn slow_server(flight: Arc<Flight>) -> String {
+    let app = Router::new().route(
+        "/v1/systemone",
+        post(move |Json(body): Json<Value>| {
+            let flight = flight.clone();
+            async move {
+                let n = flight.now.fetch_add(1, Ordering::SeqCst) + 1;
+                flight.max.fetch_max(n, Ordering::SeqCst);
+                flight.calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                flight.now.fetch_sub(1, Ordering::SeqCst);
+                let answers: serde_json::Map<String, Value> = body["questions"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(id, q)| {
+                        let a = if q["type"] == "choice" {
+                            let labels: Vec<String> = q["criteria"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+                            let p = 1.0 / labels.len().max(1) as f64;
+                            json!({"type": "choice", "choice": labels.first().cloned().unwrap_or_default(), "probabilities": labels.iter().map(|l| (l.clone(), json!(p))).collect::<serde_json::Map<_, _>>()})
+                        } else {
+                            json!({"type": "noul", "noul": 0.5})
+                        };
+                        (id, a)
+                    })
+                    .collect();
+                Json(json!({"answers": answers, "usage": {"input_tokens": 1000, "output_tokens": 0}}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+async fn critical_path() {
+    let flight = Arc::new(Flight::default());
+    let base = slow_server(flight.clone()).await;
+    let corpus = load_str(
+        treenav::SAMPLE_CORPUS,
+        "sample.json",
+        Format::Squad,
+        &LoadOptions::default(),
+    )
+    .expect("sample");
+    let tree = tree_of(corpus).await;
+    let judge = Judge::new(&JudgeOptions {
+        backend: BackendOptions::Systemone {
+            endpoint: base,
+            model: "m".into(),
+            api_key_env: None,
+            path: "/v1/systemone".into(),
+        },
+        dispatch: DispatchOptions {
+            concurrency: 64,
+            cache_capacity: 0,
+            ..DispatchOptions::default()
+        },
+    })
+    .expect("judge");
+    println!("## Wall time against the critical path (test server answering after 50 ms)\n");
+    println!("| batch size | batches per level | levels + rerank | ideal ms | measured ms | ratio |\n|---|---|---|---|---|---|");
+    for batch in [100usize, 8, 2] {
+        let config = NavigatorConfig::default()
+            .batch_size(batch)
+            .retention_budgets([7, 20])
+            .returned_passages(10)
+            .check()
+            .expect("config");
+        let nav = Navigator::new(tree.clone(), judge.clone(), config).expect("nav");
+        nav.retrieve("warm up").await.expect("warm");
+        let t = Instant::now();
+        let r = nav
+            .retrieve("Who won Super Bowl 50?")
+            .await
+            .expect("retrieve");
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        let rounds = r.trace.levels.len() + usize::from(r.trace.rerank.is_some());
+        let batches: Vec<String> = r
+            .trace
+            .levels
+            .iter()
+            .map(|l| l.batches.to_string())
+            .collect();
+        let ideal = rounds as f64 * 50.0;
+        println!(
+            "| {batch} | {} | {rounds} | {ideal:.0} | {ms:.0} | {:.2}× |",
+            batches.join(" / "),
+            ms / ideal
+        );
+    }
+    let config = NavigatorConfig::default()
+        .batch_size(8)
+        .retention_budgets([7, 20])
+        .check()
+        .expect("config");
+    let nav = Arc::new(Navigator::new(tree, judge, config).expect("nav"));
+    flight.max.store(0, Ordering::SeqCst);
+    let calls_before = flight.calls.load(Ordering::SeqCst);
+    let t = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let nav = nav.clone();
+        tasks.spawn(async move {
+            nav.retrieve(&format!("question number {i} about football"))
+                .await
+                .map(|_| ())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.expect("task").expect("query");
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "\n32 concurrent queries (batch size 8, judge concurrency 64): {:.1} queries/s, {:.2} s in all, {} calls, at most {} calls in flight\n",
+        32.0 / secs,
+        secs,
+        flight.calls.load(Ordering::SeqCst) - calls_before,
+        flight.max.load(Ordering::SeqCst)
+    );
+}
+
+async fn routing(data: &SciFact) {
+    let judge = Judge::new(&JudgeOptions::default()).expect("judge");
+    // Document node → source id, and node → its cluster ancestors.
+    let doc_id: HashMap<treenav::tree::NodeId, String> = data
+        .tree
+        .documents()
+        .filter_map(|n| match &data.tree.get(n)?.kind {
+            NodeKind::Document { id, .. } => Some((n, id.clone())),
+            _ => None,
+        })
+        .collect();
+    let settings: Vec<(&str, NavigatorConfig)> = vec![
+        (
+            "paper: label only, k=10",
+            NavigatorConfig::default().card_titles(0),
+        ),
+        (
+            "cards (8 titles), k=10",
+            NavigatorConfig::default().card_titles(8),
+        ),
+        (
+            "cards (30 titles), k=10",
+            NavigatorConfig::default().card_titles(30),
+        ),
+        (
+            "all member titles, k=10",
+            NavigatorConfig::default().card_titles(200),
+        ),
+        (
+            "all member titles, k=20/20",
+            NavigatorConfig::default()
+                .card_titles(200)
+                .retention_budgets([20, 20]),
+        ),
+        (
+            "cards (8), k=10, no calibration",
+            NavigatorConfig::default().card_titles(8).calibration(false),
+        ),
+        (
+            "cards (8), k=10, calibration",
+            NavigatorConfig::default().card_titles(8).calibration(true),
+        ),
+        (
+            "cards (8), k=10, lexical entry 20",
+            NavigatorConfig::default().card_titles(8).lexical_entry(20),
+        ),
+        (
+            "cards (30), k=10, calibration, lexical entry 20",
+            NavigatorConfig::default()
+                .card_titles(30)
+                .calibration(true)
+                .lexical_entry(20),
+        ),
+        (
+            "cards (30), k=10, calibration, lexical entry 50",
+            NavigatorConfig::default()
+                .card_titles(30)
+                .calibration(true)
+                .lexical_entry(50),
+        ),
+        ("defaults", NavigatorConfig::default()),
+    ];
+    println!(
+        "## Routing on SciFact test ({} queries, lexical judge)\n",
+        data.queries.len()
+    );
+    println!("| setting | gold cluster kept | gold document kept | document Hit@1 | titles read |\n|---|---|---|---|---|");
+    for (name, config) in settings {
+        let nav = Navigator::new(
+            data.tree.clone(),
+            judge.clone(),
+            config.check().expect("config"),
+        )
+        .expect("nav");
+        let (mut cluster_ok, mut doc_ok, mut hit1, mut titles) = (0usize, 0usize, 0usize, 0.0);
+        for (qid, q) in &data.queries {
+            let gold = &data.gold[qid];
+            let r = nav.retrieve(q).await.expect("retrieve");
+            titles += r.trace.titles_read;
+            let gold_nodes: Vec<treenav::tree::NodeId> = doc_id
+                .iter()
+                .filter(|(_, id)| gold.contains(*id))
+                .map(|(n, _)| *n)
+                .collect();
+            let ancestors: HashSet<treenav::tree::NodeId> =
+                gold_nodes.iter().flat_map(|n| data.tree.path(*n)).collect();
+            let kept_at = |kind: &str| {
+                r.trace.levels.iter().filter(|l| l.kind == kind).all(|l| {
+                    l.candidates
+                        .iter()
+                        .any(|c| c.kept && ancestors.contains(&c.node))
+                })
+            };
+            cluster_ok += usize::from(kept_at("cluster"));
+            doc_ok += usize::from(kept_at("document"));
+            hit1 += usize::from(
+                r.passages
+                    .first()
+                    .is_some_and(|p| gold.contains(&p.document_id)),
+            );
+        }
+        let n = data.queries.len() as f64;
+        println!(
+            "| {name} | {:.3} | {:.3} | {:.3} | {:.1}% |",
+            cluster_ok as f64 / n,
+            doc_ok as f64 / n,
+            hit1 as f64 / n,
+            titles / n * 100.0
+        );
+    }
+    println!();
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let data = scifact().await;
+        if std::env::var_os("TREENAV_BENCH_ROUTING_ONLY").is_none() {
+            if let Some(d) = &data {
+                engine_overhead(d).await;
+            }
+            critical_path().await;
+        }
+        if let Some(d) = &data {
+            routing(d).await;
+        }
+    });
+}
