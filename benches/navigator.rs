@@ -266,56 +266,34 @@ async fn routing(data: &SciFact) {
             _ => None,
         })
         .collect();
+    // Each lever alone from the paper's literal setting, then the defaults.
+    let paper = || {
+        NavigatorConfig::default()
+            .card_titles(0)
+            .calibration(false)
+            .lexical_entry(0)
+    };
     let settings: Vec<(&str, NavigatorConfig)> = vec![
+        ("paper: summary only, k=10", paper()),
+        ("+ cards of 8 titles", paper().card_titles(8)),
+        ("+ cards of 30 titles", paper().card_titles(30)),
+        ("+ cards of all titles", paper().card_titles(200)),
+        ("+ beam k=20/20", paper().retention_budgets([20, 20])),
+        ("+ document view of 3 sentences", paper().lead_sentences(3)),
+        ("+ calibration", paper().calibration(true)),
+        ("+ lexical entry 20", paper().lexical_entry(20)),
         (
-            "paper: label only, k=10",
-            NavigatorConfig::default().card_titles(0),
+            "defaults (cards 30, calibration, lexical entry 20, k=10)",
+            NavigatorConfig::default(),
         ),
         (
-            "cards (8 titles), k=10",
-            NavigatorConfig::default().card_titles(8),
+            "defaults + beam k=20/20",
+            NavigatorConfig::default().retention_budgets([20, 20]),
         ),
         (
-            "cards (30 titles), k=10",
-            NavigatorConfig::default().card_titles(30),
+            "defaults + lexical entry 50",
+            NavigatorConfig::default().lexical_entry(50),
         ),
-        (
-            "all member titles, k=10",
-            NavigatorConfig::default().card_titles(200),
-        ),
-        (
-            "all member titles, k=20/20",
-            NavigatorConfig::default()
-                .card_titles(200)
-                .retention_budgets([20, 20]),
-        ),
-        (
-            "cards (8), k=10, no calibration",
-            NavigatorConfig::default().card_titles(8).calibration(false),
-        ),
-        (
-            "cards (8), k=10, calibration",
-            NavigatorConfig::default().card_titles(8).calibration(true),
-        ),
-        (
-            "cards (8), k=10, lexical entry 20",
-            NavigatorConfig::default().card_titles(8).lexical_entry(20),
-        ),
-        (
-            "cards (30), k=10, calibration, lexical entry 20",
-            NavigatorConfig::default()
-                .card_titles(30)
-                .calibration(true)
-                .lexical_entry(20),
-        ),
-        (
-            "cards (30), k=10, calibration, lexical entry 50",
-            NavigatorConfig::default()
-                .card_titles(30)
-                .calibration(true)
-                .lexical_entry(50),
-        ),
-        ("defaults", NavigatorConfig::default()),
     ];
     println!(
         "## Routing on SciFact test ({} queries, lexical judge)\n",
