@@ -360,9 +360,11 @@ fn main() {
             if let Some(d) = &data {
                 engine_overhead(d).await;
             }
-            critical_path().await;
+            if std::env::var_os("TREENAV_BENCH_ENGINE_ONLY").is_none() {
+                critical_path().await;
+            }
         }
-        if let Some(d) = &data {
+        if let (Some(d), None) = (&data, std::env::var_os("TREENAV_BENCH_ENGINE_ONLY")) {
             routing(d).await;
         }
     });

@@ -168,11 +168,7 @@ impl Judge {
                     return Err(Error::config("lexical judge needs k1 ≥ 0 and b in [0, 1]"));
                 }
                 (
-                    Backend::Lexical(Lexical {
-                        k1: *k1,
-                        b: *b,
-                        stats: None,
-                    }),
+                    Backend::Lexical(Lexical::new(*k1, *b, None)),
                     format!("bm25(k1={k1}, b={b})"),
                 )
             }
@@ -297,10 +293,7 @@ impl Judge {
         let fresh = Judge::new(&self.inner.options)?;
         let mut inner = Arc::try_unwrap(fresh.inner)
             .map_err(|_| Error::config("a freshly built judge is shared"))?;
-        inner.backend = Backend::Lexical(Lexical {
-            stats: Some(stats),
-            ..lexical.clone()
-        });
+        inner.backend = Backend::Lexical(Lexical::new(lexical.k1, lexical.b, Some(stats)));
         inner.model = format!("{} with corpus statistics", inner.model);
         Ok(Judge {
             inner: Arc::new(inner),
@@ -591,8 +584,16 @@ impl Judge {
             candidates = op.candidates.len()
         );
         let raw = Arc::new(self.inner.backend.call(&op).instrument(span).await?);
-        let estimated = estimate_tokens(&render_state(op.query, op.candidates))
-            + 20 * op.candidates.len() as u64;
+        // Without a reported count: characters / 4 of the state as rendered
+        // (texts capped), plus a question's worth per candidate.
+        let chars: usize = op.query.len()
+            + op.candidates
+                .iter()
+                .map(|c| {
+                    20 + c.id.len().min(200) + c.text.len().min(crate::render::MAX_CANDIDATE_CHARS)
+                })
+                .sum::<usize>();
+        let estimated = (chars as u64).div_ceil(4) + 20 * op.candidates.len() as u64;
         let input_tokens = raw.input_tokens.filter(|t| *t > 0).unwrap_or(estimated);
         let cost_usd = raw.cost_usd.unwrap_or(
             input_tokens as f64 * self.inner.price_in / 1e6

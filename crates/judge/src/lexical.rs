@@ -58,7 +58,16 @@ pub fn bm25_scores(
     b: f64,
     stats: Option<Arc<CorpusStats>>,
 ) -> Vec<f64> {
-    Lexical { k1, b, stats }.scores(query, candidates)
+    Lexical::new(k1, b, stats).scores(query, candidates)
+}
+
+/// Term counts of one text.
+type TermCounts = Arc<HashMap<String, u32>>;
+
+/// Candidate texts recur from query to query (cluster cards, document
+/// views): their term counts are kept, keyed by a hash of the text.
+fn term_cache() -> moka::sync::Cache<(u64, u64), TermCounts> {
+    moka::sync::Cache::new(200_000)
 }
 
 /// The lexical backend.
@@ -67,21 +76,36 @@ pub(crate) struct Lexical {
     pub(crate) k1: f64,
     pub(crate) b: f64,
     pub(crate) stats: Option<Arc<CorpusStats>>,
+    pub(crate) terms: moka::sync::Cache<(u64, u64), TermCounts>,
+}
+
+impl Lexical {
+    pub(crate) fn new(k1: f64, b: f64, stats: Option<Arc<CorpusStats>>) -> Lexical {
+        Lexical {
+            k1,
+            b,
+            stats,
+            terms: term_cache(),
+        }
+    }
+
+    fn counts(&self, text: &str) -> TermCounts {
+        let h1 = treenav_text::stable_hash(text.as_bytes());
+        let key = (h1, text.len() as u64);
+        self.terms.get_with(key, || {
+            let mut tf = HashMap::new();
+            for t in terms(text) {
+                *tf.entry(t).or_insert(0u32) += 1;
+            }
+            Arc::new(tf)
+        })
+    }
 }
 
 impl Lexical {
     /// BM25 score of each candidate against the query.
     pub(crate) fn scores(&self, query: &str, candidates: &[Candidate]) -> Vec<f64> {
-        let docs: Vec<HashMap<String, u32>> = candidates
-            .iter()
-            .map(|c| {
-                let mut tf = HashMap::new();
-                for t in terms(&c.text) {
-                    *tf.entry(t).or_insert(0u32) += 1;
-                }
-                tf
-            })
-            .collect();
+        let docs: Vec<TermCounts> = candidates.iter().map(|c| self.counts(&c.text)).collect();
         let lens: Vec<f64> = docs
             .iter()
             .map(|d| d.values().sum::<u32>() as f64)
@@ -182,11 +206,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn lex() -> Lexical {
-        Lexical {
-            k1: 1.2,
-            b: 0.75,
-            stats: None,
-        }
+        Lexical::new(1.2, 0.75, None)
     }
 
     #[test]

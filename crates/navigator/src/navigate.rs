@@ -21,6 +21,8 @@ pub struct Navigator {
     config: ValidConfig,
     index: Option<LexicalIndex>,
     documents: usize,
+    /// What the judge sees of each cluster and document node, built once.
+    labels: Vec<Option<Arc<str>>>,
 }
 
 fn logit(p: f64) -> f64 {
@@ -60,14 +62,27 @@ impl Navigator {
             .and_then(|j| j.with_corpus_stats(stats))
             .map_err(|e| Error::Config(e.to_string()))?;
         let index = (config.settings().lexical_entry > 0).then(|| LexicalIndex::build(&tree));
-        Ok(Navigator {
+        let mut navigator = Navigator {
             tree,
             judge,
             fallback,
             config,
             index,
             documents,
-        })
+            labels: Vec::new(),
+        };
+        navigator.labels = (0..navigator.tree.len())
+            .map(|i| {
+                let id = NodeId(i as u32);
+                match navigator.tree.get(id).map(|n| &n.kind) {
+                    Some(NodeKind::Cluster { .. } | NodeKind::Document { .. }) => {
+                        Some(Arc::from(navigator.render_label(id)))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        Ok(navigator)
     }
 
     /// The tree navigated.
@@ -94,6 +109,13 @@ impl Navigator {
     }
 
     fn label(&self, id: NodeId) -> String {
+        match self.labels.get(id.index()) {
+            Some(Some(label)) => label.to_string(),
+            _ => self.render_label(id),
+        }
+    }
+
+    fn render_label(&self, id: NodeId) -> String {
         let s = self.config.settings();
         match self.tree.get(id).map(|n| &n.kind) {
             Some(NodeKind::Cluster { .. }) => view::card(&self.tree, id, s.card_titles),
@@ -435,10 +457,10 @@ impl Navigator {
     }
 }
 
+/// The first `max` characters of a label, for the trace.
 fn cut(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
     }
 }
