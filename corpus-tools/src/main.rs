@@ -58,6 +58,8 @@ enum EmbedderKind {
     Tfidf,
     /// An OpenAI-compatible POST /v1/embeddings server (--endpoint, --model).
     Openai,
+    /// all-MiniLM-L6-v2 in-process (build with --features minilm; --model-dir).
+    Minilm,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +110,9 @@ struct BuildArgs {
     /// Embedding model name (openai embedder).
     #[arg(long)]
     model: Option<String>,
+    /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
     /// Environment variable holding the embeddings API key (none sent if not given).
     #[arg(long)]
     api_key_env: Option<String>,
@@ -199,6 +204,11 @@ fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
             api_key_env: args.api_key_env.clone(),
             batch_size: args.batch_size,
             timeout_secs: 120,
+        },
+        EmbedderKind::Minilm => EmbedderOptions::Minilm {
+            model_dir: args.model_dir.clone(),
+            batch_size: args.batch_size,
+            max_tokens: 128,
         },
     })
 }

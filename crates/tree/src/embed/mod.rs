@@ -1,9 +1,11 @@
 //! Embedders used to cluster documents (build time only: nothing of them is
 //! needed at query time).
 
+mod minilm;
 mod openai;
 mod tfidf;
 
+pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
 pub use openai::embeddings_url;
 
 use crate::{Error, Progress, Result};
@@ -20,6 +22,9 @@ fn default_batch() -> usize {
 }
 fn default_timeout() -> u64 {
     120
+}
+fn default_minilm_tokens() -> usize {
+    128
 }
 
 /// Which embedder to use, as it appears in a config file or on the CLI.
@@ -48,6 +53,19 @@ pub enum EmbedderOptions {
         /// Timeout of one request in seconds. By default, 120.
         #[serde(default = "default_timeout")]
         timeout_secs: u64,
+    },
+    /// all-MiniLM-L6-v2 in-process with candle (cargo feature `minilm`).
+    Minilm {
+        /// Folder with `model.safetensors`, `config.json`, `tokenizer.json`.
+        /// By default, `~/.cache/treenav/models/all-MiniLM-L6-v2`.
+        #[serde(default)]
+        model_dir: Option<std::path::PathBuf>,
+        /// Texts per forward pass. By default, 32.
+        #[serde(default = "default_batch")]
+        batch_size: usize,
+        /// Tokens per text at most. By default, 128.
+        #[serde(default = "default_minilm_tokens")]
+        max_tokens: usize,
     },
 }
 
@@ -80,6 +98,13 @@ pub enum Embedder {
         /// The key, if one was configured.
         key: Option<ApiKey>,
         /// Texts per request.
+        batch_size: usize,
+    },
+    /// See [`EmbedderOptions::Minilm`].
+    Minilm {
+        /// The loaded model.
+        model: MiniLm,
+        /// Texts per forward pass.
         batch_size: usize,
     },
 }
@@ -136,6 +161,22 @@ impl Embedder {
                     batch_size: *batch_size,
                 })
             }
+            EmbedderOptions::Minilm {
+                model_dir,
+                batch_size,
+                max_tokens,
+            } => {
+                if *batch_size == 0 || !(8..=512).contains(max_tokens) {
+                    return Err(Error::Param(
+                        "minilm needs batch_size ≥ 1 and max_tokens in 8..=512".into(),
+                    ));
+                }
+                let dir = model_dir.clone().unwrap_or_else(default_minilm_dir);
+                Ok(Embedder::Minilm {
+                    model: MiniLm::load(&dir, *max_tokens)?,
+                    batch_size: *batch_size,
+                })
+            }
         }
     }
 
@@ -144,6 +185,7 @@ impl Embedder {
         match self {
             Embedder::Tfidf { dims, .. } => format!("tfidf(dims={dims})"),
             Embedder::Openai { url, model, .. } => format!("openai(model={model}, url={url})"),
+            Embedder::Minilm { .. } => "minilm(all-MiniLM-L6-v2)".to_string(),
         }
     }
 
@@ -175,6 +217,14 @@ impl Embedder {
                     progress,
                 )
                 .await
+            }
+            Embedder::Minilm { model, batch_size } => {
+                let (model, batch, n) = (model.clone(), *batch_size, texts.len() as u64);
+                let out = tokio::task::spawn_blocking(move || model.embed(&texts, batch))
+                    .await
+                    .map_err(|e| Error::Task(e.to_string()))??;
+                progress.inc(n);
+                Ok(out)
             }
         }
     }
