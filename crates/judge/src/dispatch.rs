@@ -6,6 +6,7 @@ use crate::lexical::{CorpusStats, Lexical};
 use crate::logprobs::Logprobs;
 use crate::openai_decisions::Decisions;
 use crate::options::{BackendOptions, JudgeOptions, Limits};
+use crate::remote::Remote;
 use crate::render::{estimate_tokens, render_state};
 use crate::systemone::SystemOne;
 use crate::{
@@ -180,12 +181,12 @@ impl Judge {
             } => {
                 let base = check_endpoint(kind, endpoint, model)?;
                 (
-                    Backend::SystemOne(SystemOne {
+                    Backend::SystemOne(SystemOne(Remote {
                         client: client()?,
                         url: format!("{base}{path}"),
                         model: model.clone(),
                         key: key_for(kind, api_key_env)?,
-                    }),
+                    })),
                     model.clone(),
                 )
             }
@@ -201,12 +202,12 @@ impl Judge {
                     format!("{base}/v1/decisions")
                 };
                 (
-                    Backend::Decisions(Decisions {
+                    Backend::Decisions(Decisions(Remote {
                         client: client()?,
                         url,
                         model: model.clone(),
                         key: key_for(kind, api_key_env)?,
-                    }),
+                    })),
                     model.clone(),
                 )
             }
@@ -222,12 +223,12 @@ impl Judge {
                     format!("{base}/v1/chat/completions")
                 };
                 (
-                    Backend::Logprobs(Logprobs {
+                    Backend::Logprobs(Logprobs(Remote {
                         client: client()?,
                         url,
                         model: model.clone(),
                         key: key_for(kind, api_key_env)?,
-                    }),
+                    })),
                     model.clone(),
                 )
             }

@@ -43,6 +43,7 @@ mod lexical;
 mod logprobs;
 mod openai_decisions;
 mod options;
+mod remote;
 mod render;
 mod systemone;
 

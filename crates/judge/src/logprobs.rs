@@ -7,22 +7,17 @@
 
 use crate::dispatch::{Op, OpKind, Raw, Values};
 use crate::error::{Error, Result};
+use crate::remote::Remote;
 use crate::render::{choose_question, grade_question, judge_question, render_state};
 use serde::Deserialize;
 use serde_json::json;
-use treenav_http::{ApiKey, HttpClient};
 
 const NAME: &str = "openai-logprobs";
 /// Below this label mass an answer is flagged as unreliable.
 pub(crate) const MIN_LABEL_MASS: f64 = 0.5;
 
 #[derive(Debug)]
-pub(crate) struct Logprobs {
-    pub(crate) client: HttpClient,
-    pub(crate) url: String,
-    pub(crate) model: String,
-    pub(crate) key: Option<ApiKey>,
-}
+pub(crate) struct Logprobs(pub(crate) Remote);
 
 #[derive(Deserialize)]
 struct Reply {
@@ -78,7 +73,7 @@ impl Logprobs {
         instruction: &str,
     ) -> Result<Answer> {
         let body = json!({
-            "model": self.model,
+            "model": self.0.model,
             "messages": [
                 {"role": "system", "content": "You judge candidates listed in a context. Reply with exactly one of the allowed answers and nothing else."},
                 {"role": "user", "content": format!("{state}\nQuestion: {question}\n{instruction}")},
@@ -88,12 +83,7 @@ impl Logprobs {
             "logprobs": true,
             "top_logprobs": 20,
         });
-        let reply = self
-            .client
-            .post_json::<_, Reply>(&self.url, self.key.as_ref(), &body)
-            .await
-            .map_err(|e| Error::http(NAME, e))?
-            .body;
+        let reply = self.0.post::<Reply>(NAME, &body).await?;
         let top = reply
             .choices
             .first()

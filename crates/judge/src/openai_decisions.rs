@@ -4,22 +4,17 @@
 
 use crate::dispatch::{Op, OpKind, Raw, Values};
 use crate::error::{probability, Error, ErrorKind, Result};
+use crate::remote::Remote;
 use crate::render::{
     choice_description, choice_label, choose_question, grade_question, judge_question, render_state,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
-use treenav_http::{ApiKey, HttpClient};
 
 const NAME: &str = "openai-decisions";
 
 #[derive(Debug)]
-pub(crate) struct Decisions {
-    pub(crate) client: HttpClient,
-    pub(crate) url: String,
-    pub(crate) model: String,
-    pub(crate) key: Option<ApiKey>,
-}
+pub(crate) struct Decisions(pub(crate) Remote);
 
 #[derive(Deserialize)]
 struct Reply {
@@ -130,13 +125,8 @@ impl Decisions {
                 })
                 .collect(),
         };
-        let body = json!({"model": self.model, "input": render_state(op.query, op.candidates), "questions": questions});
-        let reply = self
-            .client
-            .post_json::<_, Reply>(&self.url, self.key.as_ref(), &body)
-            .await
-            .map_err(|e| Error::http(NAME, e))?
-            .body;
+        let body = json!({"model": self.0.model, "input": render_state(op.query, op.candidates), "questions": questions});
+        let reply = self.0.post::<Reply>(NAME, &body).await?;
         let a = &reply.answers;
         let values = match op.kind {
             OpKind::Judge => Values::Probabilities(
