@@ -163,6 +163,24 @@ impl Judge {
             .map_err(|e| Error::config(e.message))
         };
         let kind = options.backend.kind();
+        // An HTTP backend at `endpoint` (a base URL, with or without `/v1`) plus `path`.
+        let remote = |endpoint: &str,
+                      model: &str,
+                      api_key_env: &Option<String>,
+                      path: &str|
+         -> Result<Remote> {
+            let base = check_endpoint(kind, endpoint, model)?;
+            let url = match path.strip_prefix("/v1") {
+                Some(rest) if base.ends_with("/v1") => format!("{base}{rest}"),
+                _ => format!("{base}{path}"),
+            };
+            Ok(Remote {
+                client: client()?,
+                url,
+                model: model.to_string(),
+                key: key_for(kind, api_key_env)?,
+            })
+        };
         let (backend, model) = match &options.backend {
             BackendOptions::Lexical { k1, b } => {
                 if !(k1.is_finite() && *k1 >= 0.0 && b.is_finite() && (0.0..=1.0).contains(b)) {
@@ -178,60 +196,36 @@ impl Judge {
                 model,
                 api_key_env,
                 path,
-            } => {
-                let base = check_endpoint(kind, endpoint, model)?;
-                (
-                    Backend::SystemOne(SystemOne(Remote {
-                        client: client()?,
-                        url: format!("{base}{path}"),
-                        model: model.clone(),
-                        key: key_for(kind, api_key_env)?,
-                    })),
-                    model.clone(),
-                )
-            }
+            } => (
+                Backend::SystemOne(SystemOne(remote(endpoint, model, api_key_env, path)?)),
+                model.clone(),
+            ),
             BackendOptions::OpenaiDecisions {
                 endpoint,
                 model,
                 api_key_env,
-            } => {
-                let base = check_endpoint(kind, endpoint, model)?;
-                let url = if base.ends_with("/v1") {
-                    format!("{base}/decisions")
-                } else {
-                    format!("{base}/v1/decisions")
-                };
-                (
-                    Backend::Decisions(Decisions(Remote {
-                        client: client()?,
-                        url,
-                        model: model.clone(),
-                        key: key_for(kind, api_key_env)?,
-                    })),
-                    model.clone(),
-                )
-            }
+            } => (
+                Backend::Decisions(Decisions(remote(
+                    endpoint,
+                    model,
+                    api_key_env,
+                    "/v1/decisions",
+                )?)),
+                model.clone(),
+            ),
             BackendOptions::OpenaiLogprobs {
                 endpoint,
                 model,
                 api_key_env,
-            } => {
-                let base = check_endpoint(kind, endpoint, model)?;
-                let url = if base.ends_with("/v1") {
-                    format!("{base}/chat/completions")
-                } else {
-                    format!("{base}/v1/chat/completions")
-                };
-                (
-                    Backend::Logprobs(Logprobs(Remote {
-                        client: client()?,
-                        url,
-                        model: model.clone(),
-                        key: key_for(kind, api_key_env)?,
-                    })),
-                    model.clone(),
-                )
-            }
+            } => (
+                Backend::Logprobs(Logprobs(remote(
+                    endpoint,
+                    model,
+                    api_key_env,
+                    "/v1/chat/completions",
+                )?)),
+                model.clone(),
+            ),
             BackendOptions::CrossEncoder {
                 model_dir,
                 ort_library,
