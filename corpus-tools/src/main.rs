@@ -6,6 +6,7 @@ macro_rules! out {
     ($o:expr, $($t:tt)*) => {{ use std::fmt::Write as _; let _ = writeln!($o, $($t)*); }};
 }
 
+mod bench;
 mod doctor;
 mod inspect;
 mod judge_args;
@@ -41,6 +42,8 @@ enum Command {
     Query(Box<query::QueryArgs>),
     /// Send a tiny known decision to a judge and check its answers.
     Doctor(DoctorArgs),
+    /// Measure the tree against BM25, dense, hybrid, rerank and flat on a benchmark.
+    Bench(Box<bench::BenchArgs>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -165,6 +168,7 @@ fn main() -> ExitCode {
         Command::Build(args) => run_build(*args),
         Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples),
         Command::Query(args) => runtime().and_then(|rt| rt.block_on(query::run(&args))),
+        Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(&args))),
         Command::Doctor(args) => {
             runtime().and_then(|rt| rt.block_on(doctor::run(&args.judge, args.json)))
         }

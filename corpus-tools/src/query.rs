@@ -15,6 +15,19 @@ pub struct QueryArgs {
     pub query: String,
     #[command(flatten)]
     pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub nav: NavArgs,
+    /// Print the whole retrieval, trace included, as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the level-by-level trace.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+/// The navigator's flags, shared by `query` and `bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NavArgs {
     /// Passages returned (r).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -48,15 +61,9 @@ pub struct QueryArgs {
     /// Cost limit of the query in USD.
     #[arg(long)]
     pub max_cost: Option<f64>,
-    /// Print the whole retrieval, trace included, as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Print the level-by-level trace.
-    #[arg(long)]
-    pub trace: bool,
 }
 
-impl QueryArgs {
+impl NavArgs {
     pub fn config(&self) -> NavigatorConfig {
         NavigatorConfig::default()
             .returned_passages(self.top)
@@ -86,7 +93,7 @@ fn snippet(text: &str, max: usize) -> String {
 }
 
 pub async fn run(args: &QueryArgs) -> Result<()> {
-    let config = args.config().check()?;
+    let config = args.nav.config().check()?;
     let judge = Judge::new(&args.judge.options()?)?;
     let tree = treenav::tree::file::load(&args.tree)?;
     let navigator = Navigator::new(Arc::new(tree), judge, config)?;

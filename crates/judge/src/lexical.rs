@@ -166,12 +166,23 @@ impl Lexical {
     }
 }
 
-/// P(yes) relative to the context: s / (s + mean score); 0 for a zero score.
+/// Added to every score in [`relative`], so a zero score keeps its context's scale.
+const SMOOTHING: f64 = 0.01;
+
+/// P(yes) relative to the context: (s + ε) / (s + mean score + 2ε).
+///
+/// Its logit is ln(s + ε) − ln(mean + ε): the context shifts every
+/// candidate's logit by the same amount, so the navigator's calibration
+/// references undo it exactly, even when a reference scores zero (ε keeps
+/// a zero score from saturating at P = 0).
 fn relative(scores: &[f64]) -> Vec<f64> {
     let mean = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
     scores
         .iter()
-        .map(|s| if *s > 0.0 { s / (s + mean) } else { 0.0 })
+        .map(|s| {
+            let s = s.max(0.0);
+            (s + SMOOTHING) / (s + mean + 2.0 * SMOOTHING)
+        })
         .collect()
 }
 

@@ -197,6 +197,26 @@ impl ValidConfig {
         &self.0
     }
 
+    /// Candidates per judge call.
+    pub fn batch_size(&self) -> usize {
+        self.0.batch_size
+    }
+
+    /// Whether batches of a level are calibrated against shared references.
+    pub fn calibration(&self) -> bool {
+        self.0.calibration
+    }
+
+    /// Passages reranked by one multiple-choice question (m).
+    pub fn shortlist(&self) -> usize {
+        self.0.shortlist
+    }
+
+    /// Passages returned (r).
+    pub fn returned_passages(&self) -> usize {
+        self.0.returned_passages
+    }
+
     pub(crate) fn deadline(&self) -> Option<Duration> {
         self.0.deadline_secs.map(Duration::from_secs_f64)
     }

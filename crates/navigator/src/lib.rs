@@ -43,6 +43,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod batch;
 mod config;
 mod navigate;
 mod view;

@@ -1,5 +1,6 @@
 //! The walk: judge a level in shared-context batches, keep the best, expand.
 
+use crate::batch::BatchPlan;
 use crate::config::{OnJudgeError, ValidConfig};
 use crate::view::{self, LexicalIndex, Probabilities};
 use crate::{Error, LevelTrace, RankedPassage, Result, Retrieval, Route, Trace, TraceCandidate};
@@ -8,9 +9,6 @@ use std::sync::Arc;
 use std::time::Instant;
 use treenav_judge::{Candidate, CorpusStats, Judge, JudgeOptions, Usage};
 use treenav_tree::{NodeId, NodeKind, Tree};
-
-/// Reference candidates shown in every batch when calibration is on.
-const REFERENCES: usize = 2;
 
 /// The navigator. Share it (`Arc<Navigator>`) and run queries concurrently.
 #[derive(Debug)]
@@ -23,15 +21,6 @@ pub struct Navigator {
     documents: usize,
     /// What the judge sees of each cluster and document node, built once.
     labels: Vec<Option<Arc<str>>>,
-}
-
-fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-6, 1.0 - 1e-6);
-    (p / (1.0 - p)).ln()
-}
-
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 /// One level's judged candidates.
@@ -335,49 +324,30 @@ impl Navigator {
         let s = self.config.settings();
         let candidates: Vec<Candidate> =
             frontier.iter().map(|(id, _)| self.candidate(*id)).collect();
-        let ranges: Vec<std::ops::Range<usize>> = (0..candidates.len())
-            .step_by(s.batch_size)
-            .map(|start| start..(start + s.batch_size).min(candidates.len()))
-            .collect();
-        let calibrate = s.calibration && ranges.len() > 1;
-        let refs: Vec<usize> = if calibrate {
-            (0..REFERENCES.min(candidates.len())).collect()
-        } else {
-            Vec::new()
-        };
-        // Each batch: its own candidates, plus any reference it lacks.
-        let batches: Vec<(Vec<usize>, Vec<Candidate>)> = ranges
+        let plan = BatchPlan::new(candidates.len(), s.batch_size, s.calibration);
+        let batches: Vec<Vec<Candidate>> = plan
+            .batches()
             .iter()
-            .map(|r| {
-                let mut members: Vec<usize> = r.clone().collect();
-                for &x in &refs {
-                    if !r.contains(&x) {
-                        members.push(x);
-                    }
-                }
-                let shown = members.iter().map(|i| candidates[*i].clone()).collect();
-                (members, shown)
-            })
+            .map(|members| members.iter().map(|i| candidates[*i].clone()).collect())
             .collect();
-        let results = futures::future::join_all(
-            batches
-                .iter()
-                .map(|(_, shown)| self.judge.judge(query, shown)),
-        )
-        .await;
+        let results =
+            futures::future::join_all(batches.iter().map(|shown| self.judge.judge(query, shown)))
+                .await;
         let mut usage = Usage::default();
-        let mut per_batch: Vec<(Vec<f64>, bool)> = Vec::with_capacity(batches.len());
+        let mut per_batch: Vec<Vec<f64>> = Vec::with_capacity(batches.len());
+        let mut fell_back: Vec<bool> = Vec::with_capacity(batches.len());
         for (b, result) in results.into_iter().enumerate() {
             match result {
                 Ok(j) => {
                     usage.add(&j.usage);
-                    per_batch.push((j.probabilities, false));
+                    per_batch.push(j.probabilities);
+                    fell_back.push(false);
                 }
                 Err(source) if s.on_judge_error == OnJudgeError::Fallback => {
                     tracing::warn!(level = depth, batch = b, error = %source, "judge failed; lexical fallback");
                     let j = self
                         .fallback
-                        .judge(query, &batches[b].1)
+                        .judge(query, &batches[b])
                         .await
                         .map_err(|source| Error::Judge {
                             level: depth,
@@ -386,7 +356,8 @@ impl Navigator {
                             source,
                         })?;
                     usage.add(&j.usage);
-                    per_batch.push((j.probabilities, true));
+                    per_batch.push(j.probabilities);
+                    fell_back.push(true);
                 }
                 Err(source) => {
                     return Err(Error::Judge {
@@ -398,55 +369,14 @@ impl Navigator {
                 }
             }
         }
-        // Reference logits per batch, and their mean over batches.
-        let shift: Vec<f64> = if calibrate {
-            let ref_mean: Vec<f64> = batches
-                .iter()
-                .zip(&per_batch)
-                .map(|((members, _), (p, _))| {
-                    let l: Vec<f64> = members
-                        .iter()
-                        .zip(p)
-                        .filter(|(m, _)| refs.contains(m))
-                        .map(|(_, p)| logit(*p))
-                        .collect();
-                    l.iter().sum::<f64>() / l.len().max(1) as f64
-                })
-                .collect();
-            let overall = ref_mean.iter().sum::<f64>() / ref_mean.len().max(1) as f64;
-            ref_mean.iter().map(|m| overall - m).collect()
-        } else {
-            vec![0.0; batches.len()]
-        };
-        let mut scores = vec![0.0; candidates.len()];
-        let mut batch_of = vec![0; candidates.len()];
-        let mut fallback = vec![false; candidates.len()];
-        for (b, ((members, _), (p, fell_back))) in batches.iter().zip(&per_batch).enumerate() {
-            if p.len() != members.len() {
-                return Err(Error::Judge {
-                    level: depth,
-                    kind,
-                    batch: b,
-                    source: treenav_judge::Error::config(format!(
-                        "{} answers for {} candidates",
-                        p.len(),
-                        members.len()
-                    )),
-                });
-            }
-            for (m, prob) in members.iter().zip(p) {
-                // A reference is scored by its own batch, not by the batches it visits.
-                if ranges[b].contains(m) {
-                    scores[*m] = if calibrate {
-                        sigmoid(logit(*prob) + shift[b])
-                    } else {
-                        *prob
-                    };
-                    batch_of[*m] = b;
-                    fallback[*m] = *fell_back;
-                }
-            }
-        }
+        let scores = plan.combine(&per_batch).map_err(|(b, msg)| Error::Judge {
+            level: depth,
+            kind,
+            batch: b,
+            source: treenav_judge::Error::config(msg),
+        })?;
+        let batch_of: Vec<usize> = (0..candidates.len()).map(|i| plan.batch_of(i)).collect();
+        let fallback = batch_of.iter().map(|b| fell_back[*b]).collect();
         Ok(Judged {
             scores,
             batch_of,

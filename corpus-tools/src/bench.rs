@@ -1,0 +1,233 @@
+//! `treenav bench`: the tree and the baselines over a benchmark's queries.
+
+use crate::judge_args::JudgeArgs;
+use crate::query::NavArgs;
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
+use treenav_eval::bench::{self, BenchSetup, SystemKind};
+use treenav_eval::dataset::{self, DatasetOptions};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseEmbedder {
+    /// all-MiniLM-L6-v2 in-process (build with --features minilm).
+    Minilm,
+    /// An OpenAI-compatible POST /v1/embeddings server (--embed-endpoint, --embed-model).
+    Openai,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// The benchmark: SQuAD v1.1 JSON (gold = the question's paragraph) or a
+    /// BEIR folder with corpus.jsonl, queries.jsonl and qrels/{split}.tsv.
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// BEIR split (qrels/{split}.tsv).
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Systems to run, comma-separated: tree, bm25, dense, hybrid, rerank, flat.
+    #[arg(long, value_delimiter = ',', default_value = "tree,bm25,rerank")]
+    pub systems: Vec<String>,
+    /// A tree built from the same dataset (built in memory with the defaults when absent).
+    #[arg(long)]
+    pub tree: Option<PathBuf>,
+    /// Run a seeded random sample of N queries.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Seed of the sample (and of the tree built in memory).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// BM25 candidates the rerank system judges.
+    #[arg(long, default_value_t = 100)]
+    pub rerank_n: usize,
+    /// Skip flat above this many passages.
+    #[arg(long, default_value_t = 20_000)]
+    pub flat_max_passages: usize,
+    /// Word budget of a passage when chunking BEIR documents.
+    #[arg(long, default_value_t = treenav::corpus::chunk::DEFAULT_PASSAGE_WORDS)]
+    pub passage_words: usize,
+    /// Embedder of dense and hybrid.
+    #[arg(long, value_enum)]
+    pub embedder: Option<DenseEmbedder>,
+    /// Embeddings server base URL (openai embedder).
+    #[arg(long)]
+    pub embed_endpoint: Option<String>,
+    /// Embedding model name (openai embedder).
+    #[arg(long)]
+    pub embed_model: Option<String>,
+    /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
+    #[arg(long)]
+    pub embed_model_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub nav: NavArgs,
+    /// Write every figure as JSON (schema treenav-bench/1) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
+    Ok(match args.embedder {
+        None => None,
+        Some(DenseEmbedder::Minilm) => Some(EmbedderOptions::Minilm {
+            model_dir: args.embed_model_dir.clone(),
+            batch_size: 32,
+            max_tokens: 128,
+        }),
+        Some(DenseEmbedder::Openai) => Some(EmbedderOptions::Openai {
+            endpoint: args
+                .embed_endpoint
+                .clone()
+                .context("--embedder openai needs --embed-endpoint URL")?,
+            model: args
+                .embed_model
+                .clone()
+                .context("--embedder openai needs --embed-model NAME")?,
+            api_key_env: None,
+            batch_size: 32,
+            timeout_secs: 120,
+        }),
+    })
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+pub async fn run(args: &BenchArgs) -> Result<()> {
+    // Check every setting before any work.
+    let mut systems: Vec<SystemKind> = Vec::new();
+    for s in &args.systems {
+        let kind: SystemKind = s.parse()?;
+        if !systems.contains(&kind) {
+            systems.push(kind);
+        }
+    }
+    if systems.is_empty() {
+        bail!("--systems is empty");
+    }
+    let navigator = args.nav.config().check()?;
+    let judge = args.judge.options()?;
+    let embedder_opts = embedder_options(args)?;
+    if systems.iter().any(|s| s.uses_embedder()) && embedder_opts.is_none() {
+        bail!("dense and hybrid need --embedder minilm (build with --features minilm) or --embedder openai");
+    }
+    if args.rerank_n == 0 {
+        bail!("--rerank-n must be at least 1");
+    }
+    if let Some(dir) = args.json.as_deref().and_then(Path::parent) {
+        if !dir.as_os_str().is_empty() && !dir.is_dir() {
+            bail!("--json: folder {} does not exist", dir.display());
+        }
+    }
+    let data = dataset::load(
+        &args.dataset,
+        &DatasetOptions {
+            split: args.split.clone(),
+            passage_words: args.passage_words,
+        },
+    )?;
+    if !args.quiet {
+        eprintln!(
+            "{}: {} documents, {} passages, {} queries{}",
+            data.name,
+            data.corpus.documents.len(),
+            data.corpus.passage_count(),
+            data.queries.len(),
+            if data.dangling_qrels > 0 {
+                format!(
+                    " ({} qrels lines name a missing query or document)",
+                    data.dangling_qrels
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    let bars = crate::progress::Bars::new(args.quiet);
+    let params = TreeParams::default().seed(args.seed).check()?;
+    let (tree, tree_source) = if systems.contains(&SystemKind::Tree) {
+        match &args.tree {
+            Some(path) => (
+                Some(Arc::new(tree::file::load(path)?)),
+                path.display().to_string(),
+            ),
+            None => {
+                let embedder = tree::Embedder::new(&EmbedderOptions::default(), params.seed())?;
+                let summarizer = tree::Summarizer::new(&SummarizerOptions::Extractive)?;
+                let built = tree::build_tree(
+                    data.corpus.clone(),
+                    &data.name,
+                    &params,
+                    &embedder,
+                    &summarizer,
+                    &bars,
+                )
+                .await?;
+                bars.finish();
+                (
+                    Some(Arc::new(built)),
+                    format!("built in memory (tfidf, extractive, seed {})", args.seed),
+                )
+            }
+        }
+    } else {
+        (None, String::new())
+    };
+    let embedder = match &embedder_opts {
+        Some(o) => Some(tree::Embedder::new(o, args.seed)?),
+        None => None,
+    };
+    let config = serde_json::json!({
+        "judge": judge,
+        "navigator": navigator,
+        "tree": tree_source,
+        "rerank_n": args.rerank_n,
+        "rrf_k": 60.0,
+        "flat_max_passages": args.flat_max_passages,
+        "embedder": embedder.as_ref().map(|e| e.describe()),
+        "passage_words": args.passage_words,
+    });
+    let setup = BenchSetup {
+        systems,
+        judge,
+        navigator,
+        tree,
+        embedder,
+        rerank_n: args.rerank_n,
+        flat_max_passages: args.flat_max_passages,
+        rrf_k: 60.0,
+        seed: args.seed,
+        limit: args.limit,
+        config,
+    };
+    let report = bench::run(&data, &setup, &bars).await?;
+    bars.finish();
+    if let Some(path) = &args.json {
+        write_atomic(
+            path,
+            &format!("{}\n", serde_json::to_string_pretty(&report)?),
+        )?;
+        if !args.quiet {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    crate::emit(&report.markdown())
+}

@@ -1,0 +1,277 @@
+//! What users would pick instead of the tree, over the same passages.
+//!
+//! * [`Bm25`]: flat BM25 over every passage (title + text), built with the
+//!   `bm25` crate, k1 = 1.2, b = 0.75, the words of [`treenav_text::terms`].
+//! * [`Dense`]: brute-force cosine over passage embeddings (minilm or an
+//!   OpenAI-compatible server). A baseline only: the tree never uses it.
+//! * [`rrf`]: Reciprocal Rank Fusion of ranked lists (hybrid uses k = 60).
+//! * [`judge_rank`]: a list of passages judged by the same judge as the tree
+//!   (shared-context batches, calibrated across batches), then the same
+//!   shortlist rerank. `rerank` applies it to BM25's top N; `flat` to every
+//!   passage.
+
+use crate::Result;
+use ndarray::{Array2, ArrayView1};
+use std::collections::HashMap;
+use treenav_corpus::Corpus;
+use treenav_judge::{Candidate, Judge, Usage};
+use treenav_navigator::batch::judge_batched;
+use treenav_tree::{Embedder, Progress};
+
+/// Every passage of a corpus, flattened, with its document.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    /// Passage ids.
+    pub ids: Vec<String>,
+    /// Each passage's document index (into `documents`).
+    pub document_of: Vec<usize>,
+    /// Document ids.
+    pub documents: Vec<String>,
+    /// What a model sees of each passage: `Title: text` (as in the tree).
+    pub labels: Vec<String>,
+    /// Passage index by id.
+    pub index: HashMap<String, usize>,
+    /// Passages of each document.
+    pub passages_of: Vec<Vec<usize>>,
+}
+
+impl Collection {
+    /// Flattens a corpus.
+    pub fn new(corpus: &Corpus) -> Collection {
+        let mut c = Collection {
+            ids: Vec::new(),
+            document_of: Vec::new(),
+            documents: Vec::new(),
+            labels: Vec::new(),
+            index: HashMap::new(),
+            passages_of: Vec::new(),
+        };
+        for (d, doc) in corpus.documents.iter().enumerate() {
+            c.documents.push(doc.id.clone());
+            let mut mine = Vec::with_capacity(doc.passages.len());
+            for p in &doc.passages {
+                let i = c.ids.len();
+                c.index.insert(p.id.clone(), i);
+                c.ids.push(p.id.clone());
+                c.document_of.push(d);
+                c.labels.push(if doc.title.is_empty() {
+                    p.text.clone()
+                } else {
+                    format!("{}: {}", doc.title, p.text)
+                });
+                mine.push(i);
+            }
+            c.passages_of.push(mine);
+        }
+        c
+    }
+
+    /// Number of passages.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there is no passage.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Words;
+
+impl bm25::Tokenizer for Words {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        treenav_text::terms(input_text).collect()
+    }
+}
+
+/// Flat BM25 over all passages.
+pub struct Bm25 {
+    engine: bm25::SearchEngine<u32, u64, Words>,
+}
+
+impl std::fmt::Debug for Bm25 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bm25")
+    }
+}
+
+impl Bm25 {
+    /// Indexes every passage as its label (title + text).
+    pub fn new(collection: &Collection) -> Bm25 {
+        let docs: Vec<bm25::Document<u32>> = collection
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, text)| bm25::Document::new(i as u32, text.clone()))
+            .collect();
+        let engine =
+            bm25::SearchEngineBuilder::<u32, u64, Words>::with_tokenizer_and_documents(Words, docs)
+                .k1(1.2)
+                .b(0.75)
+                .build();
+        Bm25 { engine }
+    }
+
+    /// The top `n` passage indices, best first (ties: lower index first).
+    pub fn search(&self, query: &str, n: usize) -> Vec<usize> {
+        let mut hits = self.engine.search(query, n);
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.document.id.cmp(&b.document.id))
+        });
+        hits.into_iter().map(|h| h.document.id as usize).collect()
+    }
+}
+
+/// Brute-force dense retrieval over L2-normalised passage embeddings.
+#[derive(Debug)]
+pub struct Dense {
+    embedder: Embedder,
+    matrix: Array2<f32>,
+}
+
+impl Dense {
+    /// Embeds every passage label.
+    pub async fn new(
+        embedder: Embedder,
+        collection: &Collection,
+        progress: &dyn Progress,
+    ) -> Result<Dense> {
+        progress.stage("embed", collection.len() as u64);
+        let matrix = embedder.embed(collection.labels.clone(), progress).await?;
+        Ok(Dense { embedder, matrix })
+    }
+
+    /// Embeds queries (rows in order).
+    pub async fn embed_queries(&self, queries: Vec<String>) -> Result<Array2<f32>> {
+        Ok(self
+            .embedder
+            .embed(queries, &treenav_tree::NoProgress)
+            .await?)
+    }
+
+    /// The top `n` passage indices for an embedded query, best first.
+    pub fn search(&self, query: ArrayView1<'_, f32>, n: usize) -> Vec<usize> {
+        let sims = self.matrix.dot(&query);
+        let mut order: Vec<usize> = (0..sims.len()).collect();
+        let n = n.min(order.len());
+        if n == 0 {
+            return Vec::new();
+        }
+        let cmp = |a: &usize, b: &usize| sims[*b].total_cmp(&sims[*a]).then(a.cmp(b));
+        order.select_nth_unstable_by(n - 1, cmp);
+        order.truncate(n);
+        order.sort_by(cmp);
+        order
+    }
+}
+
+/// Reciprocal Rank Fusion: each item scores Σ 1 / (k + rank) over the lists
+/// (rank from 1); the top `n`, best first (ties: lower index first).
+pub fn rrf(lists: &[Vec<usize>], k: f64, n: usize) -> Vec<usize> {
+    let mut score: HashMap<usize, f64> = HashMap::new();
+    for list in lists {
+        for (rank, item) in list.iter().enumerate() {
+            *score.entry(*item).or_default() += 1.0 / (k + rank as f64 + 1.0);
+        }
+    }
+    let mut items: Vec<(usize, f64)> = score.into_iter().collect();
+    items.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    items.into_iter().take(n).map(|(i, _)| i).collect()
+}
+
+/// Passages ranked by a judge, with what it cost.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// Passage indices, best first: the reranked shortlist, then the rest.
+    pub ranking: Vec<usize>,
+    /// Candidates judged (the shortlist rerank not counted, as for the tree).
+    pub candidates_judged: usize,
+    /// Judge usage, shortlist included.
+    pub usage: Usage,
+}
+
+/// How [`judge_rank`] judges.
+#[derive(Debug, Clone, Copy)]
+pub struct JudgeRank {
+    /// Candidates per call.
+    pub batch_size: usize,
+    /// Calibrate across batches with shared references.
+    pub calibration: bool,
+    /// Passages reranked by one multiple-choice question (0 or 1: none).
+    pub shortlist: usize,
+}
+
+/// Judges `passages` (indices into `collection`) for `query` and reranks the
+/// best `shortlist` of them, as the navigator does at its leaves.
+pub async fn judge_rank(
+    judge: &Judge,
+    query: &str,
+    collection: &Collection,
+    passages: &[usize],
+    how: JudgeRank,
+) -> treenav_judge::Result<Judged> {
+    let candidates: Vec<Candidate> = passages
+        .iter()
+        .map(|i| Candidate::new(collection.ids[*i].clone(), collection.labels[*i].clone()))
+        .collect();
+    let judged = judge_batched(judge, query, &candidates, how.batch_size, how.calibration).await?;
+    let mut usage = judged.usage;
+    let mut order: Vec<usize> = (0..passages.len()).collect();
+    // Ties keep the incoming (e.g. BM25) order.
+    order.sort_by(|a, b| {
+        judged.scores[*b]
+            .total_cmp(&judged.scores[*a])
+            .then(a.cmp(b))
+    });
+    let m = how.shortlist.min(order.len());
+    if m >= 2 {
+        let shortlist: Vec<Candidate> = order[..m].iter().map(|i| candidates[*i].clone()).collect();
+        let choice = judge.choose(query, &shortlist).await?;
+        usage.add(&choice.usage);
+        let mut head: Vec<(usize, f64, f64)> = order[..m]
+            .iter()
+            .zip(&choice.probabilities)
+            .map(|(i, p)| (*i, *p, judged.scores[*i]))
+            .collect();
+        head.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.total_cmp(&a.2)));
+        for (slot, (i, _, _)) in order[..m].iter_mut().zip(head) {
+            *slot = i;
+        }
+    }
+    Ok(Judged {
+        ranking: order.into_iter().map(|i| passages[i]).collect(),
+        candidates_judged: passages.len(),
+        usage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_fuses_by_reciprocal_rank() {
+        // Item 2 is second in both lists: 2/(60+2) beats 1/(60+1) + 0.
+        let fused = rrf(&[vec![1, 2, 3], vec![4, 2, 5]], 60.0, 3);
+        assert_eq!(fused[0], 2);
+        assert_eq!(fused[1..], [1, 4]);
+        assert!(rrf(&[], 60.0, 3).is_empty());
+    }
+
+    #[test]
+    fn dense_search_orders_by_cosine() {
+        let matrix = ndarray::arr2(&[[1.0f32, 0.0], [0.0, 1.0], [0.6, 0.8]]);
+        let dense = Dense {
+            embedder: Embedder::Tfidf { dims: 2, seed: 1 },
+            matrix,
+        };
+        let q = ndarray::arr1(&[0.0f32, 1.0]);
+        assert_eq!(dense.search(q.view(), 2), vec![1, 2]);
+        assert_eq!(dense.search(q.view(), 10), vec![1, 2, 0]);
+        assert!(dense.search(q.view(), 0).is_empty());
+    }
+}

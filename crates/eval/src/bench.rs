@@ -1,0 +1,748 @@
+//! The bench runner: systems over a dataset's queries, scored the same way.
+//!
+//! # The report's JSON schema (`treenav-bench/1`)
+//!
+//! ```text
+//! {
+//!   "schema": "treenav-bench/1",
+//!   "dataset": { "path", "name", "format": "squad"|"beir", "split", "gold": "passage"|"document",
+//!                "documents", "passages", "queries", "queries_total" },
+//!   "seed": u64, "limit": u64|null,
+//!   "config": { ... the settings used: judge, navigator, rerank_n, rrf_k, embedder ... },
+//!   "order": ["tree", "bm25", ...],            // systems in the order run
+//!   "systems": {
+//!     "<name>": {
+//!       "passage":  { "hit_at_1", "hit_at_5", "recall_at_10", "mrr_at_10", "ndcg_at_10" },
+//!       "document": { same keys },             // gold documents (SQuAD: the gold paragraph's article)
+//!       "candidates_judged", "judge_calls", "cache_hits", "titles_read",
+//!       "input_tokens", "cost_usd", "seconds_per_query",   // per-query means
+//!       "latency_p50_ms", "latency_p95_ms",
+//!       "navigation": null | {                 // tree only
+//!         "survived_all": share of queries whose gold kept an ancestor at every level,
+//!         "levels": [ { "depth", "kind", "lost": share of queries lost at this level } ]
+//!       }
+//!     }
+//!   },
+//!   "skipped": { "<name>": "why" }
+//! }
+//! ```
+//!
+//! Passage-level relevance: SQuAD, the gold paragraph; BEIR, any passage of
+//! a gold document (Recall@10 counts gold documents covered). Document
+//! level ranks documents by their first passage in the passage ranking.
+
+use crate::baselines::{judge_rank, rrf, Bm25, Collection, Dense, JudgeRank};
+use crate::dataset::{Dataset, DatasetFormat, GoldLevel, Query};
+use crate::metrics::{quantile, score, Mean, Metrics};
+use crate::{Error, Result};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+use treenav_judge::{CorpusStats, Judge, JudgeOptions, Usage};
+use treenav_navigator::{Navigator, Retrieval, ValidConfig};
+use treenav_tree::{Embedder, NodeId, Progress, Tree};
+
+/// The schema tag written in every report.
+pub const SCHEMA: &str = "treenav-bench/1";
+
+/// A retrieval system the bench can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemKind {
+    /// The navigator over the tree.
+    Tree,
+    /// Flat BM25 over all passages.
+    Bm25,
+    /// Brute-force cosine over passage embeddings.
+    Dense,
+    /// BM25 and dense fused by Reciprocal Rank Fusion.
+    Hybrid,
+    /// BM25 top N judged by the judge, then the shortlist rerank.
+    Rerank,
+    /// The judge over every passage, then the shortlist rerank.
+    Flat,
+}
+
+impl SystemKind {
+    /// Every system, in the order they are run.
+    pub const ALL: [SystemKind; 6] = [
+        SystemKind::Tree,
+        SystemKind::Bm25,
+        SystemKind::Dense,
+        SystemKind::Hybrid,
+        SystemKind::Rerank,
+        SystemKind::Flat,
+    ];
+
+    /// Its name in reports and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemKind::Tree => "tree",
+            SystemKind::Bm25 => "bm25",
+            SystemKind::Dense => "dense",
+            SystemKind::Hybrid => "hybrid",
+            SystemKind::Rerank => "rerank",
+            SystemKind::Flat => "flat",
+        }
+    }
+
+    /// Whether it asks the judge.
+    pub fn uses_judge(self) -> bool {
+        matches!(
+            self,
+            SystemKind::Tree | SystemKind::Rerank | SystemKind::Flat
+        )
+    }
+
+    /// Whether it needs an embedder.
+    pub fn uses_embedder(self) -> bool {
+        matches!(self, SystemKind::Dense | SystemKind::Hybrid)
+    }
+}
+
+impl std::str::FromStr for SystemKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<SystemKind> {
+        SystemKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown system `{s}` (systems: tree, bm25, dense, hybrid, rerank, flat)"
+                ))
+            })
+    }
+}
+
+/// What the bench runs with.
+#[derive(Debug, Clone)]
+pub struct BenchSetup {
+    /// Systems to run, in order.
+    pub systems: Vec<SystemKind>,
+    /// The judge (a fresh one is built per system, so no system reads
+    /// another's cache).
+    pub judge: JudgeOptions,
+    /// The navigator's settings; `rerank` and `flat` use its batch size,
+    /// calibration and shortlist too.
+    pub navigator: ValidConfig,
+    /// The tree, for `tree`.
+    pub tree: Option<Arc<Tree>>,
+    /// The embedder, for `dense` and `hybrid`.
+    pub embedder: Option<Embedder>,
+    /// BM25 candidates `rerank` judges. By default, 100.
+    pub rerank_n: usize,
+    /// `flat` is skipped above this many passages. By default, 20,000.
+    pub flat_max_passages: usize,
+    /// RRF's k. By default, 60.
+    pub rrf_k: f64,
+    /// Seed of the query sample.
+    pub seed: u64,
+    /// Query sample size, if any.
+    pub limit: Option<usize>,
+    /// Settings recorded in the report's `config` as given.
+    pub config: serde_json::Value,
+}
+
+/// One system's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemReport {
+    /// Passage-level means.
+    pub passage: Metrics,
+    /// Document-level means.
+    pub document: Metrics,
+    /// Candidates shown to the judge per query (shortlist not counted).
+    pub candidates_judged: f64,
+    /// Judge calls per query (cache hits excluded).
+    pub judge_calls: f64,
+    /// Judge calls answered from the cache per query.
+    pub cache_hits: f64,
+    /// Share of all documents whose title (or passage) the judge read.
+    pub titles_read: f64,
+    /// Input tokens per query.
+    pub input_tokens: f64,
+    /// Estimated cost per query in USD.
+    pub cost_usd: f64,
+    /// Mean wall time per query in seconds.
+    pub seconds_per_query: f64,
+    /// Median latency per query.
+    pub latency_p50_ms: f64,
+    /// 95th percentile latency per query.
+    pub latency_p95_ms: f64,
+    /// Where the gold was lost on the way down (tree only).
+    pub navigation: Option<NavigationLoss>,
+}
+
+/// Navigation loss by level.
+#[derive(Debug, Clone, Serialize)]
+pub struct NavigationLoss {
+    /// Share of queries whose gold kept an ancestor at every level (for
+    /// passages: a gold passage returned).
+    pub survived_all: f64,
+    /// Share of queries lost at each level.
+    pub levels: Vec<LevelLoss>,
+}
+
+/// Queries lost at one level.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelLoss {
+    /// Depth (1 = the root's children).
+    pub depth: usize,
+    /// Node kind at that depth.
+    pub kind: String,
+    /// Share of queries whose last surviving gold ancestor was dropped here.
+    pub lost: f64,
+}
+
+/// Facts about the dataset run.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetInfo {
+    /// Path given.
+    pub path: String,
+    /// Short name.
+    pub name: String,
+    /// Format.
+    pub format: DatasetFormat,
+    /// BEIR split.
+    pub split: Option<String>,
+    /// What the gold names.
+    pub gold: GoldLevel,
+    /// Documents in the corpus.
+    pub documents: usize,
+    /// Passages in the corpus.
+    pub passages: usize,
+    /// Queries run.
+    pub queries: usize,
+    /// Queries in the split before sampling.
+    pub queries_total: usize,
+}
+
+/// A bench run's report (see the module docs for the schema).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The dataset.
+    pub dataset: DatasetInfo,
+    /// Seed of the sample.
+    pub seed: u64,
+    /// Sample size asked for.
+    pub limit: Option<usize>,
+    /// Settings used.
+    pub config: serde_json::Value,
+    /// Systems in the order run.
+    pub order: Vec<String>,
+    /// Figures per system.
+    pub systems: BTreeMap<String, SystemReport>,
+    /// Systems not run, and why.
+    pub skipped: BTreeMap<String, String>,
+}
+
+/// One query's result from one system.
+struct Outcome {
+    ranking: Vec<usize>,
+    candidates_judged: usize,
+    usage: Usage,
+    titles_read: f64,
+    latency_ms: f64,
+    /// Tree: the depth where the gold was lost, and the levels' kinds.
+    lost_at: Option<Option<usize>>,
+}
+
+/// Gold of one query resolved to passage and document indices.
+struct Gold {
+    /// Passage gold unit of each passage (by index), for passage metrics.
+    passage_unit: HashMap<usize, usize>,
+    passage_units: usize,
+    passage_relevant: usize,
+    /// Gold documents (indices), ordered.
+    documents: Vec<usize>,
+}
+
+fn resolve(query: &Query, level: GoldLevel, c: &Collection) -> Result<Gold> {
+    match level {
+        GoldLevel::Passage => {
+            let mut passage_unit = HashMap::new();
+            let mut documents = Vec::new();
+            for (u, id) in query.gold.iter().enumerate() {
+                let i = *c.index.get(id).ok_or_else(|| {
+                    Error::Config(format!(
+                        "query `{}`: gold passage `{id}` is not in the corpus",
+                        query.id
+                    ))
+                })?;
+                passage_unit.insert(i, u);
+                if !documents.contains(&c.document_of[i]) {
+                    documents.push(c.document_of[i]);
+                }
+            }
+            Ok(Gold {
+                passage_units: query.gold.len(),
+                passage_relevant: query.gold.len(),
+                passage_unit,
+                documents,
+            })
+        }
+        GoldLevel::Document => {
+            let mut passage_unit = HashMap::new();
+            let mut documents = Vec::new();
+            for (u, id) in query.gold.iter().enumerate() {
+                let d = c.documents.iter().position(|x| x == id).ok_or_else(|| {
+                    Error::Config(format!(
+                        "query `{}`: gold document `{id}` is not in the corpus",
+                        query.id
+                    ))
+                })?;
+                documents.push(d);
+                for p in &c.passages_of[d] {
+                    passage_unit.insert(*p, u);
+                }
+            }
+            Ok(Gold {
+                passage_units: documents.len(),
+                passage_relevant: passage_unit.len(),
+                passage_unit,
+                documents,
+            })
+        }
+    }
+}
+
+fn metrics(ranking: &[usize], gold: &Gold, c: &Collection) -> (Metrics, Metrics) {
+    let passage: Vec<Option<usize>> = ranking
+        .iter()
+        .take(10)
+        .map(|i| gold.passage_unit.get(i).copied())
+        .collect();
+    let mut seen = HashSet::new();
+    let documents: Vec<Option<usize>> = ranking
+        .iter()
+        .map(|i| c.document_of[*i])
+        .filter(|d| seen.insert(*d))
+        .take(10)
+        .map(|d| gold.documents.iter().position(|g| *g == d))
+        .collect();
+    (
+        score(&passage, gold.passage_units, gold.passage_relevant),
+        score(&documents, gold.documents.len(), gold.documents.len()),
+    )
+}
+
+/// Runs the systems over the dataset's queries (sampled by `setup.limit`).
+/// `progress` gets one stage per system with one unit per query.
+pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress) -> Result<Report> {
+    let mut dataset_queries = dataset.clone();
+    if let Some(n) = setup.limit {
+        if n == 0 {
+            return Err(Error::Config("--limit must be at least 1".into()));
+        }
+        dataset_queries.sample(n, setup.seed);
+    }
+    let queries = &dataset_queries.queries;
+    let collection = Collection::new(&dataset.corpus);
+    let golds: Vec<Gold> = queries
+        .iter()
+        .map(|q| resolve(q, dataset.gold_level, &collection))
+        .collect::<Result<_>>()?;
+    let stats = Arc::new(CorpusStats::from_texts(
+        dataset
+            .corpus
+            .documents
+            .iter()
+            .flat_map(|d| d.passages.iter().map(|p| p.text.as_str())),
+    ));
+    let bm25 = setup
+        .systems
+        .iter()
+        .any(|s| {
+            matches!(
+                s,
+                SystemKind::Bm25 | SystemKind::Hybrid | SystemKind::Rerank
+            )
+        })
+        .then(|| Bm25::new(&collection));
+    let dense = match (
+        setup.systems.iter().any(|s| s.uses_embedder()),
+        &setup.embedder,
+    ) {
+        (true, Some(embedder)) => Some(Dense::new(embedder.clone(), &collection, progress).await?),
+        (true, None) => {
+            return Err(Error::Config(
+                "dense and hybrid need an embedder (minilm or openai)".into(),
+            ))
+        }
+        _ => None,
+    };
+    let how = JudgeRank {
+        batch_size: setup.navigator.batch_size(),
+        calibration: setup.navigator.calibration(),
+        shortlist: setup.navigator.shortlist(),
+    };
+    let mut report = Report {
+        schema: SCHEMA,
+        dataset: DatasetInfo {
+            path: dataset.path.display().to_string(),
+            name: dataset.name.clone(),
+            format: dataset.format,
+            split: dataset.split.clone(),
+            gold: dataset.gold_level,
+            documents: collection.documents.len(),
+            passages: collection.len(),
+            queries: queries.len(),
+            queries_total: dataset.queries_total,
+        },
+        seed: setup.seed,
+        limit: setup.limit,
+        config: setup.config.clone(),
+        order: Vec::new(),
+        systems: BTreeMap::new(),
+        skipped: BTreeMap::new(),
+    };
+    for &system in &setup.systems {
+        if system == SystemKind::Flat && collection.len() > setup.flat_max_passages {
+            report.skipped.insert(
+                system.name().into(),
+                format!(
+                    "{} passages is over the flat limit of {} (--flat-max-passages)",
+                    collection.len(),
+                    setup.flat_max_passages
+                ),
+            );
+            continue;
+        }
+        let judge = if system.uses_judge() {
+            Some(
+                Judge::new(&setup.judge)
+                    .and_then(|j| j.with_corpus_stats(stats.clone()))
+                    .map_err(|source| Error::Judge {
+                        system: system.name().into(),
+                        query: "-".into(),
+                        source,
+                    })?,
+            )
+        } else {
+            None
+        };
+        let navigator = match (system, &setup.tree, &judge) {
+            (SystemKind::Tree, Some(tree), Some(judge)) => Some(
+                Navigator::new(tree.clone(), judge.clone(), setup.navigator.clone()).map_err(
+                    |source| Error::Navigate {
+                        query: "-".into(),
+                        source,
+                    },
+                )?,
+            ),
+            (SystemKind::Tree, None, _) => {
+                return Err(Error::Config("the tree system needs a tree".into()))
+            }
+            _ => None,
+        };
+        let tree_index = navigator.as_ref().map(|n| TreeIndex::new(n.tree()));
+        progress.stage(system.name(), queries.len() as u64);
+        let mut outcomes = Vec::with_capacity(queries.len());
+        for (q, gold) in queries.iter().zip(&golds) {
+            let start = Instant::now();
+            let judge_err = |source| Error::Judge {
+                system: system.name().into(),
+                query: q.id.clone(),
+                source,
+            };
+            let mut outcome = match system {
+                SystemKind::Bm25 => plain(bm25_top(&bm25, &q.text, 100)),
+                SystemKind::Dense => plain(dense_top(&dense, &q.text, 100).await?),
+                SystemKind::Hybrid => {
+                    let lists = vec![
+                        bm25_top(&bm25, &q.text, 100),
+                        dense_top(&dense, &q.text, 100).await?,
+                    ];
+                    plain(rrf(&lists, setup.rrf_k, 100))
+                }
+                SystemKind::Rerank | SystemKind::Flat => {
+                    let Some(judge) = &judge else {
+                        return Err(Error::Config("no judge".into()));
+                    };
+                    let pool: Vec<usize> = if system == SystemKind::Rerank {
+                        bm25_top(&bm25, &q.text, setup.rerank_n)
+                    } else {
+                        (0..collection.len()).collect()
+                    };
+                    let judged = judge_rank(judge, &q.text, &collection, &pool, how)
+                        .await
+                        .map_err(judge_err)?;
+                    let docs: HashSet<usize> =
+                        pool.iter().map(|i| collection.document_of[*i]).collect();
+                    Outcome {
+                        ranking: judged.ranking,
+                        candidates_judged: judged.candidates_judged,
+                        usage: judged.usage,
+                        titles_read: docs.len() as f64 / collection.documents.len().max(1) as f64,
+                        latency_ms: 0.0,
+                        lost_at: None,
+                    }
+                }
+                SystemKind::Tree => {
+                    let (Some(navigator), Some(index)) = (&navigator, &tree_index) else {
+                        return Err(Error::Config("the tree system needs a tree".into()));
+                    };
+                    let found =
+                        navigator
+                            .retrieve(&q.text)
+                            .await
+                            .map_err(|source| Error::Navigate {
+                                query: q.id.clone(),
+                                source,
+                            })?;
+                    let ranking = found
+                        .passages
+                        .iter()
+                        .map(|p| {
+                            collection.index.get(&p.id).copied().ok_or_else(|| {
+                                Error::Config(format!(
+                                    "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
+                                    p.id
+                                ))
+                            })
+                        })
+                        .collect::<Result<Vec<usize>>>()?;
+                    let lost = index.lost_at(&found, gold, &collection);
+                    Outcome {
+                        ranking,
+                        candidates_judged: found.trace.candidates_judged,
+                        usage: found.trace.usage.clone(),
+                        titles_read: found.trace.titles_read,
+                        latency_ms: 0.0,
+                        lost_at: Some(lost),
+                    }
+                }
+            };
+            outcome.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+            outcomes.push(outcome);
+            progress.inc(1);
+        }
+        report.order.push(system.name().into());
+        report.systems.insert(
+            system.name().into(),
+            summarize(
+                &outcomes,
+                &golds,
+                &collection,
+                navigator.as_ref().map(|n| n.tree()),
+            ),
+        );
+    }
+    Ok(report)
+}
+
+fn plain(ranking: Vec<usize>) -> Outcome {
+    Outcome {
+        ranking,
+        candidates_judged: 0,
+        usage: Usage::default(),
+        titles_read: 0.0,
+        latency_ms: 0.0,
+        lost_at: None,
+    }
+}
+
+fn bm25_top(bm25: &Option<Bm25>, query: &str, n: usize) -> Vec<usize> {
+    bm25.as_ref()
+        .map(|b| b.search(query, n))
+        .unwrap_or_default()
+}
+
+async fn dense_top(dense: &Option<Dense>, query: &str, n: usize) -> Result<Vec<usize>> {
+    let Some(dense) = dense else {
+        return Ok(Vec::new());
+    };
+    let q = dense.embed_queries(vec![query.to_string()]).await?;
+    Ok(dense.search(q.row(0), n))
+}
+
+fn summarize(
+    outcomes: &[Outcome],
+    golds: &[Gold],
+    c: &Collection,
+    tree: Option<&Tree>,
+) -> SystemReport {
+    let (mut passage, mut document) = (Mean::default(), Mean::default());
+    for (o, g) in outcomes.iter().zip(golds) {
+        let (p, d) = metrics(&o.ranking, g, c);
+        passage.add(&p);
+        document.add(&d);
+    }
+    let n = outcomes.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&Outcome) -> f64| outcomes.iter().map(f).sum::<f64>() / n;
+    let latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
+    let navigation = tree.map(|tree| {
+        let mut lost: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut survived = 0;
+        for o in outcomes {
+            match o.lost_at {
+                Some(Some(depth)) => *lost.entry(depth).or_default() += 1,
+                _ => survived += 1,
+            }
+        }
+        let kinds = level_kinds(tree);
+        NavigationLoss {
+            survived_all: survived as f64 / n,
+            levels: kinds
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| LevelLoss {
+                    depth: i + 1,
+                    kind: kind.clone(),
+                    lost: lost.get(&(i + 1)).copied().unwrap_or(0) as f64 / n,
+                })
+                .collect(),
+        }
+    });
+    SystemReport {
+        passage: passage.get(),
+        document: document.get(),
+        candidates_judged: mean(&|o| o.candidates_judged as f64),
+        judge_calls: mean(&|o| f64::from(o.usage.calls)),
+        cache_hits: mean(&|o| f64::from(o.usage.cache_hits)),
+        titles_read: mean(&|o| o.titles_read),
+        input_tokens: mean(&|o| o.usage.input_tokens as f64),
+        cost_usd: mean(&|o| o.usage.cost_usd),
+        seconds_per_query: mean(&|o| o.latency_ms) / 1000.0,
+        latency_p50_ms: quantile(&latencies, 0.5),
+        latency_p95_ms: quantile(&latencies, 0.95),
+        navigation,
+    }
+}
+
+/// The kind of each depth below the root (a depth mixes kinds only in
+/// unusual trees; the first node's kind names it).
+fn level_kinds(tree: &Tree) -> Vec<String> {
+    let mut kinds = Vec::new();
+    let mut frontier = vec![tree.root()];
+    loop {
+        let next: Vec<NodeId> = frontier
+            .iter()
+            .flat_map(|id| tree.children(*id).to_vec())
+            .collect();
+        let Some(kind) = next
+            .first()
+            .and_then(|id| tree.get(*id))
+            .map(|n| n.kind.name())
+        else {
+            break;
+        };
+        kinds.push(kind.to_string());
+        frontier = next;
+    }
+    kinds
+}
+
+/// Passage id → node, for tracing the gold through a tree.
+struct TreeIndex<'a> {
+    tree: &'a Tree,
+    passage_node: HashMap<&'a str, NodeId>,
+}
+
+impl<'a> TreeIndex<'a> {
+    fn new(tree: &'a Tree) -> TreeIndex<'a> {
+        let passage_node = tree
+            .passages()
+            .filter_map(|id| match tree.get(id).map(|n| &n.kind) {
+                Some(treenav_tree::NodeKind::Passage { id: pid, .. }) => Some((pid.as_str(), id)),
+                _ => None,
+            })
+            .collect();
+        TreeIndex { tree, passage_node }
+    }
+
+    /// The depth of the first level where no kept candidate is an ancestor
+    /// of (or is) a gold passage; `None` when the gold survived every level.
+    fn lost_at(&self, found: &Retrieval, gold: &Gold, c: &Collection) -> Option<usize> {
+        let ancestors: HashSet<NodeId> = gold
+            .passage_unit
+            .keys()
+            .filter_map(|i| self.passage_node.get(c.ids[*i].as_str()))
+            .flat_map(|node| self.tree.path(*node))
+            .collect();
+        found
+            .trace
+            .levels
+            .iter()
+            .find(|level| {
+                !level
+                    .candidates
+                    .iter()
+                    .any(|cand| cand.kept && ancestors.contains(&cand.node))
+            })
+            .map(|level| level.depth)
+    }
+}
+
+impl Report {
+    /// The report as a Markdown table (plus navigation loss for `tree`).
+    pub fn markdown(&self) -> String {
+        use std::fmt::Write as _;
+        let d = &self.dataset;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{}{} · {} queries{} · {} documents · {} passages · gold: {:?}\n",
+            d.name,
+            d.split
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default(),
+            d.queries,
+            if d.queries < d.queries_total {
+                format!(" of {} (seed {})", d.queries_total, self.seed)
+            } else {
+                String::new()
+            },
+            d.documents,
+            d.passages,
+            d.gold
+        );
+        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | calls/q | titles read | s/q | p50 ms | p95 ms |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for name in &self.order {
+            let Some(s) = self.systems.get(name) else {
+                continue;
+            };
+            let _ = writeln!(
+                o,
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.1} | {:.1}% | {:.3} | {:.1} | {:.1} |",
+                s.passage.hit_at_1,
+                s.passage.hit_at_5,
+                s.passage.recall_at_10,
+                s.passage.mrr_at_10,
+                s.passage.ndcg_at_10,
+                s.document.hit_at_1,
+                s.document.recall_at_10,
+                s.document.ndcg_at_10,
+                s.candidates_judged,
+                s.judge_calls,
+                s.titles_read * 100.0,
+                s.seconds_per_query,
+                s.latency_p50_ms,
+                s.latency_p95_ms
+            );
+        }
+        for name in &self.order {
+            if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {
+                let levels: Vec<String> = nav
+                    .levels
+                    .iter()
+                    .map(|l| format!("{} {} {:.1}%", l.depth, l.kind, l.lost * 100.0))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "\n{name}: gold survived every level for {:.1}% of queries; lost at level: {}",
+                    nav.survived_all * 100.0,
+                    levels.join(" · ")
+                );
+            }
+        }
+        for (name, why) in &self.skipped {
+            let _ = writeln!(o, "\n{name} skipped: {why}");
+        }
+        o
+    }
+}

@@ -1,0 +1,79 @@
+//! Evaluation for treenav: the numbers users choose a retriever by.
+//!
+//! * [`dataset`] loads a benchmark (SQuAD v1.1 JSON, or a BEIR folder) into a
+//!   corpus, queries and gold, with file-and-line errors.
+//! * [`metrics`] scores a ranking: Hit@1, Hit@5, Recall@10, MRR@10, nDCG@10.
+//! * [`baselines`] holds what users would pick instead of the tree: flat
+//!   BM25, brute-force dense, hybrid (RRF), BM25 + judge rerank, and the
+//!   judge over every passage (`flat`).
+//! * [`bench`] runs systems over the queries and gathers a [`bench::Report`],
+//!   whose JSON schema is documented on the type.
+#![warn(missing_docs)]
+
+pub mod baselines;
+pub mod bench;
+pub mod dataset;
+pub mod metrics;
+
+use std::path::PathBuf;
+
+/// Result of the eval crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A record of a dataset file is bad.
+    #[error("{}:{line}: {problem}", path.display())]
+    Record {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A dataset file or folder is unusable as a whole.
+    #[error("{}: {problem}", path.display())]
+    Dataset {
+        /// The file or folder.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The corpus could not be loaded.
+    #[error(transparent)]
+    Corpus(#[from] treenav_corpus::Error),
+    /// A setting is not valid.
+    #[error("invalid bench setting: {0}")]
+    Config(String),
+    /// A judge call failed.
+    #[error("{system}: query `{query}`: {source}")]
+    Judge {
+        /// The system that was running.
+        system: String,
+        /// The query id.
+        query: String,
+        /// The judge's error.
+        source: treenav_judge::Error,
+    },
+    /// Navigation failed.
+    #[error("tree: query `{query}`: {source}")]
+    Navigate {
+        /// The query id.
+        query: String,
+        /// The navigator's error.
+        source: treenav_navigator::Error,
+    },
+    /// Building the tree or embedding failed.
+    #[error(transparent)]
+    Tree(#[from] treenav_tree::Error),
+}
