@@ -155,3 +155,77 @@ fn builds_every_fixture_format() {
         assert_eq!(v["documents"], docs, "{input}");
     }
 }
+
+#[test]
+fn bench_prints_a_table_and_writes_the_json_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("results.json");
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        fixture("beir").to_str().expect("utf8 path"),
+        "--systems",
+        "tree,bm25,rerank,flat",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf8 path"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    for row in ["| tree |", "| bm25 |", "| rerank |", "| flat |"] {
+        assert!(stdout.contains(row), "{stdout}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
+            .expect("valid JSON");
+    assert_eq!(report["schema"], "treenav-bench/1");
+    assert_eq!(report["dataset"]["gold"], "document");
+    assert_eq!(report["dataset"]["queries"], 1);
+    // The fixture's one query ("what does insulin do") has its gold first.
+    assert_eq!(report["systems"]["bm25"]["document"]["hit_at_1"], 1.0);
+    assert!(report["systems"]["tree"]["navigation"]["levels"].is_array());
+    assert_eq!(report["config"]["rerank_n"], 100);
+}
+
+#[test]
+fn bench_checks_its_options_first() {
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        fixture("beir").to_str().expect("utf8 path"),
+        "--systems",
+        "tree,vector",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("unknown system `vector`"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        fixture("beir").to_str().expect("utf8 path"),
+        "--systems",
+        "hybrid",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--embedder"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        fixture("psgs.tsv").to_str().expect("utf8 path"),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("not a dataset"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -18,8 +18,11 @@
 //!       "input_tokens", "cost_usd", "seconds_per_query",   // per-query means
 //!       "latency_p50_ms", "latency_p95_ms",
 //!       "navigation": null | {                 // tree only
-//!         "survived_all": share of queries whose gold kept an ancestor at every level,
-//!         "levels": [ { "depth", "kind", "lost": share of queries lost at this level } ]
+//!         "reached_leaves": share of queries whose gold document was expanded,
+//!         "returned": share with a gold passage among the returned passages,
+//!         "levels": [ { "depth", "kind",
+//!                       "kept": share whose gold ancestor was kept at this level,
+//!                       "lost": share lost here for good (kept by no level below) } ]
 //!       }
 //!     }
 //!   },
@@ -176,9 +179,12 @@ pub struct SystemReport {
 /// Navigation loss by level.
 #[derive(Debug, Clone, Serialize)]
 pub struct NavigationLoss {
-    /// Share of queries whose gold kept an ancestor at every level (for
-    /// passages: a gold passage returned).
-    pub survived_all: f64,
+    /// Share of queries whose gold reached the passage level: a gold
+    /// passage's parent document was expanded (through the tree or the
+    /// lexical entry).
+    pub reached_leaves: f64,
+    /// Share of queries with a gold passage among the returned passages.
+    pub returned: f64,
     /// Share of queries lost at each level.
     pub levels: Vec<LevelLoss>,
 }
@@ -190,7 +196,10 @@ pub struct LevelLoss {
     pub depth: usize,
     /// Node kind at that depth.
     pub kind: String,
-    /// Share of queries whose last surviving gold ancestor was dropped here.
+    /// Share of queries whose gold ancestor was kept at this level.
+    pub kept: f64,
+    /// Share of queries lost here for good: kept at the level above (or
+    /// this is the first level) and at no level below.
     pub lost: f64,
 }
 
@@ -245,8 +254,8 @@ struct Outcome {
     usage: Usage,
     titles_read: f64,
     latency_ms: f64,
-    /// Tree: the depth where the gold was lost, and the levels' kinds.
-    lost_at: Option<Option<usize>>,
+    /// Tree: whether the gold's ancestor was kept at each level.
+    kept: Option<Vec<bool>>,
 }
 
 /// Gold of one query resolved to passage and document indices.
@@ -477,7 +486,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
                         usage: judged.usage,
                         titles_read: docs.len() as f64 / collection.documents.len().max(1) as f64,
                         latency_ms: 0.0,
-                        lost_at: None,
+                        kept: None,
                     }
                 }
                 SystemKind::Tree => {
@@ -504,14 +513,14 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
                             })
                         })
                         .collect::<Result<Vec<usize>>>()?;
-                    let lost = index.lost_at(&found, gold, &collection);
+                    let kept = index.kept_by_level(&found, gold, &collection);
                     Outcome {
                         ranking,
                         candidates_judged: found.trace.candidates_judged,
                         usage: found.trace.usage.clone(),
                         titles_read: found.trace.titles_read,
                         latency_ms: 0.0,
-                        lost_at: Some(lost),
+                        kept: Some(kept),
                     }
                 }
             };
@@ -540,7 +549,7 @@ fn plain(ranking: Vec<usize>) -> Outcome {
         usage: Usage::default(),
         titles_read: 0.0,
         latency_ms: 0.0,
-        lost_at: None,
+        kept: None,
     }
 }
 
@@ -574,24 +583,38 @@ fn summarize(
     let mean = |f: &dyn Fn(&Outcome) -> f64| outcomes.iter().map(f).sum::<f64>() / n;
     let latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
     let navigation = tree.map(|tree| {
-        let mut lost: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut survived = 0;
+        let kinds = level_kinds(tree);
+        let mut lost = vec![0usize; kinds.len() + 1];
+        let mut kept = vec![0usize; kinds.len()];
+        let mut reached = 0;
         for o in outcomes {
-            match o.lost_at {
-                Some(Some(depth)) => *lost.entry(depth).or_default() += 1,
-                _ => survived += 1,
+            let Some(k) = &o.kept else { continue };
+            for (i, was) in k.iter().enumerate() {
+                if *was && i < kept.len() {
+                    kept[i] += 1;
+                }
+            }
+            match lost_at(k) {
+                Some(depth) if depth <= kinds.len() => lost[depth] += 1,
+                Some(_) => {}
+                None => {}
+            }
+            // Reached the leaves: kept at the last level above them.
+            if k.len() >= 2 && k[k.len() - 2] {
+                reached += 1;
             }
         }
-        let kinds = level_kinds(tree);
         NavigationLoss {
-            survived_all: survived as f64 / n,
+            reached_leaves: reached as f64 / n,
+            returned: kept.last().copied().unwrap_or(0) as f64 / n,
             levels: kinds
                 .iter()
                 .enumerate()
                 .map(|(i, kind)| LevelLoss {
                     depth: i + 1,
                     kind: kind.clone(),
-                    lost: lost.get(&(i + 1)).copied().unwrap_or(0) as f64 / n,
+                    kept: kept[i] as f64 / n,
+                    lost: lost[i + 1] as f64 / n,
                 })
                 .collect(),
         }
@@ -653,9 +676,8 @@ impl<'a> TreeIndex<'a> {
         TreeIndex { tree, passage_node }
     }
 
-    /// The depth of the first level where no kept candidate is an ancestor
-    /// of (or is) a gold passage; `None` when the gold survived every level.
-    fn lost_at(&self, found: &Retrieval, gold: &Gold, c: &Collection) -> Option<usize> {
+    /// Whether a gold ancestor (or gold passage) was kept at each level walked.
+    fn kept_by_level(&self, found: &Retrieval, gold: &Gold, c: &Collection) -> Vec<bool> {
         let ancestors: HashSet<NodeId> = gold
             .passage_unit
             .keys()
@@ -666,13 +688,25 @@ impl<'a> TreeIndex<'a> {
             .trace
             .levels
             .iter()
-            .find(|level| {
-                !level
+            .map(|level| {
+                level
                     .candidates
                     .iter()
                     .any(|cand| cand.kept && ancestors.contains(&cand.node))
             })
-            .map(|level| level.depth)
+            .collect()
+    }
+}
+
+/// Where the gold was lost, given whether it was kept at each level: after
+/// the last level that kept it (a document can come back through the
+/// lexical entry after its cluster was dropped). `None` when the last
+/// level kept it.
+fn lost_at(kept: &[bool]) -> Option<usize> {
+    match kept.iter().rposition(|k| *k) {
+        Some(last) if last + 1 == kept.len() => None,
+        Some(last) => Some(last + 2),
+        None => Some(1),
     }
 }
 
@@ -730,12 +764,21 @@ impl Report {
                 let levels: Vec<String> = nav
                     .levels
                     .iter()
-                    .map(|l| format!("{} {} {:.1}%", l.depth, l.kind, l.lost * 100.0))
+                    .map(|l| {
+                        format!(
+                            "{} {}: kept {:.1}%, lost {:.1}%",
+                            l.depth,
+                            l.kind,
+                            l.kept * 100.0,
+                            l.lost * 100.0
+                        )
+                    })
                     .collect();
                 let _ = writeln!(
                     o,
-                    "\n{name}: gold survived every level for {:.1}% of queries; lost at level: {}",
-                    nav.survived_all * 100.0,
+                    "\n{name}: gold reached the passage level for {:.1}% of queries and was returned for {:.1}%; by level: {}",
+                    nav.reached_leaves * 100.0,
+                    nav.returned * 100.0,
                     levels.join(" · ")
                 );
             }
@@ -744,5 +787,29 @@ impl Report {
             let _ = writeln!(o, "\n{name} skipped: {why}");
         }
         o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_is_where_the_gold_left_for_good() {
+        assert_eq!(lost_at(&[true, true, true]), None);
+        assert_eq!(lost_at(&[true, false, false]), Some(2));
+        assert_eq!(lost_at(&[true, true, false]), Some(3));
+        // Cluster dropped, document brought back by the lexical entry.
+        assert_eq!(lost_at(&[false, true, true]), None);
+        assert_eq!(lost_at(&[false, true, false]), Some(3));
+        assert_eq!(lost_at(&[false, false, false]), Some(1));
+    }
+
+    #[test]
+    fn system_names_round_trip() {
+        for kind in SystemKind::ALL {
+            assert_eq!(kind.name().parse::<SystemKind>().ok(), Some(kind));
+        }
+        assert!("vector".parse::<SystemKind>().is_err());
     }
 }
