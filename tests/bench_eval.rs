@@ -355,3 +355,42 @@ async fn bm25_reproduces_the_reference_figures() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_curve_on_the_sample_is_consistent() -> anyhow::Result<()> {
+    use treenav::eval::prune_curve::{self, Retriever};
+    let (_dir, mut d) = sample_dataset()?;
+    d.sample(30, 1);
+    let curve = prune_curve::run(
+        &d,
+        &Retriever::Bm25,
+        &JudgeOptions::default(),
+        8,
+        1,
+        &NoProgress,
+    )
+    .await?;
+    assert_eq!(curve.questions, 30);
+    assert!(curve.gold_retrieved > 20, "{}", curve.gold_retrieved);
+    let top_n: Vec<_> = curve
+        .points
+        .iter()
+        .filter(|p| p.strategy == "top-n")
+        .collect();
+    assert_eq!(top_n.len(), 8);
+    // Keeping all 8 drops nothing and keeps every gold; fewer keeps less.
+    let all = top_n.last().expect("n = 8");
+    assert_eq!((all.recall_retention, all.compression), (1.0, 0.0));
+    for w in top_n.windows(2) {
+        assert!(w[0].recall_retention <= w[1].recall_retention);
+        assert!(w[0].compression >= w[1].compression);
+    }
+    // keep_top_k = 1: every strategy keeps at least the first chunk.
+    assert!(curve
+        .points
+        .iter()
+        .all(|p| p.compression <= 1.0 - 1.0 / 8.0 + 1e-9));
+    assert!(curve.compression_at("grade", 0.5).is_some());
+    assert!(curve.csv().lines().count() == curve.points.len() + 1);
+    Ok(())
+}

@@ -71,6 +71,37 @@ pub struct BenchArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Measure the pruner instead: retrieve --prune-depth chunks per
+    /// question, sweep every strategy's knob, report recall retention
+    /// against compression.
+    #[arg(long)]
+    pub prune: bool,
+    /// Where the pruner's chunks come from.
+    #[arg(long, value_enum, default_value_t = PruneRetriever::Bm25)]
+    pub prune_retriever: PruneRetriever,
+    /// Chunks retrieved per question for the pruner.
+    #[arg(long, default_value_t = 15)]
+    pub prune_depth: usize,
+    /// The first k chunks always pass the pruner.
+    #[arg(long, default_value_t = 1)]
+    pub keep_top_k: usize,
+    /// Write the pruner's curve as CSV here.
+    #[arg(long)]
+    pub curve_csv: Option<PathBuf>,
+    /// Draw the pruner's curve as a PNG here.
+    #[arg(long)]
+    pub curve_png: Option<PathBuf>,
+    /// A .ttf font for the PNG's labels (default: a system DejaVu or Liberation font).
+    #[arg(long)]
+    pub font: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PruneRetriever {
+    /// Flat BM25.
+    Bm25,
+    /// The navigator over the tree (--tree, or built in memory).
+    Tree,
 }
 
 fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
@@ -124,6 +155,15 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         bail!("--systems is empty");
     }
     let navigator = args.nav.config().check()?;
+    if args.prune && (args.curve_csv.is_some() || args.curve_png.is_some()) {
+        for path in [&args.curve_csv, &args.curve_png].into_iter().flatten() {
+            if let Some(dir) = path.parent() {
+                if !dir.as_os_str().is_empty() && !dir.is_dir() {
+                    bail!("folder {} does not exist", dir.display());
+                }
+            }
+        }
+    }
     let judge = args.judge.options()?;
     let embedder_opts = embedder_options(args)?;
     if systems.iter().any(|s| s.uses_embedder()) && embedder_opts.is_none() {
@@ -163,7 +203,12 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     }
     let bars = crate::progress::Bars::new(args.quiet);
     let params = TreeParams::default().seed(args.seed).check()?;
-    let (tree, tree_source) = if systems.contains(&SystemKind::Tree) {
+    let needs_tree = if args.prune {
+        args.prune_retriever == PruneRetriever::Tree
+    } else {
+        systems.contains(&SystemKind::Tree)
+    };
+    let (tree, tree_source) = if needs_tree {
         match &args.tree {
             Some(path) => (
                 Some(Arc::new(tree::file::load(path)?)),
@@ -191,6 +236,9 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     } else {
         (None, String::new())
     };
+    if args.prune {
+        return run_prune(args, data, tree, navigator, judge, &bars).await;
+    }
     let embedder = match &embedder_opts {
         Some(o) => Some(tree::Embedder::new(o, args.seed)?),
         None => None,
@@ -230,4 +278,101 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         }
     }
     crate::emit(&report.markdown())
+}
+
+async fn run_prune(
+    args: &BenchArgs,
+    mut data: treenav_eval::dataset::Dataset,
+    tree: Option<Arc<treenav::tree::Tree>>,
+    navigator: treenav::navigator::ValidConfig,
+    judge: treenav::judge::JudgeOptions,
+    bars: &crate::progress::Bars,
+) -> Result<()> {
+    use treenav_eval::prune_curve::{self, Retriever};
+    if let Some(n) = args.limit {
+        if n == 0 {
+            bail!("--limit must be at least 1");
+        }
+        data.sample(n, args.seed);
+    }
+    let retriever = match tree {
+        Some(tree) => Retriever::Tree {
+            tree,
+            config: navigator,
+        },
+        None => Retriever::Bm25,
+    };
+    let curve = prune_curve::run(
+        &data,
+        &retriever,
+        &judge,
+        args.prune_depth,
+        args.keep_top_k,
+        bars,
+    )
+    .await?;
+    bars.finish();
+    let title = format!(
+        "{}: pruning top {} ({} judge, {} questions)",
+        data.name,
+        curve.depth,
+        format!("{:?}", args.judge.kind).to_lowercase(),
+        curve.questions
+    );
+    if let Some(path) = &args.curve_csv {
+        write_atomic(path, &curve.csv())?;
+    }
+    if let Some(path) = &args.curve_png {
+        crate::plot::png(&curve, &title, path, args.font.as_deref())?;
+    }
+    if let Some(path) = &args.json {
+        write_atomic(
+            path,
+            &format!("{}\n", serde_json::to_string_pretty(&curve)?),
+        )?;
+    }
+    let mut o = String::new();
+    out!(o, "{title}");
+    out!(
+        o,
+        "gold among the retrieved chunks for {} of {} questions\n",
+        curve.gold_retrieved,
+        curve.questions
+    );
+    out!(
+        o,
+        "| strategy | knob | value | recall retention | compression | token compression |"
+    );
+    out!(o, "|---|---|---|---|---|---|");
+    for p in &curve.points {
+        out!(
+            o,
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} |",
+            p.strategy,
+            p.knob,
+            p.value,
+            p.recall_retention,
+            p.compression,
+            p.token_compression
+        );
+    }
+    out!(
+        o,
+        "\n| strategy | compression at ≥95% retention | at ≥99% | judge calls/q | added ms/q |"
+    );
+    out!(o, "|---|---|---|---|---|");
+    for ((name, ms), (_, calls)) in curve.latency_ms.iter().zip(&curve.judge_calls) {
+        let at = |r| {
+            curve
+                .compression_at(name, r)
+                .map_or("—".to_string(), |c| format!("{c:.3}"))
+        };
+        out!(
+            o,
+            "| {name} | {} | {} | {calls:.1} | {ms:.1} |",
+            at(0.95),
+            at(0.99)
+        );
+    }
+    crate::emit(&o)
 }

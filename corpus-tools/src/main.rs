@@ -10,7 +10,9 @@ mod bench;
 mod doctor;
 mod inspect;
 mod judge_args;
+mod plot;
 mod progress;
+mod prune;
 mod query;
 
 use anyhow::{bail, Context, Result};
@@ -42,8 +44,11 @@ enum Command {
     Query(Box<query::QueryArgs>),
     /// Send a tiny known decision to a judge and check its answers.
     Doctor(DoctorArgs),
-    /// Measure the tree against BM25, dense, hybrid, rerank and flat on a benchmark.
+    /// Measure the tree against BM25, dense, hybrid, rerank and flat on a
+    /// benchmark (or, with --prune, the pruner's retention against compression).
     Bench(Box<bench::BenchArgs>),
+    /// Keep only the retrieved chunks the answer needs, within a token budget.
+    Prune(Box<prune::PruneArgs>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -169,6 +174,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples),
         Command::Query(args) => runtime().and_then(|rt| rt.block_on(query::run(&args))),
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(&args))),
+        Command::Prune(args) => runtime().and_then(|rt| rt.block_on(prune::run(&args))),
         Command::Doctor(args) => {
             runtime().and_then(|rt| rt.block_on(doctor::run(&args.judge, args.json)))
         }

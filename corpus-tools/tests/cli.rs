@@ -229,3 +229,132 @@ fn bench_checks_its_options_first() {
         text(&o.stderr)
     );
 }
+
+fn treenav_stdin(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run treenav");
+    if let Some(mut input) = child.stdin.take() {
+        // treenav may exit on a bad option before reading stdin.
+        let _ = input.write_all(stdin.as_bytes());
+    }
+    child.wait_with_output().expect("treenav output")
+}
+
+const TESLA: &str = r#"{"question": "Where did Tesla work after leaving Edison's company?",
+ "chunks": [
+  {"id": "a", "text": "Tesla worked for Edison in New York before he left."},
+  {"id": "b", "text": "The Rhine flows through Switzerland, Germany and the Netherlands."},
+  {"id": "c", "text": "After leaving Edison's company Tesla worked digging ditches, then at Westinghouse."},
+  "Volcanoes erupt lava and ash."
+ ]}"#;
+
+#[test]
+fn prune_reads_stdin_and_keeps_what_the_answer_needs() {
+    let o = treenav_stdin(&["prune", "--strategy", "keep", "--json"], TESLA);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let kept: Vec<&str> = v["kept"]
+        .as_array()
+        .expect("kept")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(kept, ["a", "c"], "{v}");
+    assert_eq!(v["stats"]["chunks_in"], 4);
+    assert_eq!(v["stats"]["token_counter"], "chars/4");
+
+    // A file of plain strings, the grade strategy, a budget, edge placement.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("chunks.json");
+    std::fs::write(&file, r#"["Tesla left Edison.", "Tesla then worked at Westinghouse after leaving Edison.", "Lava."]"#).expect("write");
+    let o = treenav(&[
+        "prune",
+        "--question",
+        "where did tesla work after edison",
+        "--chunks",
+        file.to_str().expect("utf8"),
+        "--token-budget",
+        "30",
+        "--edge-placement",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("strategy: grade") && out.contains("compression"),
+        "{out}"
+    );
+    assert!(!out.contains("Lava"), "{out}");
+}
+
+#[test]
+fn prune_refuses_bad_input_clearly() {
+    let o = treenav_stdin(&["prune"], "{\"question\": \"q\",\n \"chunks\": [\"a\",]}");
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("line 2"), "{}", text(&o.stderr));
+
+    let o = treenav_stdin(&["prune"], r#"{"question": "q", "chunks": []}"#);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("chunk list is empty"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = treenav_stdin(&["prune"], r#"{"chunks": ["a"]}"#);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("no question"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = treenav_stdin(&["prune", "--token-budget", "2"], TESLA);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("over the whole budget of 2"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let o = treenav_stdin(&["prune", "--strategy", "grade", "--threshold", "9"], TESLA);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("1..=5"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn bench_prune_writes_the_curve() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("curve.csv");
+    let png = dir.path().join("curve.png");
+    let o = treenav(&[
+        "bench",
+        "--prune",
+        "--dataset",
+        fixture("squad.json").to_str().expect("utf8"),
+        "--quiet",
+        "--prune-depth",
+        "3",
+        "--curve-csv",
+        csv.to_str().expect("utf8"),
+        "--curve-png",
+        png.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let table = std::fs::read_to_string(&csv).expect("csv written");
+    assert!(
+        table.starts_with("strategy,knob,value,recall_retention,compression"),
+        "{table}"
+    );
+    for s in ["grade,", "keep,", "budget-select,", "top-n,"] {
+        assert!(table.contains(s), "{table}");
+    }
+    let bytes = std::fs::read(&png).expect("png written");
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(text(&o.stdout).contains("compression at ≥95% retention"));
+}

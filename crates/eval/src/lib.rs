@@ -8,12 +8,14 @@
 //!   judge over every passage (`flat`).
 //! * [`bench`] runs systems over the queries and gathers a [`bench::Report`],
 //!   whose JSON schema is documented on the type.
+//! * [`prune_curve`] measures the pruner: recall retention against compression.
 #![warn(missing_docs)]
 
 pub mod baselines;
 pub mod bench;
 pub mod dataset;
 pub mod metrics;
+pub mod prune_curve;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,224 @@
+//! `treenav prune`: keep only the chunks the answer needs.
+
+use crate::judge_args::JudgeArgs;
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use serde::Deserialize;
+use std::io::Read as _;
+use std::path::PathBuf;
+use treenav::judge::Judge;
+use treenav_prune::{Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrategyKind {
+    /// Grade all chunks 1–5 in one shared context; keep grade ≥ --threshold (default 4).
+    Grade,
+    /// Ask per chunk whether it is needed; keep P(yes) ≥ --threshold (default 0.5).
+    Keep,
+    /// Keep the first --keep-top-k; the model adds at most --extra more.
+    BudgetSelect,
+    /// Keep the first --n (positional truncation, the baseline).
+    TopN,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PruneArgs {
+    /// The question (overrides the one read from stdin).
+    #[arg(long)]
+    pub question: Option<String>,
+    /// A JSON file: an array of strings or of {"id", "text"} objects, best
+    /// first. Without it, {"question": …, "chunks": […]} is read from stdin.
+    #[arg(long)]
+    pub chunks: Option<PathBuf>,
+    /// How chunks are chosen.
+    #[arg(long, value_enum, default_value_t = StrategyKind::Grade)]
+    pub strategy: StrategyKind,
+    /// grade: lowest expected grade kept (1–5, default 4); keep and
+    /// budget-select: lowest P(yes) (0–1, default 0.5).
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// budget-select: chunks the model may add.
+    #[arg(long, default_value_t = 3)]
+    pub extra: usize,
+    /// top-n: chunks kept.
+    #[arg(long, default_value_t = 5)]
+    pub n: usize,
+    /// The first k chunks always pass.
+    #[arg(long, default_value_t = 1)]
+    pub keep_top_k: usize,
+    /// Tokens the kept chunks may use at most.
+    #[arg(long)]
+    pub token_budget: Option<usize>,
+    /// tokenizer.json counting the tokens (default: characters / 4).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// Order kept chunks strongest at the start and the end of the context.
+    #[arg(long)]
+    pub edge_placement: bool,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ChunkIn {
+    Text(String),
+    Object {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        text: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    #[serde(default)]
+    question: Option<String>,
+    chunks: Vec<ChunkIn>,
+}
+
+fn to_chunks(items: Vec<ChunkIn>) -> Vec<Chunk> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| match c {
+            ChunkIn::Text(text) => Chunk::new(i.to_string(), text),
+            ChunkIn::Object { id, text } => {
+                let id = match id {
+                    Some(serde_json::Value::String(s)) => s,
+                    Some(v) => v.to_string(),
+                    None => i.to_string(),
+                };
+                Chunk::new(id, text)
+            }
+        })
+        .collect()
+}
+
+impl PruneArgs {
+    pub fn strategy(&self) -> Strategy {
+        match self.strategy {
+            StrategyKind::Grade => Strategy::Grade {
+                threshold: self.threshold.unwrap_or(4.0),
+            },
+            StrategyKind::Keep => Strategy::Keep {
+                threshold: self.threshold.unwrap_or(0.5),
+            },
+            StrategyKind::BudgetSelect => Strategy::BudgetSelect {
+                extra: self.extra,
+                threshold: self.threshold.unwrap_or(0.5),
+            },
+            StrategyKind::TopN => Strategy::TopN { n: self.n },
+        }
+    }
+}
+
+fn read_input(args: &PruneArgs) -> Result<(String, Vec<Chunk>)> {
+    let (question, chunks) = match &args.chunks {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let items: Vec<ChunkIn> = serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: {e} (expected a JSON array of strings or of {{\"id\", \"text\"}} objects)",
+                    path.display()
+                )
+            })?;
+            (None, to_chunks(items))
+        }
+        None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read stdin")?;
+            if text.trim().is_empty() {
+                bail!("no --chunks file and nothing on stdin (expected {{\"question\": …, \"chunks\": […]}})");
+            }
+            let req: Request = serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!(
+                    "stdin: {e} (expected {{\"question\": …, \"chunks\": [strings or {{\"id\", \"text\"}}]}})"
+                )
+            })?;
+            (req.question, to_chunks(req.chunks))
+        }
+    };
+    let question = args
+        .question
+        .clone()
+        .or(question)
+        .context("no question: give --question or a \"question\" field on stdin")?;
+    Ok((question, chunks))
+}
+
+pub async fn run(args: &PruneArgs) -> Result<()> {
+    let counter = match &args.tokenizer {
+        Some(path) => TokenCounter::from_file(path)?,
+        None => {
+            if args.token_budget.is_some() && !args.json {
+                eprintln!("counting tokens as characters / 4 (give --tokenizer tokenizer.json for real counts)");
+            }
+            TokenCounter::CharsOver4
+        }
+    };
+    let options = PruneOptions {
+        strategy: args.strategy(),
+        keep_top_k: args.keep_top_k,
+        token_budget: args.token_budget,
+        counter,
+        edge_placement: args.edge_placement,
+    };
+    let judge = Judge::new(&args.judge.options()?)?;
+    let pruner = Pruner::new(judge, options)?;
+    let (question, chunks) = read_input(args)?;
+    let pruned = pruner.prune(&question, &chunks).await?;
+    if args.json {
+        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&pruned)?));
+    }
+    crate::emit(&print_text(&question, &pruned))
+}
+
+fn print_text(question: &str, p: &Pruned) -> String {
+    let mut o = String::new();
+    out!(o, "question: {question}");
+    out!(o, "strategy: {}\n", p.strategy);
+    for c in &p.kept {
+        let score = match (c.grade, c.probability) {
+            (Some(g), _) => format!("grade {g:.2}"),
+            (None, Some(pr)) => format!("P(yes) {pr:.3}"),
+            _ if c.forced => "top-k".to_string(),
+            _ => "kept".to_string(),
+        };
+        let flat = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let snippet = match flat.char_indices().nth(200) {
+            Some((i, _)) => format!("{}…", &flat[..i]),
+            None => flat,
+        };
+        out!(
+            o,
+            "#{} {} [{score}{}] {snippet}",
+            c.rank + 1,
+            c.id,
+            if c.forced { ", forced" } else { "" }
+        );
+    }
+    let s = &p.stats;
+    out!(
+        o,
+        "\nkept {} of {} chunks, {} of {} tokens ({}): {:.1}% compression; {} judge calls, {} input tokens, ${:.6}, {:.1} ms",
+        s.chunks_out,
+        s.chunks_in,
+        s.tokens_out,
+        s.tokens_in,
+        s.token_counter,
+        s.compression * 100.0,
+        s.judge_calls,
+        s.input_tokens,
+        s.cost_usd,
+        s.latency_ms
+    );
+    o
+}

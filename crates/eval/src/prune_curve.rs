@@ -1,0 +1,309 @@
+//! The pruner's evaluation: recall retention against compression.
+//!
+//! For each question, the top `depth` passages (15 by default) are
+//! retrieved; the gold chunk is the question's paragraph (SQuAD) or any
+//! passage of a gold document (BEIR). Each strategy asks the model once per
+//! question ([`Pruner::score_for`]) and its knob is swept over those scores:
+//!
+//! * **recall retention**: among questions whose gold was retrieved, the
+//!   share that still has a gold chunk after pruning;
+//! * **compression**: the share of retrieved chunks dropped (over all questions).
+
+use crate::baselines::{Bm25, Collection};
+use crate::dataset::{Dataset, GoldLevel};
+use crate::{Error, Result};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::sync::Arc;
+use treenav_judge::{CorpusStats, Judge, JudgeOptions};
+use treenav_navigator::{Navigator, ValidConfig};
+use treenav_prune::{Chunk, PruneOptions, Pruner, Strategy};
+use treenav_tree::{Progress, Tree};
+
+/// Where the chunks come from.
+#[derive(Debug, Clone)]
+pub enum Retriever {
+    /// Flat BM25.
+    Bm25,
+    /// The navigator over a tree (its judge is the same as the pruner's).
+    Tree {
+        /// The tree.
+        tree: Arc<Tree>,
+        /// Its settings (`returned_passages` is raised to the depth).
+        config: ValidConfig,
+    },
+}
+
+/// One point of a strategy's curve.
+#[derive(Debug, Clone, Serialize)]
+pub struct CurvePoint {
+    /// Strategy name.
+    pub strategy: &'static str,
+    /// The knob's name (threshold, extra, n).
+    pub knob: &'static str,
+    /// The knob's value.
+    pub value: f64,
+    /// Share of gold-retrieved questions whose gold survived pruning.
+    pub recall_retention: f64,
+    /// Share of retrieved chunks dropped.
+    pub compression: f64,
+    /// Share of retrieved tokens dropped (characters / 4).
+    pub token_compression: f64,
+}
+
+/// The evaluation's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    /// Questions run.
+    pub questions: usize,
+    /// Questions whose gold was among the retrieved chunks.
+    pub gold_retrieved: usize,
+    /// Chunks retrieved per question.
+    pub depth: usize,
+    /// Every point, strategy by strategy.
+    pub points: Vec<CurvePoint>,
+    /// Mean added latency of scoring per question, by strategy (ms).
+    pub latency_ms: Vec<(String, f64)>,
+    /// Judge calls per question, by strategy.
+    pub judge_calls: Vec<(String, f64)>,
+}
+
+impl Curve {
+    /// The highest compression a strategy reaches at `retention` or more.
+    pub fn compression_at(&self, strategy: &str, retention: f64) -> Option<f64> {
+        self.points
+            .iter()
+            .filter(|p| p.strategy == strategy && p.recall_retention >= retention - 1e-12)
+            .map(|p| p.compression)
+            .max_by(f64::total_cmp)
+    }
+
+    /// The curve as CSV (header, then one line per point).
+    pub fn csv(&self) -> String {
+        let mut out =
+            String::from("strategy,knob,value,recall_retention,compression,token_compression\n");
+        for p in &self.points {
+            out.push_str(&format!(
+                "{},{},{},{:.4},{:.4},{:.4}\n",
+                p.strategy, p.knob, p.value, p.recall_retention, p.compression, p.token_compression
+            ));
+        }
+        out
+    }
+}
+
+/// The knob values swept per strategy.
+pub fn sweep(depth: usize) -> Vec<Strategy> {
+    let mut out = Vec::new();
+    for t in [
+        1.5, 2.0, 2.5, 3.0, 3.25, 3.5, 3.75, 4.0, 4.25, 4.5, 4.75, 5.0,
+    ] {
+        out.push(Strategy::Grade { threshold: t });
+    }
+    for t in [
+        0.05, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9,
+    ] {
+        out.push(Strategy::Keep { threshold: t });
+    }
+    for extra in 0..depth {
+        out.push(Strategy::BudgetSelect {
+            extra,
+            threshold: 0.5,
+        });
+    }
+    for n in 1..=depth {
+        out.push(Strategy::TopN { n });
+    }
+    out
+}
+
+fn knob(s: &Strategy) -> (&'static str, f64) {
+    match *s {
+        Strategy::Grade { threshold } | Strategy::Keep { threshold } => ("threshold", threshold),
+        Strategy::BudgetSelect { extra, .. } => ("extra", extra as f64),
+        Strategy::TopN { n } => ("n", n as f64),
+    }
+}
+
+/// Runs the evaluation: retrieve `depth` chunks per question, score them
+/// once per strategy kind, sweep every knob of [`sweep`].
+pub async fn run(
+    dataset: &Dataset,
+    retriever: &Retriever,
+    judge_options: &JudgeOptions,
+    depth: usize,
+    keep_top_k: usize,
+    progress: &dyn Progress,
+) -> Result<Curve> {
+    if depth == 0 {
+        return Err(Error::Config(
+            "the retrieval depth must be at least 1".into(),
+        ));
+    }
+    let collection = Collection::new(&dataset.corpus);
+    let stats = Arc::new(CorpusStats::from_texts(
+        dataset
+            .corpus
+            .documents
+            .iter()
+            .flat_map(|d| d.passages.iter().map(|p| p.text.as_str())),
+    ));
+    let judge = Judge::new(judge_options)
+        .and_then(|j| j.with_corpus_stats(stats))
+        .map_err(|source| Error::Judge {
+            system: "prune".into(),
+            query: "-".into(),
+            source,
+        })?;
+    let pruner = Pruner::new(
+        judge.clone(),
+        PruneOptions {
+            keep_top_k,
+            ..PruneOptions::default()
+        },
+    )
+    .map_err(|e| Error::Config(e.to_string()))?;
+    let bm25 = matches!(retriever, Retriever::Bm25).then(|| Bm25::new(&collection));
+    let navigator = match retriever {
+        Retriever::Tree { tree, config } => {
+            let config = config
+                .settings()
+                .clone()
+                .returned_passages(depth)
+                .check()
+                .map_err(|e| Error::Config(e.to_string()))?;
+            Some(
+                Navigator::new(tree.clone(), judge.clone(), config).map_err(|source| {
+                    Error::Navigate {
+                        query: "-".into(),
+                        source,
+                    }
+                })?,
+            )
+        }
+        Retriever::Bm25 => None,
+    };
+    let strategies = sweep(depth);
+    let kinds = [
+        Strategy::Grade { threshold: 4.0 },
+        Strategy::Keep { threshold: 0.5 },
+        Strategy::BudgetSelect {
+            extra: 0,
+            threshold: 0.5,
+        },
+        Strategy::TopN { n: depth },
+    ];
+    // Per strategy point: (retained, dropped chunks, dropped tokens).
+    let mut retained = vec![0usize; strategies.len()];
+    let mut dropped = vec![0usize; strategies.len()];
+    let mut dropped_tokens = vec![0usize; strategies.len()];
+    let mut total_chunks = 0usize;
+    let mut total_tokens = 0usize;
+    let mut gold_retrieved = 0usize;
+    let mut latency = vec![0.0f64; kinds.len()];
+    let mut calls = vec![0.0f64; kinds.len()];
+    progress.stage("prune", dataset.queries.len() as u64);
+    for q in &dataset.queries {
+        let gold: HashSet<usize> = match dataset.gold_level {
+            GoldLevel::Passage => q
+                .gold
+                .iter()
+                .filter_map(|id| collection.index.get(id).copied())
+                .collect(),
+            GoldLevel::Document => q
+                .gold
+                .iter()
+                .filter_map(|id| collection.documents.iter().position(|d| d == id))
+                .flat_map(|d| collection.passages_of[d].iter().copied())
+                .collect(),
+        };
+        let retrieved: Vec<usize> = match (&bm25, &navigator) {
+            (Some(b), _) => b.search(&q.text, depth),
+            (None, Some(n)) => n
+                .retrieve(&q.text)
+                .await
+                .map_err(|source| Error::Navigate {
+                    query: q.id.clone(),
+                    source,
+                })?
+                .passages
+                .iter()
+                .filter_map(|p| collection.index.get(&p.id).copied())
+                .take(depth)
+                .collect(),
+            (None, None) => Vec::new(),
+        };
+        progress.inc(1);
+        if retrieved.is_empty() {
+            continue;
+        }
+        let chunks: Vec<Chunk> = retrieved
+            .iter()
+            .map(|i| Chunk::new(collection.ids[*i].clone(), collection.labels[*i].clone()))
+            .collect();
+        let is_gold = |id: &str| collection.index.get(id).is_some_and(|i| gold.contains(i));
+        let retrieved_gold = chunks.iter().any(|c| is_gold(&c.id));
+        if retrieved_gold {
+            gold_retrieved += 1;
+        }
+        let mut scored = Vec::with_capacity(kinds.len());
+        for (k, kind) in kinds.iter().enumerate() {
+            let s = pruner
+                .score_for(&q.text, &chunks, kind)
+                .await
+                .map_err(|e| Error::Config(format!("prune: query `{}`: {e}", q.id)))?;
+            latency[k] += s.latency_ms;
+            calls[k] += f64::from(s.usage.calls);
+            scored.push(s);
+        }
+        let tokens: usize = scored[0].tokens.iter().sum();
+        total_chunks += chunks.len();
+        total_tokens += tokens;
+        for (i, strategy) in strategies.iter().enumerate() {
+            let k = kinds
+                .iter()
+                .position(|x| x.name() == strategy.name())
+                .unwrap_or(0);
+            let pruned = pruner
+                .select(&chunks, &scored[k], strategy)
+                .map_err(|e| Error::Config(e.to_string()))?;
+            dropped[i] += chunks.len() - pruned.kept.len();
+            dropped_tokens[i] += tokens - pruned.stats.tokens_out;
+            if retrieved_gold && pruned.kept.iter().any(|c| is_gold(&c.id)) {
+                retained[i] += 1;
+            }
+        }
+    }
+    let n = dataset.queries.len().max(1) as f64;
+    let points = strategies
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let (knob, value) = knob(s);
+            CurvePoint {
+                strategy: s.name(),
+                knob,
+                value,
+                recall_retention: retained[i] as f64 / gold_retrieved.max(1) as f64,
+                compression: dropped[i] as f64 / total_chunks.max(1) as f64,
+                token_compression: dropped_tokens[i] as f64 / total_tokens.max(1) as f64,
+            }
+        })
+        .collect();
+    Ok(Curve {
+        questions: dataset.queries.len(),
+        gold_retrieved,
+        depth,
+        points,
+        latency_ms: kinds
+            .iter()
+            .zip(&latency)
+            .map(|(k, l)| (k.name().to_string(), l / n))
+            .collect(),
+        judge_calls: kinds
+            .iter()
+            .zip(&calls)
+            .map(|(k, c)| (k.name().to_string(), c / n))
+            .collect(),
+    })
+}
