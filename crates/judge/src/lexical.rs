@@ -174,14 +174,17 @@ const SMOOTHING: f64 = 0.01;
 /// Its logit is ln(s + ε) − ln(mean + ε): the context shifts every
 /// candidate's logit by the same amount, so the navigator's calibration
 /// references undo it exactly, even when a reference scores zero (ε keeps
-/// a zero score from saturating at P = 0).
+/// a zero score from saturating at P = 0). A context with no evidence at
+/// all (every score 0) counts its mean as 1, so P ≈ 0.01 there rather than
+/// one half; its candidates then score what a zero scores elsewhere.
 fn relative(scores: &[f64]) -> Vec<f64> {
-    let mean = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
+    let mean = scores.iter().map(|s| s.max(0.0)).sum::<f64>() / scores.len().max(1) as f64;
+    let mean = if mean > 0.0 { mean } else { 1.0 };
     scores
         .iter()
         .map(|s| {
-            let s = s.max(0.0);
-            (s + SMOOTHING) / (s + mean + 2.0 * SMOOTHING)
+            let s = s.max(0.0) + SMOOTHING;
+            s / (s + mean + SMOOTHING)
         })
         .collect()
 }
