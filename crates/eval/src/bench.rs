@@ -42,7 +42,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
-use treenav_judge::{CorpusStats, Judge, JudgeOptions, Usage};
+use treenav_judge::{Judge, JudgeOptions, Usage};
 use treenav_navigator::{Navigator, Retrieval, ValidConfig};
 use treenav_tree::{Embedder, NodeId, Progress, Tree};
 
@@ -353,13 +353,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
         .iter()
         .map(|q| resolve(q, dataset.gold_level, &collection))
         .collect::<Result<_>>()?;
-    let stats = Arc::new(CorpusStats::from_texts(
-        dataset
-            .corpus
-            .documents
-            .iter()
-            .flat_map(|d| d.passages.iter().map(|p| p.text.as_str())),
-    ));
+    let stats = dataset.corpus_stats();
     let bm25 = setup
         .systems
         .iter()

@@ -161,6 +161,17 @@ impl Dataset {
             .collect();
     }
 
+    /// Passage-text statistics for the lexical judge (as the navigator
+    /// computes them from its tree).
+    pub fn corpus_stats(&self) -> std::sync::Arc<treenav_judge::CorpusStats> {
+        std::sync::Arc::new(treenav_judge::CorpusStats::from_texts(
+            self.corpus
+                .documents
+                .iter()
+                .flat_map(|d| d.passages.iter().map(|p| p.text.as_str())),
+        ))
+    }
+
     /// Passage id → document id, over the whole corpus.
     pub fn passage_documents(&self) -> HashMap<&str, &str> {
         self.corpus

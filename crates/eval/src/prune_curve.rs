@@ -15,7 +15,7 @@ use crate::{Error, Result};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::sync::Arc;
-use treenav_judge::{CorpusStats, Judge, JudgeOptions};
+use treenav_judge::{Judge, JudgeOptions};
 use treenav_navigator::{Navigator, ValidConfig};
 use treenav_prune::{Chunk, PruneOptions, Pruner, Strategy};
 use treenav_tree::{Progress, Tree};
@@ -141,13 +141,7 @@ pub async fn run(
         ));
     }
     let collection = Collection::new(&dataset.corpus);
-    let stats = Arc::new(CorpusStats::from_texts(
-        dataset
-            .corpus
-            .documents
-            .iter()
-            .flat_map(|d| d.passages.iter().map(|p| p.text.as_str())),
-    ));
+    let stats = dataset.corpus_stats();
     let judge = Judge::new(judge_options)
         .and_then(|j| j.with_corpus_stats(stats))
         .map_err(|source| Error::Judge {
