@@ -4,7 +4,8 @@
 //!    tree (p50, p95), 300 test queries.
 //! 2. Against a System One test server that answers every call after 50 ms:
 //!    a query's wall time against the ideal critical path (one round per
-//!    level plus the rerank, × 50 ms), with several batches per level.
+//!    level plus the rerank, × 50 ms), with several batches per level; and
+//!    best-first at budgets 50, 100 and 200 (rounds plus the rerank, × 50 ms).
 //! 3. 32 concurrent queries against that server: queries/s and calls in flight.
 //! 4. Routing on SciFact (lexical judge): the share of test queries whose gold
 //!    document's ancestor survives each level, document Hit@1 and titles read,
@@ -13,17 +14,17 @@
 //! SciFact comes from `../shared/data/scifact`; sections 1 and 4 are skipped
 //! when it is absent.
 
-use axum::routing::post;
-use axum::{Json, Router};
-use serde_json::{json, Value};
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use treenav::corpus::{load, load_str, Format, LoadOptions};
 use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
-use treenav::navigator::{Navigator, NavigatorConfig};
+use treenav::navigator::{Navigator, NavigatorConfig, Strategy};
 use treenav::tree::{
     build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
     Tree, TreeParams,
@@ -81,7 +82,7 @@ async fn scifact() -> Option<SciFact> {
     let queries = std::fs::read_to_string(dir.join("queries.jsonl"))
         .expect("queries")
         .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|v| {
             Some((
                 v["_id"].as_str()?.to_string(),
@@ -122,55 +123,8 @@ async fn engine_overhead(data: &SciFact) {
     );
 }
 
-#[derive(Default)]
-struct Flight {
-    now: AtomicUsize,
-    max: AtomicUsize,
-    calls: AtomicUsize,
-}
-
-async fn slow_server(flight: Arc<Flight>) -> String {
-    let app = Router::new().route(
-        "/v1/systemone",
-        post(move |Json(body): Json<Value>| {
-            let flight = flight.clone();
-            async move {
-                let n = flight.now.fetch_add(1, Ordering::SeqCst) + 1;
-                flight.max.fetch_max(n, Ordering::SeqCst);
-                flight.calls.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                flight.now.fetch_sub(1, Ordering::SeqCst);
-                let answers: serde_json::Map<String, Value> = body["questions"]
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(id, q)| {
-                        let a = if q["type"] == "choice" {
-                            let labels: Vec<String> = q["criteria"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-                            let p = 1.0 / labels.len().max(1) as f64;
-                            json!({"type": "choice", "choice": labels.first().cloned().unwrap_or_default(), "probabilities": labels.iter().map(|l| (l.clone(), json!(p))).collect::<serde_json::Map<_, _>>()})
-                        } else {
-                            json!({"type": "noul", "noul": 0.5})
-                        };
-                        (id, a)
-                    })
-                    .collect();
-                Json(json!({"answers": answers, "usage": {"input_tokens": 1000, "output_tokens": 0}}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}")
-}
-
 async fn critical_path() {
-    let flight = Arc::new(Flight::default());
-    let base = slow_server(flight.clone()).await;
+    let (base, flight) = support::scripted_systemone(Duration::from_millis(50)).await;
     let corpus = load_str(
         treenav::SAMPLE_CORPUS,
         "sample.json",
@@ -224,14 +178,36 @@ async fn critical_path() {
             ms / ideal
         );
     }
+    println!("\n| best-first budget | rounds + rerank | calls | ideal ms | measured ms | ratio |\n|---|---|---|---|---|---|");
+    for budget in [50usize, 100, 200] {
+        let config = NavigatorConfig::default()
+            .strategy(Strategy::BestFirst)
+            .judge_budget(budget)
+            .check()
+            .expect("config");
+        let nav = Navigator::new(tree.clone(), judge.clone(), config).expect("nav");
+        let t = Instant::now();
+        let r = nav
+            .retrieve("Who won Super Bowl 50?")
+            .await
+            .expect("retrieve");
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        let rounds = r.trace.rounds.len() + usize::from(r.trace.rerank.is_some());
+        let ideal = rounds as f64 * 50.0;
+        println!(
+            "| {budget} | {rounds} | {} | {ideal:.0} | {ms:.0} | {:.2}× |",
+            r.trace.usage.calls,
+            ms / ideal
+        );
+    }
     let config = NavigatorConfig::default()
         .batch_size(8)
         .retention_budgets([7, 20])
         .check()
         .expect("config");
     let nav = Arc::new(Navigator::new(tree, judge, config).expect("nav"));
-    flight.max.store(0, Ordering::SeqCst);
-    let calls_before = flight.calls.load(Ordering::SeqCst);
+    flight.peak.store(0, Ordering::SeqCst);
+    let calls_before = flight.requests.load(Ordering::SeqCst);
     let t = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..32 {
@@ -250,8 +226,8 @@ async fn critical_path() {
         "\n32 concurrent queries (batch size 8, judge concurrency 64): {:.1} queries/s, {:.2} s in all, {} calls, at most {} calls in flight\n",
         32.0 / secs,
         secs,
-        flight.calls.load(Ordering::SeqCst) - calls_before,
-        flight.max.load(Ordering::SeqCst)
+        flight.requests.load(Ordering::SeqCst) - calls_before,
+        flight.peak.load(Ordering::SeqCst)
     );
 }
 

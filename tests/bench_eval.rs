@@ -230,12 +230,13 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
         seed: 3,
         limit: Some(40),
         config: serde_json::json!({"note": "test"}),
+        judge_budgets: Vec::new(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert_eq!(report.dataset.queries, 40);
     assert_eq!(report.order, ["tree", "bm25", "rerank", "flat"]);
     let json = serde_json::to_value(&report)?;
-    assert_eq!(json["schema"], "treenav-bench/1");
+    assert_eq!(json["schema"], "treenav-bench/2");
     for name in ["tree", "bm25", "rerank", "flat"] {
         let s = &json["systems"][name];
         for level in ["passage", "document"] {
@@ -276,7 +277,10 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
     );
     assert_eq!(bm25.candidates_judged, 0.0);
     let flat = &report.systems["flat"];
-    assert_eq!(flat.candidates_judged, report.dataset.passages as f64);
+    // Every passage, the calibration references of every batch but the
+    // first, and the shortlist of 5.
+    let shown = treenav::judge::rank::BatchPlan::new(report.dataset.passages, 100, true).shown();
+    assert_eq!(flat.candidates_judged, (shown + 5) as f64);
     assert!((flat.titles_read - 1.0).abs() < 1e-9);
     let tree = &report.systems["tree"];
     assert!(tree.judge_calls >= 3.0, "{}", tree.judge_calls);
@@ -309,6 +313,7 @@ async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Resul
         seed: 3,
         limit: Some(5),
         config: serde_json::Value::Null,
+        judge_budgets: Vec::new(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert!(report.systems.is_empty());
@@ -338,6 +343,7 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
         seed: 42,
         limit,
         config: serde_json::Value::Null,
+        judge_budgets: Vec::new(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     Ok(Some(report.systems["bm25"].passage.hit_at_1))

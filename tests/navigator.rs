@@ -5,9 +5,6 @@
 
 mod support;
 
-use axum::routing::post;
-use axum::{Json, Router};
-use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,10 +120,10 @@ async fn finds_the_answer_deterministically_within_budgets() {
         assert_eq!(p.path.first(), Some(&tree.root()));
         assert_eq!(p.path_probabilities.len(), p.path.len() - 1);
     }
-    // The counts add up.
+    // The counts add up: every level's candidates and the shortlist of 3.
     assert_eq!(
         t.candidates_judged,
-        t.levels.iter().map(|l| l.candidates.len()).sum::<usize>()
+        t.levels.iter().map(|l| l.candidates.len()).sum::<usize>() + 3
     );
     let level_calls: u32 = t.levels.iter().map(|l| l.usage.calls).sum();
     assert_eq!(
@@ -192,54 +189,10 @@ async fn calibration_shows_references_in_every_batch() {
     assert!(!r.passages.is_empty());
 }
 
-/// A System One server of our own: `noul` falls with the candidate's number,
-/// `choice` always picks the last option, `/slow/…` answers after 2 s.
-async fn scripted_server() -> String {
-    async fn answer(body: Value) -> Value {
-        let answers: serde_json::Map<String, Value> = body["questions"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(id, q)| {
-                let a = if q["type"] == "choice" {
-                    let labels: Vec<String> = q["criteria"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-                    let last = labels.iter().max_by_key(|l| l.parse::<usize>().unwrap_or(0)).cloned().unwrap_or_default();
-                    let probs: serde_json::Map<String, Value> = labels.iter().map(|l| (l.clone(), json!(if *l == last { 0.9 } else { 0.1 / (labels.len() - 1) as f64 }))).collect();
-                    json!({"type": "choice", "choice": last, "probabilities": probs, "confidence": 0.5})
-                } else {
-                    let n: f64 = id.trim_start_matches('q').parse().unwrap_or(0.0);
-                    json!({"type": "noul", "noul": (0.99 - n * 0.01).max(0.0)})
-                };
-                (id, a)
-            })
-            .collect();
-        json!({"answers": answers, "usage": {"input_tokens": 100, "output_tokens": 0}})
-    }
-    let app = Router::new()
-        .route(
-            "/v1/systemone",
-            post(|Json(b): Json<Value>| async move { Json(answer(b).await) }),
-        )
-        .route(
-            "/slow/v1/systemone",
-            post(|Json(b): Json<Value>| async move {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                Json(answer(b).await)
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{addr}")
-}
-
 #[tokio::test]
 async fn the_shortlist_rerank_reorders_when_the_model_says_so() {
     let tree = sample_tree().await;
-    let base = scripted_server().await;
+    let base = support::scripted_systemone(Duration::ZERO).await.0;
     let run = |m: usize| {
         let tree = tree.clone();
         let judge = systemone(&base, DispatchOptions::default());
@@ -318,7 +271,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
 #[tokio::test]
 async fn deadline_and_cost_cap_stop_cleanly() {
     let tree = sample_tree().await;
-    let base = scripted_server().await;
+    let base = support::scripted_systemone(Duration::ZERO).await.0;
     let config = NavigatorConfig::default()
         .deadline_secs(Some(0.3))
         .check()

@@ -88,9 +88,15 @@ pub struct BenchArgs {
     /// Write the pruner's curve as CSV here.
     #[arg(long)]
     pub curve_csv: Option<PathBuf>,
-    /// Draw the pruner's curve as a PNG here.
+    /// Draw the curve as a PNG here: the pruner's (with --prune) or the
+    /// judgment-budget sweep's (with --judge-budgets).
     #[arg(long)]
     pub curve_png: Option<PathBuf>,
+    /// Run tree (best-first), rerank (BM25 top N + rerank) and gar at each
+    /// of these judgment budgets, e.g. 20,50,100,200: candidates shown to
+    /// the judge per query, references and the shortlist rerank included.
+    #[arg(long, value_delimiter = ',')]
+    pub judge_budgets: Vec<usize>,
     /// A .ttf font for the PNG's labels (default: a system DejaVu or Liberation font).
     #[arg(long)]
     pub font: Option<PathBuf>,
@@ -154,8 +160,29 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     if systems.is_empty() {
         bail!("--systems is empty");
     }
-    let navigator = args.nav.config().check()?;
-    if args.prune && (args.curve_csv.is_some() || args.curve_png.is_some()) {
+    let navigator = args.nav.config()?.check()?;
+    let m = if navigator.shortlist() >= 2 {
+        navigator.shortlist()
+    } else {
+        0
+    };
+    if let Some(b) = args
+        .judge_budgets
+        .iter()
+        .find(|b| **b <= m.max(1) || **b > 100_000)
+    {
+        bail!(
+            "--judge-budgets: {b} must be in {}..=100000 (above the shortlist of {m})",
+            m.max(1) + 1
+        );
+    }
+    if args.prune && !args.judge_budgets.is_empty() {
+        bail!("--prune and --judge-budgets measure different things: run them separately");
+    }
+    if args.curve_png.is_some() && !args.prune && args.judge_budgets.is_empty() {
+        bail!("--curve-png needs --prune or --judge-budgets");
+    }
+    if args.curve_csv.is_some() || args.curve_png.is_some() {
         for path in [&args.curve_csv, &args.curve_png].into_iter().flatten() {
             if let Some(dir) = path.parent() {
                 if !dir.as_os_str().is_empty() && !dir.is_dir() {
@@ -207,6 +234,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         args.prune_retriever == PruneRetriever::Tree
     } else {
         systems.contains(&SystemKind::Tree)
+            || systems.contains(&SystemKind::Gar)
+            || !args.judge_budgets.is_empty()
     };
     let (tree, tree_source) = if needs_tree {
         match &args.tree {
@@ -252,6 +281,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         "flat_max_passages": args.flat_max_passages,
         "embedder": embedder.as_ref().map(|e| e.describe()),
         "passage_words": args.passage_words,
+        "judge_budgets": args.judge_budgets,
     });
     let setup = BenchSetup {
         systems,
@@ -265,6 +295,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         seed: args.seed,
         limit: args.limit,
         config,
+        judge_budgets: args.judge_budgets.clone(),
     };
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();
@@ -277,7 +308,15 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
             eprintln!("wrote {}", path.display());
         }
     }
+    if let Some(path) = &args.curve_png {
+        let title = format!("{} ({} judge)", data.name, setup_judge_name(args));
+        crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
+    }
     crate::emit(&report.markdown())
+}
+
+fn setup_judge_name(args: &BenchArgs) -> String {
+    format!("{:?}", args.judge.kind).to_lowercase()
 }
 
 async fn run_prune(

@@ -43,6 +43,10 @@ pub struct JudgeArgs {
     /// ONNX Runtime library (default $ORT_DYLIB_PATH, else ~/.cache/treenav/onnxruntime/…).
     #[arg(long)]
     pub ort_library: Option<PathBuf>,
+    /// Cross-encoder: tokens of a (query, candidate) pair at most; longer
+    /// pairs are truncated (cost grows with it).
+    #[arg(long, default_value_t = 256)]
+    pub max_tokens: usize,
     /// System One path (OpenRouter: /api/alpha/decisions).
     #[arg(long, default_value = "/v1/systemone")]
     pub systemone_path: String,
@@ -99,7 +103,7 @@ impl JudgeArgs {
                 ort_library: self.ort_library.clone(),
                 threads: 2,
                 batch_size: 16,
-                max_tokens: 256,
+                max_tokens: self.max_tokens,
             },
         };
         Ok(JudgeOptions {

@@ -106,6 +106,10 @@ struct BuildArgs {
     /// Sentences of each document embedded with its title for clustering.
     #[arg(long, default_value_t = 1)]
     embed_sentences: usize,
+    /// Nearest documents stored per document for best-first navigation
+    /// (searched in its leaf cluster and the sibling clusters; 0: none).
+    #[arg(long, default_value_t = treenav::tree::neighbours::DEFAULT_NEIGHBOURS)]
+    neighbours: usize,
     /// Embedder used for clustering.
     #[arg(long, value_enum, default_value_t = EmbedderKind::Tfidf)]
     embedder: EmbedderKind,
@@ -265,6 +269,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
         .clusters(args.clusters)
         .seed(args.seed)
         .embed_sentences(args.embed_sentences)
+        .neighbours(args.neighbours)
         .check()?;
     let embedder = tree::Embedder::new(&embedder_options(&args)?, params.seed())?;
     let summarizer = tree::Summarizer::new(&summarizer_options(&args)?)?;

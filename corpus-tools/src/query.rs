@@ -5,7 +5,9 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 use treenav::judge::Judge;
-use treenav::navigator::{Navigator, NavigatorConfig, OnJudgeError, Retrieval};
+use treenav::navigator::{
+    BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct QueryArgs {
@@ -61,11 +63,52 @@ pub struct NavArgs {
     /// Cost limit of the query in USD.
     #[arg(long)]
     pub max_cost: Option<f64>,
+    /// How judgments are spent: `best-first` (one frontier under
+    /// --judge-budget) or `levels` (the paper's level-by-level walk, --budgets).
+    #[arg(long, default_value = "levels")]
+    pub strategy: String,
+    /// best-first: candidates shown to the judge per query, calibration
+    /// references and the shortlist rerank included.
+    #[arg(long, default_value_t = 100)]
+    pub judge_budget: usize,
+    /// best-first: candidates per judge call.
+    #[arg(long, default_value_t = 10)]
+    pub slate_size: usize,
+    /// best-first: sequential rounds the budget is spread over.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: usize,
+    /// best-first: do not follow the tree's neighbour lists.
+    #[arg(long)]
+    pub no_neighbours: bool,
+    /// best-first: do not use the clusters (no evidence up, no cluster siblings).
+    #[arg(long)]
+    pub no_clusters: bool,
+    /// best-first: judge cluster cards too.
+    #[arg(long)]
+    pub cards: bool,
+    /// best-first: path relevance weight α (own score vs the parent's path score).
+    #[arg(long, default_value_t = BestFirstConfig::default().path_weight)]
+    pub path_weight: f64,
+    /// best-first: a neighbour's priority is this times its source's score.
+    #[arg(long, default_value_t = BestFirstConfig::default().neighbour_weight)]
+    pub neighbour_weight: f64,
 }
 
 impl NavArgs {
-    pub fn config(&self) -> NavigatorConfig {
-        NavigatorConfig::default()
+    pub fn config(&self) -> Result<NavigatorConfig> {
+        let best_first = BestFirstConfig {
+            judge_budget: self.judge_budget,
+            slate_size: self.slate_size,
+            rounds: self.rounds,
+            neighbours: !self.no_neighbours,
+            clusters: !self.no_clusters,
+            cards: self.cards,
+            path_weight: self.path_weight,
+            neighbour_weight: self.neighbour_weight,
+        };
+        Ok(NavigatorConfig::default()
+            .strategy(self.strategy.parse::<Strategy>()?)
+            .best_first(best_first)
             .returned_passages(self.top)
             .shortlist(self.shortlist.min(self.top))
             .retention_budgets(self.budgets.iter().copied())
@@ -80,7 +123,7 @@ impl NavArgs {
                 OnJudgeError::Fail
             })
             .deadline_secs(self.deadline)
-            .max_cost_usd(self.max_cost)
+            .max_cost_usd(self.max_cost))
     }
 }
 
@@ -93,7 +136,7 @@ fn snippet(text: &str, max: usize) -> String {
 }
 
 pub async fn run(args: &QueryArgs) -> Result<()> {
-    let config = args.nav.config().check()?;
+    let config = args.nav.config()?.check()?;
     let judge = Judge::new(&args.judge.options()?)?;
     let tree = treenav::tree::file::load(&args.tree)?;
     let navigator = Navigator::new(Arc::new(tree), judge, config)?;
@@ -130,6 +173,7 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
         t.titles_read * 100.0
     );
     if trace {
+        print_rounds(&mut o, t);
         for level in &t.levels {
             out!(
                 o,
@@ -157,4 +201,39 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
         }
     }
     o
+}
+
+fn print_rounds(o: &mut String, t: &treenav::navigator::Trace) {
+    if t.strategy == "best-first" && !t.neighbourhoods {
+        out!(
+            o,
+            "\nneighbourhoods off (the tree has no neighbour lists, or --no-neighbours)"
+        );
+    }
+    for round in &t.rounds {
+        out!(
+            o,
+            "\nround {}: {} shown in {} slates, {} judgments left",
+            round.round,
+            round.candidates.len(),
+            round.slates,
+            round.budget_left
+        );
+        for c in &round.candidates {
+            let via = c.via.map(|v| format!(" via {}", v.0)).unwrap_or_default();
+            let priority = c
+                .priority
+                .map(|p| format!(" prio {p:.3}"))
+                .unwrap_or_default();
+            out!(
+                o,
+                "  {} {:.3} {:?}{via}{priority}{} {}",
+                if c.kept { "kept" } else { "    " },
+                c.probability,
+                c.route,
+                if c.fallback { " (fallback)" } else { "" },
+                snippet(&c.label, 120)
+            );
+        }
+    }
 }

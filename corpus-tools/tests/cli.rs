@@ -178,13 +178,116 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
             .expect("valid JSON");
-    assert_eq!(report["schema"], "treenav-bench/1");
+    assert_eq!(report["schema"], "treenav-bench/2");
     assert_eq!(report["dataset"]["gold"], "document");
     assert_eq!(report["dataset"]["queries"], 1);
     // The fixture's one query ("what does insulin do") has its gold first.
     assert_eq!(report["systems"]["bm25"]["document"]["hit_at_1"], 1.0);
     assert!(report["systems"]["tree"]["navigation"]["levels"].is_array());
     assert_eq!(report["config"]["rerank_n"], 100);
+}
+
+#[test]
+fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("sweep.json");
+    let png = dir.path().join("sweep.png");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        sample.to_str().expect("utf8 path"),
+        "--systems",
+        "bm25",
+        "--judge-budgets",
+        "10,30",
+        "--limit",
+        "30",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf8 path"),
+        "--curve-png",
+        png.to_str().expect("utf8 path"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    for row in ["| 10 | tree |", "| 10 | rerank |", "| 30 | gar |"] {
+        assert!(stdout.contains(row), "{stdout}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
+            .expect("valid JSON");
+    assert_eq!(report["schema"], "treenav-bench/2");
+    let budgets = report["judge_budgets"].as_array().expect("judge_budgets");
+    assert_eq!(budgets.len(), 2);
+    for (entry, budget) in budgets.iter().zip([10.0, 30.0]) {
+        assert_eq!(entry["budget"].as_f64(), Some(budget));
+        for system in ["tree", "rerank", "gar"] {
+            let s = &entry["systems"][system];
+            let judged = s["candidates_judged"].as_f64().expect("judged");
+            assert!(
+                judged > 0.0 && judged <= budget,
+                "{system}@{budget}: {judged}"
+            );
+            let recall = s["document"]["judged_recall"]
+                .as_f64()
+                .expect("judged_recall");
+            assert!((0.0..=1.0).contains(&recall), "{recall}");
+            assert!(s["rounds"].as_f64().expect("rounds") >= 1.0);
+            assert!(s["passage"]["hit_at_1"].as_f64().is_some());
+        }
+    }
+    let bytes = std::fs::read(&png).expect("png written");
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    // A budget that leaves nothing beside the shortlist is refused up front.
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        sample.to_str().expect("utf8 path"),
+        "--judge-budgets",
+        "5",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("--judge-budgets"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn query_walks_best_first_and_prints_its_rounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sample.tree");
+    let o = treenav(&["build", "-o", out.to_str().expect("utf8 path")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = treenav(&[
+        "query",
+        out.to_str().expect("utf8 path"),
+        "Where did Tesla work after leaving Edison's company?",
+        "--strategy",
+        "best-first",
+        "--judge-budget",
+        "30",
+        "--trace",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(stdout.contains("round 1:"), "{stdout}");
+    assert!(stdout.contains("Tesla"), "{stdout}");
+    let o = treenav(&[
+        "query",
+        out.to_str().expect("utf8 path"),
+        "Tesla",
+        "--strategy",
+        "sideways",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("unknown strategy"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

@@ -14,8 +14,7 @@ use crate::Result;
 use ndarray::{Array2, ArrayView1};
 use std::collections::HashMap;
 use treenav_corpus::Corpus;
-use treenav_judge::{Candidate, Judge, Usage};
-use treenav_navigator::batch::judge_batched;
+use treenav_judge::{Candidate, Judge, RankOptions, Usage};
 use treenav_tree::{Embedder, Progress};
 
 /// Every passage of a corpus, flattened, with its document.
@@ -188,64 +187,31 @@ pub fn rrf(lists: &[Vec<usize>], k: f64, n: usize) -> Vec<usize> {
 pub struct Judged {
     /// Passage indices, best first: the reranked shortlist, then the rest.
     pub ranking: Vec<usize>,
-    /// Candidates judged (the shortlist rerank not counted, as for the tree).
+    /// Candidates shown to the judge: references and the shortlist rerank included.
     pub candidates_judged: usize,
     /// Judge usage, shortlist included.
     pub usage: Usage,
 }
 
-/// How [`judge_rank`] judges.
-#[derive(Debug, Clone, Copy)]
-pub struct JudgeRank {
-    /// Candidates per call.
-    pub batch_size: usize,
-    /// Calibrate across batches with shared references.
-    pub calibration: bool,
-    /// Passages reranked by one multiple-choice question (0 or 1: none).
-    pub shortlist: usize,
-}
-
 /// Judges `passages` (indices into `collection`) for `query` and reranks the
-/// best `shortlist` of them, as the navigator does at its leaves.
+/// best `how.shortlist` of them, as the navigator does at its leaves,
+/// through the judge crate's one ranking path ([`Judge::rank`]).
 pub async fn judge_rank(
     judge: &Judge,
     query: &str,
     collection: &Collection,
     passages: &[usize],
-    how: JudgeRank,
+    how: RankOptions,
 ) -> treenav_judge::Result<Judged> {
     let candidates: Vec<Candidate> = passages
         .iter()
         .map(|i| Candidate::new(collection.ids[*i].clone(), collection.labels[*i].clone()))
         .collect();
-    let judged = judge_batched(judge, query, &candidates, how.batch_size, how.calibration).await?;
-    let mut usage = judged.usage;
-    let mut order: Vec<usize> = (0..passages.len()).collect();
-    // Ties keep the incoming (e.g. BM25) order.
-    order.sort_by(|a, b| {
-        judged.scores[*b]
-            .total_cmp(&judged.scores[*a])
-            .then(a.cmp(b))
-    });
-    let m = how.shortlist.min(order.len());
-    if m >= 2 {
-        let shortlist: Vec<Candidate> = order[..m].iter().map(|i| candidates[*i].clone()).collect();
-        let choice = judge.choose(query, &shortlist).await?;
-        usage.add(&choice.usage);
-        let mut head: Vec<(usize, f64, f64)> = order[..m]
-            .iter()
-            .zip(&choice.probabilities)
-            .map(|(i, p)| (*i, *p, judged.scores[*i]))
-            .collect();
-        head.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.total_cmp(&a.2)));
-        for (slot, (i, _, _)) in order[..m].iter_mut().zip(head) {
-            *slot = i;
-        }
-    }
+    let ranked = judge.rank(query, &candidates, how).await?;
     Ok(Judged {
-        ranking: order.into_iter().map(|i| passages[i]).collect(),
-        candidates_judged: passages.len(),
-        usage,
+        ranking: ranked.order.into_iter().map(|i| passages[i]).collect(),
+        candidates_judged: ranked.shown,
+        usage: ranked.usage,
     })
 }
 

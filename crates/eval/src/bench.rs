@@ -34,7 +34,7 @@
 //! a gold document (Recall@10 counts gold documents covered). Document
 //! level ranks documents by their first passage in the passage ranking.
 
-use crate::baselines::{judge_rank, rrf, Bm25, Collection, Dense, JudgeRank};
+use crate::baselines::{judge_rank, rrf, Bm25, Collection, Dense};
 use crate::dataset::{Dataset, DatasetFormat, GoldLevel, Query};
 use crate::metrics::{quantile, score, Mean, Metrics};
 use crate::{Error, Result};
@@ -47,7 +47,7 @@ use treenav_navigator::{Navigator, Retrieval, ValidConfig};
 use treenav_tree::{Embedder, NodeId, Progress, Tree};
 
 /// The schema tag written in every report.
-pub const SCHEMA: &str = "treenav-bench/1";
+pub const SCHEMA: &str = "treenav-bench/2";
 
 /// A retrieval system the bench can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -65,17 +65,21 @@ pub enum SystemKind {
     Rerank,
     /// The judge over every passage, then the shortlist rerank.
     Flat,
+    /// Best-first over the BM25 list and the tree's neighbour lists, without
+    /// the clusters (the ablation that shows what the tree adds).
+    Gar,
 }
 
 impl SystemKind {
     /// Every system, in the order they are run.
-    pub const ALL: [SystemKind; 6] = [
+    pub const ALL: [SystemKind; 7] = [
         SystemKind::Tree,
         SystemKind::Bm25,
         SystemKind::Dense,
         SystemKind::Hybrid,
         SystemKind::Rerank,
         SystemKind::Flat,
+        SystemKind::Gar,
     ];
 
     /// Its name in reports and on the command line.
@@ -87,6 +91,7 @@ impl SystemKind {
             SystemKind::Hybrid => "hybrid",
             SystemKind::Rerank => "rerank",
             SystemKind::Flat => "flat",
+            SystemKind::Gar => "gar",
         }
     }
 
@@ -94,7 +99,7 @@ impl SystemKind {
     pub fn uses_judge(self) -> bool {
         matches!(
             self,
-            SystemKind::Tree | SystemKind::Rerank | SystemKind::Flat
+            SystemKind::Tree | SystemKind::Rerank | SystemKind::Flat | SystemKind::Gar
         )
     }
 
@@ -112,7 +117,7 @@ impl std::str::FromStr for SystemKind {
             .find(|k| k.name() == s.trim())
             .ok_or_else(|| {
                 Error::Config(format!(
-                    "unknown system `{s}` (systems: tree, bm25, dense, hybrid, rerank, flat)"
+                    "unknown system `{s}` (systems: tree, bm25, dense, hybrid, rerank, flat, gar)"
                 ))
             })
     }
@@ -145,6 +150,8 @@ pub struct BenchSetup {
     pub limit: Option<usize>,
     /// Settings recorded in the report's `config` as given.
     pub config: serde_json::Value,
+    /// Judgment budgets to sweep `tree`, `rerank` and `gar` over (empty: no sweep).
+    pub judge_budgets: Vec<usize>,
 }
 
 /// One system's figures.
@@ -154,8 +161,12 @@ pub struct SystemReport {
     pub passage: Metrics,
     /// Document-level means.
     pub document: Metrics,
-    /// Candidates shown to the judge per query (shortlist not counted).
+    /// Candidates shown to the judge per query: calibration references and
+    /// the shortlist rerank included.
     pub candidates_judged: f64,
+    /// Sequential judge rounds per query (calls that wait on one another;
+    /// the shortlist rerank is one).
+    pub rounds: f64,
     /// Judge calls per query (cache hits excluded).
     pub judge_calls: f64,
     /// Judge calls answered from the cache per query.
@@ -245,21 +256,27 @@ pub struct Report {
     pub systems: BTreeMap<String, SystemReport>,
     /// Systems not run, and why.
     pub skipped: BTreeMap<String, String>,
+    /// The judgment-budget sweep (empty without `--judge-budgets`).
+    pub judge_budgets: Vec<crate::sweep::BudgetReport>,
 }
 
 /// One query's result from one system.
-struct Outcome {
+pub(crate) struct Outcome {
     ranking: Vec<usize>,
     candidates_judged: usize,
     usage: Usage,
     titles_read: f64,
     latency_ms: f64,
-    /// Tree: whether the gold's ancestor was kept at each level.
+    /// Tree (levels): whether the gold's ancestor was kept at each level.
     kept: Option<Vec<bool>>,
+    /// Sequential judge rounds (calls that wait on one another).
+    rounds: usize,
+    /// Documents (indices) with anything shown to the judge.
+    judged_documents: HashSet<usize>,
 }
 
 /// Gold of one query resolved to passage and document indices.
-struct Gold {
+pub(crate) struct Gold {
     /// Passage gold unit of each passage (by index), for passage metrics.
     passage_unit: HashMap<usize, usize>,
     passage_units: usize,
@@ -268,7 +285,7 @@ struct Gold {
     documents: Vec<usize>,
 }
 
-fn resolve(query: &Query, level: GoldLevel, c: &Collection) -> Result<Gold> {
+pub(crate) fn resolve(query: &Query, level: GoldLevel, c: &Collection) -> Result<Gold> {
     match level {
         GoldLevel::Passage => {
             let mut passage_unit = HashMap::new();
@@ -337,50 +354,303 @@ fn metrics(ranking: &[usize], gold: &Gold, c: &Collection) -> (Metrics, Metrics)
     )
 }
 
-/// Runs the systems over the dataset's queries (sampled by `setup.limit`).
+/// Everything a run needs, built once: the sampled queries, their gold,
+/// the flattened collection and the first-stage indexes.
+pub(crate) struct Context<'a> {
+    pub(crate) setup: &'a BenchSetup,
+    pub(crate) queries: Vec<Query>,
+    pub(crate) golds: Vec<Gold>,
+    pub(crate) collection: Collection,
+    bm25: Option<Bm25>,
+    dense: Option<Dense>,
+    stats: Arc<treenav_judge::CorpusStats>,
+    /// Document id → document index.
+    document_index: HashMap<String, usize>,
+}
+
+/// A system ready to run over the queries.
+pub(crate) enum Runner {
+    Bm25,
+    Dense,
+    Hybrid,
+    /// A list judged by the judge: BM25's top `n` passages, or every passage.
+    Judged {
+        judge: Judge,
+        pool: Option<usize>,
+        how: treenav_judge::RankOptions,
+    },
+    /// The navigator over the tree.
+    Tree(Box<Navigator>),
+}
+
+impl<'a> Context<'a> {
+    /// Samples the queries, resolves their gold and builds the indexes the
+    /// systems (and the budget sweep) need.
+    pub(crate) async fn new(
+        dataset: &Dataset,
+        setup: &'a BenchSetup,
+        progress: &dyn Progress,
+    ) -> Result<Context<'a>> {
+        let mut sampled = dataset.clone();
+        if let Some(n) = setup.limit {
+            if n == 0 {
+                return Err(Error::Config("--limit must be at least 1".into()));
+            }
+            sampled.sample(n, setup.seed);
+        }
+        let collection = Collection::new(&dataset.corpus);
+        let golds: Vec<Gold> = sampled
+            .queries
+            .iter()
+            .map(|q| resolve(q, dataset.gold_level, &collection))
+            .collect::<Result<_>>()?;
+        let sweep = !setup.judge_budgets.is_empty();
+        let bm25 = (sweep
+            || setup.systems.iter().any(|s| {
+                matches!(
+                    s,
+                    SystemKind::Bm25 | SystemKind::Hybrid | SystemKind::Rerank
+                )
+            }))
+        .then(|| Bm25::new(&collection));
+        let dense = match (
+            setup.systems.iter().any(|s| s.uses_embedder()),
+            &setup.embedder,
+        ) {
+            (true, Some(embedder)) => {
+                Some(Dense::new(embedder.clone(), &collection, progress).await?)
+            }
+            (true, None) => {
+                return Err(Error::Config(
+                    "dense and hybrid need an embedder (minilm or openai)".into(),
+                ))
+            }
+            _ => None,
+        };
+        let document_index = collection
+            .documents
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.clone(), i))
+            .collect();
+        Ok(Context {
+            setup,
+            queries: sampled.queries,
+            golds,
+            collection,
+            bm25,
+            dense,
+            stats: dataset.corpus_stats(),
+            document_index,
+        })
+    }
+
+    /// A fresh judge (no system reads another's cache).
+    pub(crate) fn judge(&self, system: &str) -> Result<Judge> {
+        Judge::new(&self.setup.judge)
+            .and_then(|j| j.with_corpus_stats(self.stats.clone()))
+            .map_err(|source| Error::Judge {
+                system: system.into(),
+                query: "-".into(),
+                source,
+            })
+    }
+
+    /// How judged lists are ranked: the navigator's batch size, calibration
+    /// and shortlist.
+    pub(crate) fn rank_options(&self) -> treenav_judge::RankOptions {
+        treenav_judge::RankOptions {
+            batch_size: self.setup.navigator.batch_size(),
+            calibration: self.setup.navigator.calibration(),
+            shortlist: self.setup.navigator.shortlist(),
+        }
+    }
+
+    /// A navigator over the bench's tree with `config`.
+    pub(crate) fn navigator(&self, system: &str, config: ValidConfig) -> Result<Runner> {
+        let Some(tree) = &self.setup.tree else {
+            return Err(Error::Config(format!("the {system} system needs a tree")));
+        };
+        let judge = self.judge(system)?;
+        let navigator =
+            Navigator::new(tree.clone(), judge, config).map_err(|source| Error::Navigate {
+                query: "-".into(),
+                source,
+            })?;
+        Ok(Runner::Tree(Box::new(navigator)))
+    }
+
+    fn runner(&self, system: SystemKind) -> Result<Runner> {
+        let judged = |pool: Option<usize>| -> Result<Runner> {
+            Ok(Runner::Judged {
+                judge: self.judge(system.name())?,
+                pool,
+                how: self.rank_options(),
+            })
+        };
+        match system {
+            SystemKind::Bm25 => Ok(Runner::Bm25),
+            SystemKind::Dense => Ok(Runner::Dense),
+            SystemKind::Hybrid => Ok(Runner::Hybrid),
+            SystemKind::Rerank => judged(Some(self.setup.rerank_n)),
+            SystemKind::Flat => judged(None),
+            SystemKind::Tree => self.navigator("tree", self.setup.navigator.clone()),
+            SystemKind::Gar => {
+                let config = gar_config(
+                    &self.setup.navigator,
+                    self.setup.navigator.best_first().judge_budget,
+                )?;
+                self.navigator("gar", config)
+            }
+        }
+    }
+
+    /// Runs one system over every query.
+    pub(crate) async fn outcomes(
+        &self,
+        name: &str,
+        runner: &Runner,
+        progress: &dyn Progress,
+    ) -> Result<Vec<Outcome>> {
+        progress.stage(name, self.queries.len() as u64);
+        let tree_index = match runner {
+            Runner::Tree(n) => Some(TreeIndex::new(n.tree())),
+            _ => None,
+        };
+        let mut outcomes = Vec::with_capacity(self.queries.len());
+        for (q, gold) in self.queries.iter().zip(&self.golds) {
+            let start = Instant::now();
+            let mut outcome = self.one(name, runner, tree_index.as_ref(), q, gold).await?;
+            outcome.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+            outcomes.push(outcome);
+            progress.inc(1);
+        }
+        Ok(outcomes)
+    }
+
+    async fn one(
+        &self,
+        name: &str,
+        runner: &Runner,
+        tree_index: Option<&TreeIndex<'_>>,
+        q: &Query,
+        gold: &Gold,
+    ) -> Result<Outcome> {
+        let c = &self.collection;
+        Ok(match runner {
+            Runner::Bm25 => plain(bm25_top(&self.bm25, &q.text, 100)),
+            Runner::Dense => plain(dense_top(&self.dense, &q.text, 100).await?),
+            Runner::Hybrid => {
+                let lists = vec![
+                    bm25_top(&self.bm25, &q.text, 100),
+                    dense_top(&self.dense, &q.text, 100).await?,
+                ];
+                plain(rrf(&lists, self.setup.rrf_k, 100))
+            }
+            Runner::Judged { judge, pool, how } => {
+                let pool: Vec<usize> = match pool {
+                    Some(n) => bm25_top(&self.bm25, &q.text, *n),
+                    None => (0..c.len()).collect(),
+                };
+                let judged =
+                    judge_rank(judge, &q.text, c, &pool, *how)
+                        .await
+                        .map_err(|source| Error::Judge {
+                            system: name.into(),
+                            query: q.id.clone(),
+                            source,
+                        })?;
+                let docs: HashSet<usize> = pool.iter().map(|i| c.document_of[*i]).collect();
+                Outcome {
+                    ranking: judged.ranking,
+                    candidates_judged: judged.candidates_judged,
+                    usage: judged.usage,
+                    titles_read: docs.len() as f64 / c.documents.len().max(1) as f64,
+                    latency_ms: 0.0,
+                    kept: None,
+                    rounds: if how.shortlist >= 2 && pool.len() >= 2 {
+                        2
+                    } else {
+                        1
+                    },
+                    judged_documents: docs,
+                }
+            }
+            Runner::Tree(navigator) => {
+                let found =
+                    navigator
+                        .retrieve(&q.text)
+                        .await
+                        .map_err(|source| Error::Navigate {
+                            query: q.id.clone(),
+                            source,
+                        })?;
+                let ranking = found
+                    .passages
+                    .iter()
+                    .map(|p| {
+                        c.index.get(&p.id).copied().ok_or_else(|| {
+                            Error::Config(format!(
+                                "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
+                                p.id
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<usize>>>()?;
+                let kept = tree_index.map(|index| index.kept_by_level(&found, gold, c));
+                let judged_documents = tree_index
+                    .map(|index| index.judged_documents(&found, c, &self.document_index))
+                    .unwrap_or_default();
+                let t = &found.trace;
+                Outcome {
+                    ranking,
+                    candidates_judged: t.candidates_judged,
+                    usage: t.usage.clone(),
+                    titles_read: t.titles_read,
+                    latency_ms: 0.0,
+                    kept: kept.filter(|k| !k.is_empty()),
+                    rounds: t.levels.len() + t.rounds.len() + usize::from(t.rerank.is_some()),
+                    judged_documents,
+                }
+            }
+        })
+    }
+}
+
+/// The `gar` ablation's settings: best-first over the BM25 list and the
+/// stored neighbour lists only (no clusters, no cards), at `budget`.
+pub(crate) fn gar_config(base: &ValidConfig, budget: usize) -> Result<ValidConfig> {
+    let bf = treenav_navigator::BestFirstConfig {
+        judge_budget: budget,
+        clusters: false,
+        cards: false,
+        neighbours: true,
+        ..base.best_first().clone()
+    };
+    base.settings()
+        .clone()
+        .strategy(treenav_navigator::Strategy::BestFirst)
+        .best_first(bf)
+        .check()
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+/// The `tree` system's settings in the budget sweep: best-first at `budget`.
+pub(crate) fn tree_config(base: &ValidConfig, budget: usize) -> Result<ValidConfig> {
+    base.settings()
+        .clone()
+        .strategy(treenav_navigator::Strategy::BestFirst)
+        .judge_budget(budget)
+        .check()
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+/// Runs the systems over the dataset's queries (sampled by `setup.limit`),
+/// then the judgment-budget sweep when `setup.judge_budgets` is set.
 /// `progress` gets one stage per system with one unit per query.
 pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress) -> Result<Report> {
-    let mut dataset_queries = dataset.clone();
-    if let Some(n) = setup.limit {
-        if n == 0 {
-            return Err(Error::Config("--limit must be at least 1".into()));
-        }
-        dataset_queries.sample(n, setup.seed);
-    }
-    let queries = &dataset_queries.queries;
-    let collection = Collection::new(&dataset.corpus);
-    let golds: Vec<Gold> = queries
-        .iter()
-        .map(|q| resolve(q, dataset.gold_level, &collection))
-        .collect::<Result<_>>()?;
-    let stats = dataset.corpus_stats();
-    let bm25 = setup
-        .systems
-        .iter()
-        .any(|s| {
-            matches!(
-                s,
-                SystemKind::Bm25 | SystemKind::Hybrid | SystemKind::Rerank
-            )
-        })
-        .then(|| Bm25::new(&collection));
-    let dense = match (
-        setup.systems.iter().any(|s| s.uses_embedder()),
-        &setup.embedder,
-    ) {
-        (true, Some(embedder)) => Some(Dense::new(embedder.clone(), &collection, progress).await?),
-        (true, None) => {
-            return Err(Error::Config(
-                "dense and hybrid need an embedder (minilm or openai)".into(),
-            ))
-        }
-        _ => None,
-    };
-    let how = JudgeRank {
-        batch_size: setup.navigator.batch_size(),
-        calibration: setup.navigator.calibration(),
-        shortlist: setup.navigator.shortlist(),
-    };
+    let ctx = Context::new(dataset, setup, progress).await?;
+    let collection = &ctx.collection;
     let mut report = Report {
         schema: SCHEMA,
         dataset: DatasetInfo {
@@ -391,7 +661,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
             gold: dataset.gold_level,
             documents: collection.documents.len(),
             passages: collection.len(),
-            queries: queries.len(),
+            queries: ctx.queries.len(),
             queries_total: dataset.queries_total,
         },
         seed: setup.seed,
@@ -400,6 +670,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
         order: Vec::new(),
         systems: BTreeMap::new(),
         skipped: BTreeMap::new(),
+        judge_budgets: Vec::new(),
     };
     for &system in &setup.systems {
         if system == SystemKind::Flat && collection.len() > setup.flat_max_passages {
@@ -413,126 +684,19 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
             );
             continue;
         }
-        let judge = if system.uses_judge() {
-            Some(
-                Judge::new(&setup.judge)
-                    .and_then(|j| j.with_corpus_stats(stats.clone()))
-                    .map_err(|source| Error::Judge {
-                        system: system.name().into(),
-                        query: "-".into(),
-                        source,
-                    })?,
-            )
-        } else {
-            None
-        };
-        let navigator = match (system, &setup.tree, &judge) {
-            (SystemKind::Tree, Some(tree), Some(judge)) => Some(
-                Navigator::new(tree.clone(), judge.clone(), setup.navigator.clone()).map_err(
-                    |source| Error::Navigate {
-                        query: "-".into(),
-                        source,
-                    },
-                )?,
-            ),
-            (SystemKind::Tree, None, _) => {
-                return Err(Error::Config("the tree system needs a tree".into()))
-            }
+        let runner = ctx.runner(system)?;
+        let outcomes = ctx.outcomes(system.name(), &runner, progress).await?;
+        report.order.push(system.name().into());
+        let tree = match &runner {
+            Runner::Tree(n) => Some(n.tree()),
             _ => None,
         };
-        let tree_index = navigator.as_ref().map(|n| TreeIndex::new(n.tree()));
-        progress.stage(system.name(), queries.len() as u64);
-        let mut outcomes = Vec::with_capacity(queries.len());
-        for (q, gold) in queries.iter().zip(&golds) {
-            let start = Instant::now();
-            let judge_err = |source| Error::Judge {
-                system: system.name().into(),
-                query: q.id.clone(),
-                source,
-            };
-            let mut outcome = match system {
-                SystemKind::Bm25 => plain(bm25_top(&bm25, &q.text, 100)),
-                SystemKind::Dense => plain(dense_top(&dense, &q.text, 100).await?),
-                SystemKind::Hybrid => {
-                    let lists = vec![
-                        bm25_top(&bm25, &q.text, 100),
-                        dense_top(&dense, &q.text, 100).await?,
-                    ];
-                    plain(rrf(&lists, setup.rrf_k, 100))
-                }
-                SystemKind::Rerank | SystemKind::Flat => {
-                    let Some(judge) = &judge else {
-                        return Err(Error::Config("no judge".into()));
-                    };
-                    let pool: Vec<usize> = if system == SystemKind::Rerank {
-                        bm25_top(&bm25, &q.text, setup.rerank_n)
-                    } else {
-                        (0..collection.len()).collect()
-                    };
-                    let judged = judge_rank(judge, &q.text, &collection, &pool, how)
-                        .await
-                        .map_err(judge_err)?;
-                    let docs: HashSet<usize> =
-                        pool.iter().map(|i| collection.document_of[*i]).collect();
-                    Outcome {
-                        ranking: judged.ranking,
-                        candidates_judged: judged.candidates_judged,
-                        usage: judged.usage,
-                        titles_read: docs.len() as f64 / collection.documents.len().max(1) as f64,
-                        latency_ms: 0.0,
-                        kept: None,
-                    }
-                }
-                SystemKind::Tree => {
-                    let (Some(navigator), Some(index)) = (&navigator, &tree_index) else {
-                        return Err(Error::Config("the tree system needs a tree".into()));
-                    };
-                    let found =
-                        navigator
-                            .retrieve(&q.text)
-                            .await
-                            .map_err(|source| Error::Navigate {
-                                query: q.id.clone(),
-                                source,
-                            })?;
-                    let ranking = found
-                        .passages
-                        .iter()
-                        .map(|p| {
-                            collection.index.get(&p.id).copied().ok_or_else(|| {
-                                Error::Config(format!(
-                                    "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
-                                    p.id
-                                ))
-                            })
-                        })
-                        .collect::<Result<Vec<usize>>>()?;
-                    let kept = index.kept_by_level(&found, gold, &collection);
-                    Outcome {
-                        ranking,
-                        candidates_judged: found.trace.candidates_judged,
-                        usage: found.trace.usage.clone(),
-                        titles_read: found.trace.titles_read,
-                        latency_ms: 0.0,
-                        kept: Some(kept),
-                    }
-                }
-            };
-            outcome.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
-            outcomes.push(outcome);
-            progress.inc(1);
-        }
-        report.order.push(system.name().into());
         report.systems.insert(
             system.name().into(),
-            summarize(
-                &outcomes,
-                &golds,
-                &collection,
-                navigator.as_ref().map(|n| n.tree()),
-            ),
+            summarize(&outcomes, &ctx.golds, collection, tree, system.uses_judge()),
         );
     }
+    report.judge_budgets = crate::sweep::run(&ctx, progress).await?;
     Ok(report)
 }
 
@@ -544,6 +708,8 @@ fn plain(ranking: Vec<usize>) -> Outcome {
         titles_read: 0.0,
         latency_ms: 0.0,
         kept: None,
+        rounds: 0,
+        judged_documents: HashSet::new(),
     }
 }
 
@@ -561,62 +727,77 @@ async fn dense_top(dense: &Option<Dense>, query: &str, n: usize) -> Result<Vec<u
     Ok(dense.search(q.row(0), n))
 }
 
-fn summarize(
+pub(crate) fn summarize(
     outcomes: &[Outcome],
     golds: &[Gold],
     c: &Collection,
     tree: Option<&Tree>,
+    judged: bool,
 ) -> SystemReport {
     let (mut passage, mut document) = (Mean::default(), Mean::default());
+    let mut judged_recall = 0.0;
     for (o, g) in outcomes.iter().zip(golds) {
         let (p, d) = metrics(&o.ranking, g, c);
         passage.add(&p);
         document.add(&d);
+        let found = g
+            .documents
+            .iter()
+            .filter(|d| o.judged_documents.contains(d))
+            .count();
+        judged_recall += found as f64 / g.documents.len().max(1) as f64;
     }
     let n = outcomes.len().max(1) as f64;
+    let mut document = document.get();
+    if judged {
+        document.judged_recall = Some(judged_recall / n);
+    }
     let mean = |f: &dyn Fn(&Outcome) -> f64| outcomes.iter().map(f).sum::<f64>() / n;
     let latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
-    let navigation = tree.map(|tree| {
-        let kinds = level_kinds(tree);
-        let mut lost = vec![0usize; kinds.len() + 1];
-        let mut kept = vec![0usize; kinds.len()];
-        let mut reached = 0;
-        for o in outcomes {
-            let Some(k) = &o.kept else { continue };
-            for (i, was) in k.iter().enumerate() {
-                if *was && i < kept.len() {
-                    kept[i] += 1;
+    let navigation = tree
+        .filter(|_| outcomes.iter().any(|o| o.kept.is_some()))
+        .map(|tree| {
+            let kinds = level_kinds(tree);
+            let mut lost = vec![0usize; kinds.len() + 1];
+            let mut kept = vec![0usize; kinds.len()];
+            let mut reached = 0;
+            for o in outcomes {
+                let Some(k) = &o.kept else { continue };
+                for (i, was) in k.iter().enumerate() {
+                    if *was && i < kept.len() {
+                        kept[i] += 1;
+                    }
+                }
+                match lost_at(k) {
+                    Some(depth) if depth <= kinds.len() => lost[depth] += 1,
+                    Some(_) => {}
+                    None => {}
+                }
+                // Reached the leaves: kept at the last level above them.
+                if k.len() >= 2 && k[k.len() - 2] {
+                    reached += 1;
                 }
             }
-            match lost_at(k) {
-                Some(depth) if depth <= kinds.len() => lost[depth] += 1,
-                Some(_) => {}
-                None => {}
+            NavigationLoss {
+                reached_leaves: reached as f64 / n,
+                returned: kept.last().copied().unwrap_or(0) as f64 / n,
+                levels: kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, kind)| LevelLoss {
+                        depth: i + 1,
+                        kind: kind.clone(),
+                        kept: kept[i] as f64 / n,
+                        lost: lost[i + 1] as f64 / n,
+                    })
+                    .collect(),
             }
-            // Reached the leaves: kept at the last level above them.
-            if k.len() >= 2 && k[k.len() - 2] {
-                reached += 1;
-            }
-        }
-        NavigationLoss {
-            reached_leaves: reached as f64 / n,
-            returned: kept.last().copied().unwrap_or(0) as f64 / n,
-            levels: kinds
-                .iter()
-                .enumerate()
-                .map(|(i, kind)| LevelLoss {
-                    depth: i + 1,
-                    kind: kind.clone(),
-                    kept: kept[i] as f64 / n,
-                    lost: lost[i + 1] as f64 / n,
-                })
-                .collect(),
-        }
-    });
+        });
     SystemReport {
         passage: passage.get(),
-        document: document.get(),
+        document,
         candidates_judged: mean(&|o| o.candidates_judged as f64),
+        rounds: mean(&|o| o.rounds as f64),
         judge_calls: mean(&|o| f64::from(o.usage.calls)),
         cache_hits: mean(&|o| f64::from(o.usage.cache_hits)),
         titles_read: mean(&|o| o.titles_read),
@@ -653,7 +834,7 @@ fn level_kinds(tree: &Tree) -> Vec<String> {
 }
 
 /// Passage id → node, for tracing the gold through a tree.
-struct TreeIndex<'a> {
+pub(crate) struct TreeIndex<'a> {
     tree: &'a Tree,
     passage_node: HashMap<&'a str, NodeId>,
 }
@@ -668,6 +849,32 @@ impl<'a> TreeIndex<'a> {
             })
             .collect();
         TreeIndex { tree, passage_node }
+    }
+
+    /// Documents (indices) of every node shown to the judge (references and
+    /// cards aside).
+    fn judged_documents(
+        &self,
+        found: &Retrieval,
+        c: &Collection,
+        document_index: &HashMap<String, usize>,
+    ) -> HashSet<usize> {
+        let t = &found.trace;
+        t.levels
+            .iter()
+            .flat_map(|l| l.candidates.iter())
+            .chain(t.rounds.iter().flat_map(|r| r.candidates.iter()))
+            .filter(|cand| cand.route != treenav_navigator::Route::Reference)
+            .filter_map(|cand| match self.tree.get(cand.node).map(|n| &n.kind) {
+                Some(treenav_tree::NodeKind::Passage { id, .. }) => {
+                    c.index.get(id).map(|i| c.document_of[*i])
+                }
+                Some(treenav_tree::NodeKind::Document { id, .. }) => {
+                    document_index.get(id).copied()
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether a gold ancestor (or gold passage) was kept at each level walked.
@@ -728,15 +935,15 @@ impl Report {
             d.passages,
             d.gold
         );
-        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | calls/q | titles read | s/q | p50 ms | p95 ms |\n");
-        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | titles read | s/q | p50 ms | p95 ms |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for name in &self.order {
             let Some(s) = self.systems.get(name) else {
                 continue;
             };
             let _ = writeln!(
                 o,
-                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.1} | {:.1}% | {:.3} | {:.1} | {:.1} |",
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {} | {:.1} | {:.1}% | {:.3} | {:.1} | {:.1} |",
                 s.passage.hit_at_1,
                 s.passage.hit_at_5,
                 s.passage.recall_at_10,
@@ -746,6 +953,9 @@ impl Report {
                 s.document.recall_at_10,
                 s.document.ndcg_at_10,
                 s.candidates_judged,
+                s.document
+                    .judged_recall
+                    .map_or("—".to_string(), |r| format!("{r:.3}")),
                 s.judge_calls,
                 s.titles_read * 100.0,
                 s.seconds_per_query,
@@ -780,6 +990,7 @@ impl Report {
         for (name, why) in &self.skipped {
             let _ = writeln!(o, "\n{name} skipped: {why}");
         }
+        o.push_str(&crate::sweep::markdown(&self.judge_budgets));
         o
     }
 }

@@ -8,6 +8,7 @@
 //!   judge over every passage (`flat`).
 //! * [`bench`] runs systems over the queries and gathers a [`bench::Report`],
 //!   whose JSON schema is documented on the type.
+//! * [`sweep`] runs `tree`, `rerank` and `gar` at equal judgment budgets.
 //! * [`prune_curve`] measures the pruner: recall retention against compression.
 #![warn(missing_docs)]
 
@@ -16,6 +17,7 @@ pub mod bench;
 pub mod dataset;
 pub mod metrics;
 pub mod prune_curve;
+pub mod sweep;
 
 use std::path::PathBuf;
 

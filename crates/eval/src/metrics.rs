@@ -25,6 +25,10 @@ pub struct Metrics {
     pub mrr_at_10: f64,
     /// Normalised discounted cumulative gain at 10.
     pub ndcg_at_10: f64,
+    /// Share of the gold documents among everything the system showed the
+    /// judge (document level of judge systems only; averaged over queries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged_recall: Option<f64>,
 }
 
 /// Scores one ranking. `gold_units` is how many gold units exist (for
@@ -54,6 +58,7 @@ pub fn score(ranked: &[Option<usize>], gold_units: usize, relevant_items: usize)
         recall_at_10: covered.len() as f64 / gold_units as f64,
         mrr_at_10: first.map_or(0.0, |i| 1.0 / (i + 1) as f64),
         ndcg_at_10: dcg / ideal,
+        judged_recall: None,
     }
 }
 
@@ -84,6 +89,7 @@ impl Mean {
             recall_at_10: self.sum.recall_at_10 / n,
             mrr_at_10: self.sum.mrr_at_10 / n,
             ndcg_at_10: self.sum.ndcg_at_10 / n,
+            judged_recall: None,
         }
     }
 }
@@ -117,7 +123,8 @@ mod tests {
                 hit_at_5: 1.0,
                 recall_at_10: 1.0,
                 mrr_at_10: 1.0,
-                ndcg_at_10: 1.0
+                ndcg_at_10: 1.0,
+                judged_recall: None,
             }
         );
     }

@@ -300,6 +300,13 @@ impl Judge {
         self.inner.kind
     }
 
+    /// Whether the backend scores each candidate alone (a cross-encoder):
+    /// its scores are then comparable across calls without calibration
+    /// references.
+    pub fn pointwise(&self) -> bool {
+        matches!(self.inner.backend, Backend::CrossEncoder(_))
+    }
+
     /// The model (or, for the lexical judge, its formula).
     pub fn model(&self) -> &str {
         &self.inner.model

@@ -43,6 +43,7 @@ mod lexical;
 mod logprobs;
 mod openai_decisions;
 mod options;
+pub mod rank;
 mod remote;
 mod render;
 mod systemone;
@@ -52,6 +53,7 @@ pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
 pub use lexical::{bm25_scores, CorpusStats};
 pub use options::{BackendOptions, DispatchOptions, JudgeOptions, Limits};
+pub use rank::{BatchScores, RankOptions, Ranking};
 pub use render::render_state;
 
 use serde::{Deserialize, Serialize};

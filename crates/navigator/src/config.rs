@@ -14,6 +14,84 @@ pub enum OnJudgeError {
     Fallback,
 }
 
+/// How the navigator spends its judgments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// The paper's walk: every level judged in full, the top k_l expanded.
+    Levels,
+    /// One global frontier under a hard judgment budget: slates of the most
+    /// promising candidates (the BM25 list alternating with neighbours,
+    /// cluster siblings and cluster cards, by path relevance), judged round
+    /// by round until the budget is spent.
+    BestFirst,
+}
+
+impl Strategy {
+    /// Its name on the command line and in traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Levels => "levels",
+            Strategy::BestFirst => "best-first",
+        }
+    }
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Strategy> {
+        match s.trim() {
+            "levels" => Ok(Strategy::Levels),
+            "best-first" => Ok(Strategy::BestFirst),
+            other => Err(Error::Config(format!(
+                "unknown strategy `{other}` (strategies: levels, best-first)"
+            ))),
+        }
+    }
+}
+
+/// Settings of the `best-first` strategy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BestFirstConfig {
+    /// Candidates shown to the judge per query, counting calibration
+    /// references and the final shortlist rerank.
+    pub judge_budget: usize,
+    /// Candidates per judge call (a slate).
+    pub slate_size: usize,
+    /// Sequential rounds the budget is spread over (the shortlist rerank
+    /// adds one more call after them).
+    pub rounds: usize,
+    /// Follow the tree's neighbour lists (GAR).
+    pub neighbours: bool,
+    /// Use the clusters: evidence flows up to them and down to their
+    /// unjudged members.
+    pub clusters: bool,
+    /// Judge cluster cards too (the root's children, then the children of
+    /// cards judged promising).
+    pub cards: bool,
+    /// Path relevance weight α: a node's path score is α · its own score
+    /// (judged, or the best judged beneath it) + (1 − α) · its parent's.
+    pub path_weight: f64,
+    /// A neighbour enters the frontier at γ · its source document's score.
+    pub neighbour_weight: f64,
+}
+
+impl Default for BestFirstConfig {
+    fn default() -> Self {
+        BestFirstConfig {
+            judge_budget: 100,
+            slate_size: 10,
+            rounds: 5,
+            neighbours: true,
+            clusters: true,
+            cards: false,
+            path_weight: 0.5,
+            neighbour_weight: 0.6,
+        }
+    }
+}
+
 /// Navigator settings (linfa style: set, then [`NavigatorConfig::check`]).
 ///
 /// ```
@@ -37,6 +115,8 @@ pub struct NavigatorConfig {
     pub(crate) on_judge_error: OnJudgeError,
     pub(crate) deadline_secs: Option<f64>,
     pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) strategy: Strategy,
+    pub(crate) best_first: BestFirstConfig,
 }
 
 /// The budget of a level with none configured.
@@ -56,6 +136,8 @@ impl Default for NavigatorConfig {
             on_judge_error: OnJudgeError::Fail,
             deadline_secs: None,
             max_cost_usd: None,
+            strategy: Strategy::Levels,
+            best_first: BestFirstConfig::default(),
         }
     }
 }
@@ -138,9 +220,55 @@ impl NavigatorConfig {
         self
     }
 
+    /// The strategy. By default, [`Strategy::Levels`].
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Candidates shown to the judge per query under `best-first`,
+    /// references and the shortlist rerank included (at least the
+    /// shortlist + 1, at most 100,000). By default, 100.
+    pub fn judge_budget(mut self, budget: usize) -> Self {
+        self.best_first.judge_budget = budget;
+        self
+    }
+
+    /// Every `best-first` setting at once.
+    pub fn best_first(mut self, settings: BestFirstConfig) -> Self {
+        self.best_first = settings;
+        self
+    }
+
     /// Checks every setting.
     pub fn check(self) -> Result<ValidConfig> {
         let bad = |m: String| Err(Error::Config(m));
+        let bf = &self.best_first;
+        if bf.judge_budget <= self.shortlist.max(1) || bf.judge_budget > 100_000 {
+            return bad(format!(
+                "judge_budget must be in {}..=100000 (more than the shortlist of {}), got {}",
+                self.shortlist.max(1) + 1,
+                self.shortlist,
+                bf.judge_budget
+            ));
+        }
+        if !(2..=200).contains(&bf.slate_size) {
+            return bad(format!(
+                "slate_size must be in 2..=200, got {}",
+                bf.slate_size
+            ));
+        }
+        if !(1..=100).contains(&bf.rounds) {
+            return bad(format!("rounds must be in 1..=100, got {}", bf.rounds));
+        }
+        for (name, w) in [
+            ("path_weight", bf.path_weight),
+            ("neighbour_weight", bf.neighbour_weight),
+        ] {
+            if !(w.is_finite() && (0.0..=1.0).contains(&w)) {
+                return bad(format!("{name} must be in [0, 1], got {w}"));
+            }
+        }
         if !(1..=200).contains(&self.batch_size) {
             return bad(format!(
                 "batch_size must be in 1..=200, got {}",
@@ -215,6 +343,16 @@ impl ValidConfig {
     /// Passages returned (r).
     pub fn returned_passages(&self) -> usize {
         self.0.returned_passages
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> Strategy {
+        self.0.strategy
+    }
+
+    /// The `best-first` settings.
+    pub fn best_first(&self) -> &BestFirstConfig {
+        &self.0.best_first
     }
 
     pub(crate) fn deadline(&self) -> Option<Duration> {

@@ -43,12 +43,15 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod batch;
+mod best_first;
 mod config;
+mod levels;
 mod navigate;
 mod view;
 
-pub use config::{NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET};
+pub use config::{
+    BestFirstConfig, NavigatorConfig, OnJudgeError, Strategy, ValidConfig, DEFAULT_BUDGET,
+};
 pub use navigate::Navigator;
 
 use serde::Serialize;
@@ -133,6 +136,12 @@ pub enum Route {
     Both,
     /// Shown in every batch as a calibration reference.
     Reference,
+    /// Best-first: a neighbour of a judged document (`via` names it).
+    Neighbour,
+    /// Best-first: evidence from below — another passage of a judged
+    /// document, or an unjudged member of a cluster a judged member raised
+    /// (`via` names the node whose score brought it).
+    Evidence,
 }
 
 /// One candidate shown at a level.
@@ -152,6 +161,28 @@ pub struct TraceCandidate {
     pub batch: usize,
     /// Whether its batch was scored by the lexical fallback.
     pub fallback: bool,
+    /// Best-first: the judged node whose score brought it onto the frontier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<NodeId>,
+    /// Best-first: its priority on the frontier when it was picked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+}
+
+/// One round of best-first navigation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundTrace {
+    /// 1-based round.
+    pub round: usize,
+    /// Judge calls (slates) of the round, run concurrently.
+    pub slates: usize,
+    /// Every candidate shown, references included, in the order shown;
+    /// `batch` is its slate.
+    pub candidates: Vec<TraceCandidate>,
+    /// Judgments left after this round (before the shortlist rerank's).
+    pub budget_left: usize,
+    /// What the round cost.
+    pub usage: Usage,
 }
 
 /// One level of the walk.
@@ -177,15 +208,25 @@ pub struct LevelTrace {
 /// The record of one retrieval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trace {
-    /// The levels walked, top first.
+    /// `levels` or `best-first`.
+    pub strategy: &'static str,
+    /// Best-first: the judgment budget.
+    pub judge_budget: Option<usize>,
+    /// Best-first: whether the tree's neighbour lists were followed (off
+    /// for trees built without them).
+    pub neighbourhoods: bool,
+    /// The levels walked, top first (`levels`).
     pub levels: Vec<LevelTrace>,
+    /// The rounds judged (`best-first`).
+    pub rounds: Vec<RoundTrace>,
     /// The shortlist rerank's cost, if it ran.
     pub rerank: Option<Usage>,
     /// Everything the query cost.
     pub usage: Usage,
     /// Document nodes shown to the judge, over all document nodes (the paper read 16%).
     pub titles_read: f64,
-    /// Candidates judged in all.
+    /// Candidates shown to the judge in all: calibration references and the
+    /// shortlist rerank included.
     pub candidates_judged: usize,
     /// Wall time of the query in milliseconds.
     pub latency_ms: f64,

@@ -1,10 +1,9 @@
-//! The walk: judge a level in shared-context batches, keep the best, expand.
+//! The navigator: what the judge sees of each node, and the steps shared by
+//! both strategies (the shortlist rerank, ranked passages).
 
-use crate::batch::BatchPlan;
-use crate::config::{OnJudgeError, ValidConfig};
+use crate::config::{Strategy, ValidConfig};
 use crate::view::{self, LexicalIndex, Probabilities};
-use crate::{Error, LevelTrace, RankedPassage, Result, Retrieval, Route, Trace, TraceCandidate};
-use std::collections::{HashMap, HashSet};
+use crate::{Error, RankedPassage, Result, Retrieval};
 use std::sync::Arc;
 use std::time::Instant;
 use treenav_judge::{Candidate, CorpusStats, Judge, JudgeOptions, Usage};
@@ -13,31 +12,23 @@ use treenav_tree::{NodeId, NodeKind, Tree};
 /// The navigator. Share it (`Arc<Navigator>`) and run queries concurrently.
 #[derive(Debug)]
 pub struct Navigator {
-    tree: Arc<Tree>,
-    judge: Judge,
-    fallback: Judge,
-    config: ValidConfig,
-    index: Option<LexicalIndex>,
-    documents: usize,
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) judge: Judge,
+    pub(crate) fallback: Judge,
+    pub(crate) config: ValidConfig,
+    pub(crate) index: Option<LexicalIndex>,
+    pub(crate) stats: Arc<CorpusStats>,
+    pub(crate) documents: usize,
     /// What the judge sees of each cluster and document node, built once.
     labels: Vec<Option<Arc<str>>>,
-}
-
-/// One level's judged candidates.
-struct Judged {
-    scores: Vec<f64>,
-    batch_of: Vec<usize>,
-    fallback: Vec<bool>,
-    batches: usize,
-    usage: Usage,
 }
 
 impl Navigator {
     /// A navigator over a loaded tree with a judge and a checked config.
     ///
     /// The lexical judge (and the lexical fallback) get the corpus's passage
-    /// statistics; with `lexical_entry` on, a BM25 index over the documents
-    /// is built here, once.
+    /// statistics; with `lexical_entry` on (or under `best-first`, whose
+    /// frontier it seeds), a BM25 index over the documents is built here, once.
     pub fn new(tree: Arc<Tree>, judge: Judge, config: ValidConfig) -> Result<Navigator> {
         let documents = tree.documents().count();
         if documents == 0 || tree.passages().next().is_none() {
@@ -48,15 +39,18 @@ impl Navigator {
             .with_corpus_stats(stats.clone())
             .map_err(|e| Error::Config(e.to_string()))?;
         let fallback = Judge::new(&JudgeOptions::default())
-            .and_then(|j| j.with_corpus_stats(stats))
+            .and_then(|j| j.with_corpus_stats(stats.clone()))
             .map_err(|e| Error::Config(e.to_string()))?;
-        let index = (config.settings().lexical_entry > 0).then(|| LexicalIndex::build(&tree));
+        let lexical =
+            config.settings().lexical_entry > 0 || config.strategy() == Strategy::BestFirst;
+        let index = lexical.then(|| LexicalIndex::build(&tree));
         let mut navigator = Navigator {
             tree,
             judge,
             fallback,
             config,
             index,
+            stats,
             documents,
             labels: Vec::new(),
         };
@@ -87,9 +81,15 @@ impl Navigator {
     /// Retrieves the passages that answer `query`, with the trace of how.
     pub async fn retrieve(&self, query: &str) -> Result<Retrieval> {
         let start = Instant::now();
+        let work = async {
+            match self.config.strategy() {
+                Strategy::Levels => self.walk(query).await,
+                Strategy::BestFirst => self.best_first(query).await,
+            }
+        };
         let mut out = match self.config.deadline() {
-            None => self.walk(query).await?,
-            Some(limit) => tokio::time::timeout(limit, self.walk(query))
+            None => work.await?,
+            Some(limit) => tokio::time::timeout(limit, work)
                 .await
                 .map_err(|_| Error::Deadline(limit.as_secs_f64()))??,
         };
@@ -97,7 +97,7 @@ impl Navigator {
         Ok(out)
     }
 
-    fn label(&self, id: NodeId) -> String {
+    pub(crate) fn label(&self, id: NodeId) -> String {
         match self.labels.get(id.index()) {
             Some(Some(label)) => label.to_string(),
             _ => self.render_label(id),
@@ -115,7 +115,7 @@ impl Navigator {
         }
     }
 
-    fn candidate(&self, id: NodeId) -> Candidate {
+    pub(crate) fn candidate(&self, id: NodeId) -> Candidate {
         let node_id = match self.tree.get(id).map(|n| &n.kind) {
             Some(NodeKind::Document { id: doc, part, .. }) => match part {
                 Some((i, _)) => format!("{doc}#part{i}"),
@@ -127,155 +127,58 @@ impl Navigator {
         Candidate::new(node_id, self.label(id))
     }
 
-    async fn walk(&self, query: &str) -> Result<Retrieval> {
-        let s = self.config.settings();
-        let mut frontier: Vec<(NodeId, Route)> = self
-            .tree
-            .children(self.tree.root())
-            .iter()
-            .map(|c| (*c, Route::Tree))
-            .collect();
-        let mut probabilities = Probabilities::new();
-        let mut levels = Vec::new();
-        let mut usage = Usage::default();
-        let mut docs_shown: HashSet<NodeId> = HashSet::new();
-        let mut depth = 1;
-        let kept_passages: Vec<(NodeId, f64)> = loop {
-            let kind = frontier
-                .first()
-                .and_then(|(id, _)| self.tree.get(*id))
-                .map(|n| n.kind.name())
-                .ok_or_else(|| Error::Tree(format!("level {depth} has no candidate")))?;
-            if kind == "document" {
-                if let Some(index) = &self.index {
-                    let position: HashMap<NodeId, usize> = frontier
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (id, _))| (*id, i))
-                        .collect();
-                    for id in index.search(query, s.lexical_entry) {
-                        match position.get(&id) {
-                            Some(&i) => frontier[i].1 = Route::Both,
-                            None => frontier.push((id, Route::Lexical)),
-                        }
-                    }
-                }
-                docs_shown.extend(frontier.iter().map(|(id, _)| *id));
-            }
-            let leaf = kind == "passage";
-            let budget = if leaf {
-                s.returned_passages
-            } else {
-                self.config.budget(depth - 1)
-            };
-            let judged = self.judge_level(query, &frontier, depth, kind).await?;
-            usage.add(&judged.usage);
-            if let Some(cap) = s.max_cost_usd {
-                if usage.cost_usd > cap {
-                    return Err(Error::CostCap {
-                        cap,
-                        spent: usage.cost_usd,
-                        level: depth,
-                    });
-                }
-            }
-            let mut order: Vec<usize> = (0..frontier.len()).collect();
-            order.sort_by(|a, b| {
-                judged.scores[*b]
-                    .total_cmp(&judged.scores[*a])
-                    .then(frontier[*a].0.cmp(&frontier[*b].0))
-            });
-            order.truncate(budget);
-            // Documents brought by the lexical entry are always expanded, so
-            // navigation can only add recall to flat lexical retrieval.
-            let protected: Vec<usize> = (0..frontier.len())
-                .filter(|i| {
-                    matches!(frontier[*i].1, Route::Lexical | Route::Both) && !order.contains(i)
-                })
-                .collect();
-            let budget = budget + protected.len();
-            order.extend(protected);
-            let kept: HashSet<usize> = order.iter().copied().collect();
-            for (i, (id, _)) in frontier.iter().enumerate() {
-                probabilities.insert(*id, judged.scores[i]);
-            }
-            let candidates = frontier
-                .iter()
-                .enumerate()
-                .map(|(i, (id, route))| TraceCandidate {
-                    node: *id,
-                    label: cut(&self.label(*id), 300),
-                    probability: judged.scores[i],
-                    kept: kept.contains(&i),
-                    route: *route,
-                    batch: judged.batch_of[i],
-                    fallback: judged.fallback[i],
-                })
-                .collect();
-            levels.push(LevelTrace {
-                depth,
-                kind,
-                budget,
-                kept: order.len(),
-                batches: judged.batches,
-                candidates,
-                usage: judged.usage,
-            });
-            let chosen: Vec<(NodeId, f64)> = order
-                .iter()
-                .map(|i| (frontier[*i].0, judged.scores[*i]))
-                .collect();
-            if leaf {
-                break chosen;
-            }
-            frontier = chosen
-                .iter()
-                .flat_map(|(id, _)| self.tree.children(*id).iter().map(|c| (*c, Route::Tree)))
-                .collect();
-            depth += 1;
-        };
-
-        let mut passages: Vec<RankedPassage> = kept_passages
-            .iter()
-            .filter_map(|(id, p)| self.ranked(*id, *p, &probabilities))
-            .collect();
-        let m = s.shortlist.min(passages.len());
-        let mut rerank_usage = None;
-        if m >= 2 {
-            let shortlist: Vec<Candidate> = passages[..m]
-                .iter()
-                .map(|p| Candidate::new(p.id.clone(), view::passage(&self.tree, p.node, &p.text)))
-                .collect();
-            let choice = self
-                .judge
-                .choose(query, &shortlist)
-                .await
-                .map_err(Error::Rerank)?;
-            usage.add(&choice.usage);
-            for (p, prob) in passages[..m].iter_mut().zip(&choice.probabilities) {
-                p.rerank_probability = Some(*prob);
-            }
-            passages[..m].sort_by(|a, b| {
-                b.rerank_probability
-                    .unwrap_or(0.0)
-                    .total_cmp(&a.rerank_probability.unwrap_or(0.0))
-                    .then(b.probability.total_cmp(&a.probability))
-            });
-            rerank_usage = Some(choice.usage);
+    /// Stops with [`Error::CostCap`] once `usage` is over the cost cap.
+    pub(crate) fn check_cost(&self, usage: &Usage, level: usize) -> Result<()> {
+        match self.config.settings().max_cost_usd {
+            Some(cap) if usage.cost_usd > cap => Err(Error::CostCap {
+                cap,
+                spent: usage.cost_usd,
+                level,
+            }),
+            _ => Ok(()),
         }
-        let candidates_judged = levels.iter().map(|l| l.candidates.len()).sum();
-        Ok(Retrieval {
-            query: query.to_string(),
-            passages,
-            trace: Trace {
-                levels,
-                rerank: rerank_usage,
-                usage,
-                titles_read: docs_shown.len() as f64 / self.documents.max(1) as f64,
-                candidates_judged,
-                latency_ms: 0.0,
-            },
-        })
+    }
+
+    /// Turns kept passages (best first) into ranked passages and reranks the
+    /// shortlist with one multiple-choice question through the judge
+    /// crate's ranking path. Returns the passages, the rerank's usage and
+    /// the candidates it showed.
+    pub(crate) async fn finish(
+        &self,
+        query: &str,
+        kept: &[(NodeId, f64)],
+        probabilities: &Probabilities,
+    ) -> Result<(Vec<RankedPassage>, Option<Usage>, usize)> {
+        let mut passages: Vec<RankedPassage> = kept
+            .iter()
+            .filter_map(|(id, p)| self.ranked(*id, *p, probabilities))
+            .collect();
+        let candidates: Vec<Candidate> = passages
+            .iter()
+            .map(|p| Candidate::new(p.id.clone(), view::passage(&self.tree, p.node, &p.text)))
+            .collect();
+        let scores: Vec<f64> = passages.iter().map(|p| p.probability).collect();
+        let mut order: Vec<usize> = (0..passages.len()).collect();
+        let choice = self
+            .judge
+            .rerank_shortlist(
+                query,
+                &candidates,
+                &mut order,
+                &scores,
+                self.config.settings().shortlist,
+            )
+            .await
+            .map_err(Error::Rerank)?;
+        let Some(choice) = choice else {
+            return Ok((passages, None, 0));
+        };
+        for (i, p) in order.iter().zip(&choice.probabilities) {
+            passages[*i].rerank_probability = Some(*p);
+        }
+        let mut slots: Vec<Option<RankedPassage>> = passages.into_iter().map(Some).collect();
+        let passages = order.iter().filter_map(|i| slots[*i].take()).collect();
+        Ok((passages, Some(choice.usage), choice.probabilities.len()))
     }
 
     fn ranked(
@@ -310,85 +213,10 @@ impl Navigator {
             rerank_probability: None,
         })
     }
-
-    /// Judges one level in batches of `batch_size`, all at once; with
-    /// calibration, shows the same references in every batch and shifts each
-    /// batch's logits so that the references' mean logit agrees across batches.
-    async fn judge_level(
-        &self,
-        query: &str,
-        frontier: &[(NodeId, Route)],
-        depth: usize,
-        kind: &'static str,
-    ) -> Result<Judged> {
-        let s = self.config.settings();
-        let candidates: Vec<Candidate> =
-            frontier.iter().map(|(id, _)| self.candidate(*id)).collect();
-        let plan = BatchPlan::new(candidates.len(), s.batch_size, s.calibration);
-        let batches: Vec<Vec<Candidate>> = plan
-            .batches()
-            .iter()
-            .map(|members| members.iter().map(|i| candidates[*i].clone()).collect())
-            .collect();
-        let results =
-            futures::future::join_all(batches.iter().map(|shown| self.judge.judge(query, shown)))
-                .await;
-        let mut usage = Usage::default();
-        let mut per_batch: Vec<Vec<f64>> = Vec::with_capacity(batches.len());
-        let mut fell_back: Vec<bool> = Vec::with_capacity(batches.len());
-        for (b, result) in results.into_iter().enumerate() {
-            match result {
-                Ok(j) => {
-                    usage.add(&j.usage);
-                    per_batch.push(j.probabilities);
-                    fell_back.push(false);
-                }
-                Err(source) if s.on_judge_error == OnJudgeError::Fallback => {
-                    tracing::warn!(level = depth, batch = b, error = %source, "judge failed; lexical fallback");
-                    let j = self
-                        .fallback
-                        .judge(query, &batches[b])
-                        .await
-                        .map_err(|source| Error::Judge {
-                            level: depth,
-                            kind,
-                            batch: b,
-                            source,
-                        })?;
-                    usage.add(&j.usage);
-                    per_batch.push(j.probabilities);
-                    fell_back.push(true);
-                }
-                Err(source) => {
-                    return Err(Error::Judge {
-                        level: depth,
-                        kind,
-                        batch: b,
-                        source,
-                    })
-                }
-            }
-        }
-        let scores = plan.combine(&per_batch).map_err(|(b, msg)| Error::Judge {
-            level: depth,
-            kind,
-            batch: b,
-            source: treenav_judge::Error::config(msg),
-        })?;
-        let batch_of: Vec<usize> = (0..candidates.len()).map(|i| plan.batch_of(i)).collect();
-        let fallback = batch_of.iter().map(|b| fell_back[*b]).collect();
-        Ok(Judged {
-            scores,
-            batch_of,
-            fallback,
-            batches: batches.len(),
-            usage,
-        })
-    }
 }
 
 /// The first `max` characters of a label, for the trace.
-fn cut(text: &str, max: usize) -> String {
+pub(crate) fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),

@@ -135,14 +135,24 @@ impl LexicalIndex {
 
     /// The top `n` document nodes for a query, best first.
     pub(crate) fn search(&self, query: &str, n: usize) -> Vec<NodeId> {
+        self.search_scored(query, n)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// The top `n` document nodes for a query with their BM25 scores, best
+    /// first (ties: the lower node id first, so results are deterministic).
+    pub(crate) fn search_scored(&self, query: &str, n: usize) -> Vec<(NodeId, f64)> {
         let mut hits = self.engine.search(query, n);
-        // Ties in score: the lower node id first, so results are deterministic.
         hits.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
                 .then(a.document.id.cmp(&b.document.id))
         });
-        hits.into_iter().map(|h| NodeId(h.document.id)).collect()
+        hits.into_iter()
+            .map(|h| (NodeId(h.document.id), f64::from(h.score)))
+            .collect()
     }
 }
 

@@ -21,6 +21,7 @@ pub struct TreeParams {
     clusters: Option<usize>,
     seed: u64,
     embed_sentences: usize,
+    neighbours: usize,
 }
 
 impl Default for TreeParams {
@@ -30,6 +31,7 @@ impl Default for TreeParams {
             clusters: None,
             seed: 42,
             embed_sentences: 1,
+            neighbours: crate::neighbours::DEFAULT_NEIGHBOURS,
         }
     }
 }
@@ -63,6 +65,13 @@ impl TreeParams {
         self
     }
 
+    /// Nearest documents stored per document (searched in its leaf cluster
+    /// and the sibling clusters; 0 stores none). By default, 16.
+    pub fn neighbours(mut self, k: usize) -> Self {
+        self.neighbours = k;
+        self
+    }
+
     /// Checks the parameters.
     pub fn check(self) -> Result<ValidTreeParams> {
         if !(2..=10_000).contains(&self.branching) {
@@ -76,6 +85,12 @@ impl TreeParams {
         }
         if self.embed_sentences == 0 {
             return Err(Error::Param("embed_sentences must be at least 1".into()));
+        }
+        if self.neighbours > 1_000 {
+            return Err(Error::Param(format!(
+                "neighbours must be at most 1000, got {}",
+                self.neighbours
+            )));
         }
         Ok(ValidTreeParams(self))
     }
@@ -101,6 +116,10 @@ impl ValidTreeParams {
     /// Sentences embedded with each title.
     pub fn embed_sentences(&self) -> usize {
         self.0.embed_sentences
+    }
+    /// Nearest documents stored per document.
+    pub fn neighbours(&self) -> usize {
+        self.0.neighbours
     }
 }
 
@@ -257,7 +276,7 @@ pub async fn build_tree(
 
     progress.stage("clustering", 1);
     let corpus = std::sync::Arc::new(corpus);
-    let (levels, facts) = {
+    let (levels, facts, near) = {
         let corpus = corpus.clone();
         let units = units.clone();
         let params = params.clone();
@@ -282,7 +301,13 @@ pub async fn build_tree(
         built_by: concat!("treenav ", env!("CARGO_PKG_VERSION")).to_string(),
     };
     let tree = tokio::task::spawn_blocking(move || {
-        assemble(corpus, &units, &levels, summaries, terms, doc_counts, meta)
+        let clusters = Clusters {
+            levels: &levels,
+            summaries,
+            terms,
+            doc_counts,
+        };
+        assemble(corpus, &units, clusters, &near, meta)
     })
     .await
     .map_err(|e| Error::Task(e.to_string()))??;
@@ -297,8 +322,14 @@ fn plan(
     units: &[Unit],
     embeddings: &Array2<f32>,
     params: &ValidTreeParams,
-) -> Result<(Levels, Vec<ClusterFacts>)> {
+) -> Result<(Levels, Vec<ClusterFacts>, Vec<Vec<usize>>)> {
     let levels = cluster_levels(embeddings, params, &crate::NoProgress)?;
+    let near = crate::neighbours::nearest(
+        embeddings,
+        &levels[0],
+        levels.get(1).map(Vec::as_slice),
+        params.neighbours(),
+    );
     let unit_texts: Vec<String> = units
         .iter()
         .map(|u| {
@@ -348,19 +379,31 @@ fn plan(
             });
         }
     }
-    Ok((levels, facts))
+    Ok((levels, facts, near))
+}
+
+/// The cluster levels and what labels them.
+struct Clusters<'a> {
+    levels: &'a [Vec<Vec<usize>>],
+    summaries: Vec<String>,
+    terms: Vec<Vec<String>>,
+    doc_counts: Vec<u32>,
 }
 
 /// Lays out the arena top-down: root, clusters level by level, documents, passages.
 fn assemble(
     mut corpus: Corpus,
     units: &[Unit],
-    levels: &[Vec<Vec<usize>>],
-    summaries: Vec<String>,
-    terms: Vec<Vec<String>>,
-    doc_counts: Vec<u32>,
+    clusters: Clusters<'_>,
+    near: &[Vec<usize>],
     meta: TreeMeta,
 ) -> Result<Tree> {
+    let Clusters {
+        levels,
+        summaries,
+        terms,
+        doc_counts,
+    } = clusters;
     // Offsets of each level's clusters in the flat summaries list.
     let mut offsets = Vec::with_capacity(levels.len());
     let mut total = 0;
@@ -430,6 +473,10 @@ fn assemble(
             unit_nodes.push((u, push(&mut nodes, kind, ids[g])));
         }
     }
+    let mut node_of_unit = vec![NodeId(0); units.len()];
+    for (u, node) in &unit_nodes {
+        node_of_unit[*u] = *node;
+    }
     for (u, node) in unit_nodes {
         let unit = &units[u];
         let passages = &mut corpus.documents[unit.doc].passages;
@@ -451,7 +498,14 @@ fn assemble(
             );
         }
     }
-    Tree::from_parts(meta, nodes)
+    let mut neighbours = Vec::new();
+    if near.iter().any(|l| !l.is_empty()) {
+        neighbours = vec![Vec::new(); nodes.len()];
+        for (u, list) in near.iter().enumerate() {
+            neighbours[node_of_unit[u].index()] = list.iter().map(|v| node_of_unit[*v]).collect();
+        }
+    }
+    Tree::with_neighbours(meta, nodes, neighbours)
 }
 
 #[cfg(test)]

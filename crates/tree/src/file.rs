@@ -1,13 +1,16 @@
 //! The tree file: a fixed header (magic, format version, payload length,
 //! CRC-32 of the payload) followed by the postcard-encoded tree.
 //!
+//! Version 2 adds each document's neighbour list; version-1 files (no
+//! neighbours) still load, and navigate with neighbourhoods off.
+//!
 //! Saving writes a temporary file beside the target, syncs it and renames it
 //! over the target, so a crash never leaves a half-written tree. Loading
 //! checks every header field and the checksum before decoding, then validates
 //! the structure, so a truncated, corrupted or foreign file is an error,
 //! never a panic or a garbage tree.
 
-use crate::model::Tree;
+use crate::model::{Node, NodeId, Tree, TreeMeta};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -15,20 +18,50 @@ use std::path::Path;
 /// The first 8 bytes of every tree file.
 pub const MAGIC: &[u8; 8] = b"TRNVTREE";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build still reads.
+pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
+
+/// The payload of a version-1 file: no neighbour lists.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TreeV1 {
+    meta: TreeMeta,
+    nodes: Vec<Node>,
+}
+
+/// The payload of a version-2 file.
+#[derive(serde::Deserialize)]
+struct TreeV2 {
+    meta: TreeMeta,
+    nodes: Vec<Node>,
+    neighbours: Vec<Vec<NodeId>>,
+}
 
 /// Encodes a tree into the file bytes (header + payload).
 pub fn to_bytes(tree: &Tree) -> Result<Vec<u8>> {
     let payload = postcard::to_stdvec(tree).map_err(|e| Error::Encode(e.to_string()))?;
+    Ok(framed(FORMAT_VERSION, payload))
+}
+
+/// Encodes a tree as a version-1 file (neighbour lists dropped), for tools
+/// and tests that must produce files older builds read.
+pub fn to_bytes_v1(tree: &Tree) -> Result<Vec<u8>> {
+    let (meta, nodes, _) = tree.clone().into_parts();
+    let payload =
+        postcard::to_stdvec(&TreeV1 { meta, nodes }).map_err(|e| Error::Encode(e.to_string()))?;
+    Ok(framed(1, payload))
+}
+
+fn framed(version: u32, payload: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes()); // flags, reserved
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
-    Ok(out)
+    out
 }
 
 /// Decodes and validates file bytes; `name` stands for the file in errors.
@@ -52,9 +85,9 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         u32::from_le_bytes(b)
     };
     let version = u32_at(8);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(bad(format!(
-            "format version {version}, but this build reads version {FORMAT_VERSION}: rebuild the tree with `treenav build`"
+            "format version {version}, but this build reads versions {OLDEST_VERSION} to {FORMAT_VERSION}: rebuild the tree with `treenav build`"
         )));
     }
     let mut len_bytes = [0u8; 8];
@@ -71,10 +104,15 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
     if crc32fast::hash(payload) != crc {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
-    let tree: Tree =
-        postcard::from_bytes(payload).map_err(|e| bad(format!("cannot decode the tree: {e}")))?;
-    tree.validate().map_err(|e| bad(e.to_string()))?;
-    Ok(tree)
+    let decode_error = |e: postcard::Error| bad(format!("cannot decode the tree: {e}"));
+    let (meta, nodes, neighbours) = if version == 1 {
+        let v1: TreeV1 = postcard::from_bytes(payload).map_err(decode_error)?;
+        (v1.meta, v1.nodes, Vec::new())
+    } else {
+        let v2: TreeV2 = postcard::from_bytes(payload).map_err(decode_error)?;
+        (v2.meta, v2.nodes, v2.neighbours)
+    };
+    Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))
 }
 
 /// Saves a tree atomically: temp file in the same folder, fsync, rename.

@@ -41,6 +41,7 @@ pub mod cluster;
 pub mod embed;
 pub mod file;
 mod model;
+pub mod neighbours;
 pub mod summary;
 
 pub use build::{build_tree, default_clusters, TreeParams, ValidTreeParams};

@@ -122,6 +122,10 @@ pub struct TreeMeta {
 pub struct Tree {
     meta: TreeMeta,
     nodes: Vec<Node>,
+    /// Per node (by index): for a document node, its nearest documents in
+    /// the build embedding, nearest first; empty for other nodes. Empty as a
+    /// whole for trees built without neighbour lists (format version 1).
+    neighbours: Vec<Vec<NodeId>>,
 }
 
 /// Counts of one depth of the tree.
@@ -144,9 +148,48 @@ pub struct LevelStats {
 impl Tree {
     /// Assembles a tree from an arena and checks it (see [`Tree::validate`]).
     pub fn from_parts(meta: TreeMeta, nodes: Vec<Node>) -> Result<Tree> {
-        let tree = Tree { meta, nodes };
+        Tree::with_neighbours(meta, nodes, Vec::new())
+    }
+
+    /// Assembles a tree with neighbour lists (`neighbours[i]` for node `i`:
+    /// documents nearest to document `i`, nearest first; empty for other
+    /// nodes, or empty as a whole for none) and checks it.
+    pub fn with_neighbours(
+        meta: TreeMeta,
+        nodes: Vec<Node>,
+        neighbours: Vec<Vec<NodeId>>,
+    ) -> Result<Tree> {
+        let tree = Tree {
+            meta,
+            nodes,
+            neighbours,
+        };
         tree.validate()?;
         Ok(tree)
+    }
+
+    /// Whether the tree stores neighbour lists (trees of format version 1 do not).
+    pub fn has_neighbours(&self) -> bool {
+        !self.neighbours.is_empty()
+    }
+
+    /// A document's nearest documents in the build embedding, nearest first
+    /// (empty for other nodes and for trees without neighbour lists).
+    pub fn neighbours(&self, id: NodeId) -> &[NodeId] {
+        self.neighbours
+            .get(id.index())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The tree without its neighbour lists (as a version-1 file holds it).
+    pub fn without_neighbours(mut self) -> Tree {
+        self.neighbours = Vec::new();
+        self
+    }
+
+    pub(crate) fn into_parts(self) -> (TreeMeta, Vec<Node>, Vec<Vec<NodeId>>) {
+        (self.meta, self.nodes, self.neighbours)
     }
 
     /// How the tree was built.
@@ -364,6 +407,42 @@ impl Tree {
         }
         if doc_depth.is_none() {
             return invalid("the tree has no document".into());
+        }
+        self.validate_neighbours()
+    }
+
+    /// Neighbour lists: none at all, or one per node, listing only other
+    /// document nodes, and only for document nodes.
+    fn validate_neighbours(&self) -> Result<()> {
+        let invalid = |msg: String| Err(Error::InvalidTree(msg));
+        if self.neighbours.is_empty() {
+            return Ok(());
+        }
+        if self.neighbours.len() != self.nodes.len() {
+            return invalid(format!(
+                "{} neighbour lists for {} nodes",
+                self.neighbours.len(),
+                self.nodes.len()
+            ));
+        }
+        for (i, list) in self.neighbours.iter().enumerate() {
+            let is_doc = matches!(self.nodes[i].kind, NodeKind::Document { .. });
+            if !is_doc && !list.is_empty() {
+                return invalid(format!("node {i} is not a document but has neighbours"));
+            }
+            for n in list {
+                let ok = n.index() != i
+                    && matches!(
+                        self.nodes.get(n.index()).map(|x| &x.kind),
+                        Some(NodeKind::Document { .. })
+                    );
+                if !ok {
+                    return invalid(format!(
+                        "document {i} lists node {} as a neighbour, which is not another document",
+                        n.0
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -1,15 +1,16 @@
-//! Shared-context batches of one level, and calibration across them.
+//! The one calibrated ranking path: a list of candidates for a query, judged
+//! in shared-context batches with reference candidates, then the shortlist
+//! rerank. The navigator, the pruner's callers and the bench's baselines all
+//! rank through here; nothing else splits a list into batches.
 //!
-//! A level's candidates are cut into batches of `batch_size`; each batch is
-//! one judge call. With calibration on (and more than one batch), the same
-//! reference candidates are shown in every batch and each batch's logits are
-//! shifted so that the references' mean logit agrees across batches: a
-//! judge that scores relative to its context then ranks the whole level on
-//! one scale. The navigator and the bench's `rerank` and `flat` baselines
-//! all judge through this.
+//! A level (or list) larger than one batch is split; with calibration on,
+//! the first [`REFERENCES`] candidates are shown in every batch and each
+//! batch's logits are shifted so that the references' mean logit agrees
+//! across batches: a judge that scores relative to its context then ranks
+//! the whole list on one scale.
 
+use crate::{Candidate, Judge, Result, Usage};
 use std::ops::Range;
-use treenav_judge::{Candidate, Judge, Usage};
 
 /// Reference candidates shown in every batch when calibration is on.
 pub const REFERENCES: usize = 2;
@@ -70,6 +71,22 @@ impl BatchPlan {
     /// reference it lacks.
     pub fn batches(&self) -> &[Vec<usize>] {
         &self.members
+    }
+
+    /// Candidates shown over all batches: each reference counts once per
+    /// batch that shows it.
+    pub fn shown(&self) -> usize {
+        self.members.iter().map(Vec::len).sum()
+    }
+
+    /// The most candidates whose batches show at most `budget` in all
+    /// (references included).
+    pub fn fit(budget: usize, batch_size: usize, calibration: bool) -> usize {
+        let mut n = budget;
+        while n > 0 && BatchPlan::new(n, batch_size, calibration).shown() > budget {
+            n -= 1;
+        }
+        n
     }
 
     /// Whether calibration applies (references are shown).
@@ -167,43 +184,154 @@ pub struct BatchScores {
     pub scores: Vec<f64>,
     /// Judge calls planned (before any splitting by the dispatcher).
     pub batches: usize,
+    /// Candidates shown, references counted in every batch that shows them.
+    pub shown: usize,
     /// What judging cost.
     pub usage: Usage,
 }
 
-/// Judges `candidates` for `query` in shared-context batches of
-/// `batch_size`, all batches at once, calibrated across batches when
-/// `calibration` is on. No fallback: the first failing batch's error is returned.
-pub async fn judge_batched(
-    judge: &Judge,
-    query: &str,
-    candidates: &[Candidate],
-    batch_size: usize,
-    calibration: bool,
-) -> treenav_judge::Result<BatchScores> {
-    let plan = BatchPlan::new(candidates.len(), batch_size, calibration);
-    let shown: Vec<Vec<Candidate>> = plan
-        .batches()
-        .iter()
-        .map(|m| m.iter().map(|i| candidates[*i].clone()).collect())
-        .collect();
-    let results =
-        futures::future::join_all(shown.iter().map(|batch| judge.judge(query, batch))).await;
-    let mut usage = Usage::default();
-    let mut per_batch = Vec::with_capacity(results.len());
-    for result in results {
-        let j = result?;
-        usage.add(&j.usage);
-        per_batch.push(j.probabilities);
+/// How [`Judge::rank`] judges a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankOptions {
+    /// Candidates per call (at least 1).
+    pub batch_size: usize,
+    /// Calibrate across batches with shared references.
+    pub calibration: bool,
+    /// Candidates reranked by one multiple-choice question (0 or 1: none).
+    pub shortlist: usize,
+}
+
+/// A list ranked by [`Judge::rank`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// Candidate indices, best first: the reranked shortlist, then the rest
+    /// by calibrated score (ties keep the input order).
+    pub order: Vec<usize>,
+    /// Calibrated P(yes) per candidate, in input order.
+    pub scores: Vec<f64>,
+    /// The shortlist's multiple-choice probability per candidate (input
+    /// order; `None` outside the shortlist).
+    pub rerank: Vec<Option<f64>>,
+    /// Candidates shown to the judge, references and shortlist included.
+    pub shown: usize,
+    /// Judge calls planned for the batches (the rerank not counted).
+    pub batches: usize,
+    /// What judging cost, rerank included.
+    pub usage: Usage,
+}
+
+impl Judge {
+    /// Judges `candidates` for `query` in shared-context batches of
+    /// `batch_size`, all batches at once, calibrated across batches when
+    /// `calibration` is on. No fallback: the first failing batch's error is
+    /// returned.
+    pub async fn judge_batched(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        batch_size: usize,
+        calibration: bool,
+    ) -> Result<BatchScores> {
+        let plan = BatchPlan::new(candidates.len(), batch_size, calibration);
+        let shown: Vec<Vec<Candidate>> = plan
+            .batches()
+            .iter()
+            .map(|m| m.iter().map(|i| candidates[*i].clone()).collect())
+            .collect();
+        let results =
+            futures::future::join_all(shown.iter().map(|batch| self.judge(query, batch))).await;
+        let mut usage = Usage::default();
+        let mut per_batch = Vec::with_capacity(results.len());
+        for result in results {
+            let j = result?;
+            usage.add(&j.usage);
+            per_batch.push(j.probabilities);
+        }
+        let scores = plan
+            .combine(&per_batch)
+            .map_err(|(b, msg)| crate::Error::malformed("rank", format!("batch {b}: {msg}")))?;
+        Ok(BatchScores {
+            scores,
+            batches: plan.batches().len(),
+            shown: shown.iter().map(Vec::len).sum(),
+            usage,
+        })
     }
-    let scores = plan
-        .combine(&per_batch)
-        .map_err(|(b, msg)| treenav_judge::Error::config(format!("batch {b}: {msg}")))?;
-    Ok(BatchScores {
-        scores,
-        batches: plan.batches().len(),
-        usage,
-    })
+
+    /// Ranks a list: [`Judge::judge_batched`], then the best
+    /// `how.shortlist` reranked by one multiple-choice question
+    /// ([`Judge::rerank_shortlist`]).
+    pub async fn rank(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        how: RankOptions,
+    ) -> Result<Ranking> {
+        let judged = self
+            .judge_batched(query, candidates, how.batch_size, how.calibration)
+            .await?;
+        let mut order: Vec<usize> = (0..candidates.len()).collect();
+        order.sort_by(|a, b| {
+            judged.scores[*b]
+                .total_cmp(&judged.scores[*a])
+                .then(a.cmp(b))
+        });
+        let mut usage = judged.usage;
+        let mut shown = judged.shown;
+        let mut rerank = vec![None; candidates.len()];
+        if let Some(choice) = self
+            .rerank_shortlist(query, candidates, &mut order, &judged.scores, how.shortlist)
+            .await?
+        {
+            usage.add(&choice.usage);
+            shown += choice.probabilities.len();
+            for (i, p) in order.iter().zip(&choice.probabilities) {
+                rerank[*i] = Some(*p);
+            }
+        }
+        Ok(Ranking {
+            order,
+            scores: judged.scores,
+            rerank,
+            shown,
+            batches: judged.batches,
+            usage,
+        })
+    }
+
+    /// The shortlist rerank: the first `m` of `order` (indices into
+    /// `candidates`, best first) asked as one multiple-choice question and
+    /// reordered by its probabilities (ties: the higher `scores`). Returns the
+    /// choice, whose probabilities follow the **new** order of `order[..m]`;
+    /// `None` when fewer than two candidates would be shown.
+    pub async fn rerank_shortlist(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+        order: &mut [usize],
+        scores: &[f64],
+        m: usize,
+    ) -> Result<Option<crate::Choice>> {
+        let m = m.min(order.len());
+        if m < 2 {
+            return Ok(None);
+        }
+        let shortlist: Vec<Candidate> = order[..m].iter().map(|i| candidates[*i].clone()).collect();
+        let mut choice = self.choose(query, &shortlist).await?;
+        let score = |i: usize| scores.get(i).copied().unwrap_or(0.0);
+        let mut head: Vec<(usize, f64)> = order[..m]
+            .iter()
+            .copied()
+            .zip(choice.probabilities.iter().copied())
+            .collect();
+        head.sort_by(|a, b| b.1.total_cmp(&a.1).then(score(b.0).total_cmp(&score(a.0))));
+        for (slot, (i, _)) in order[..m].iter_mut().zip(&head) {
+            *slot = *i;
+        }
+        choice.probabilities = head.iter().map(|(_, p)| *p).collect();
+        choice.best = 0;
+        Ok(Some(choice))
+    }
 }
 
 #[cfg(test)]
@@ -272,6 +400,17 @@ mod tests {
             .combine(&[vec![0.0, 1.0], vec![0.7, 0.2, 0.0, 1.0]])
             .expect("combine");
         assert_eq!(scores, vec![0.0, 1.0, 0.7, 0.2]);
+    }
+
+    #[test]
+    fn fit_counts_references_against_the_budget() {
+        // 195 candidates in batches of 100 with 2 references: 197 shown.
+        assert_eq!(BatchPlan::new(195, 100, true).shown(), 197);
+        assert_eq!(BatchPlan::fit(195, 100, true), 193);
+        assert_eq!(BatchPlan::new(193, 100, true).shown(), 195);
+        assert_eq!(BatchPlan::fit(95, 100, true), 95);
+        assert_eq!(BatchPlan::fit(195, 100, false), 195);
+        assert_eq!(BatchPlan::fit(0, 10, true), 0);
     }
 
     #[test]

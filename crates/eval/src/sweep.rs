@@ -1,0 +1,111 @@
+//! The judgment-budget sweep: at each budget B, three systems show the judge
+//! at most B candidates per query (calibration references and the shortlist
+//! rerank included), on the same queries:
+//!
+//! * `tree`: best-first navigation at B (the bench's navigator settings);
+//! * `rerank`: BM25's top N passages judged, then the shortlist of m, N as
+//!   large as fits B with the calibration references counted;
+//! * `gar`: best-first over the BM25 list and the stored neighbour lists,
+//!   without the clusters — the ablation that shows what the tree adds.
+//!
+//! Each system gets a fresh judge at each budget, so none reads another's
+//! cache.
+
+use crate::bench::{gar_config, summarize, tree_config, Context, Runner, SystemReport};
+use crate::{Error, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use treenav_judge::rank::BatchPlan;
+use treenav_tree::Progress;
+
+/// The systems of the sweep, in the order run.
+pub const SYSTEMS: [&str; 3] = ["tree", "rerank", "gar"];
+
+/// The figures of one budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetReport {
+    /// The judgment budget B.
+    pub budget: usize,
+    /// `tree`, `rerank` and `gar` at B.
+    pub systems: BTreeMap<String, SystemReport>,
+}
+
+/// Runs the sweep over `ctx.setup.judge_budgets` (none: an empty list).
+pub(crate) async fn run(ctx: &Context<'_>, progress: &dyn Progress) -> Result<Vec<BudgetReport>> {
+    let mut out = Vec::new();
+    let nav = &ctx.setup.navigator;
+    let m = if nav.shortlist() >= 2 {
+        nav.shortlist()
+    } else {
+        0
+    };
+    for &budget in &ctx.setup.judge_budgets {
+        if budget <= m.max(1) {
+            return Err(Error::Config(format!(
+                "judge budget {budget} leaves nothing to judge beside the shortlist of {m}"
+            )));
+        }
+        let mut systems = BTreeMap::new();
+        for name in SYSTEMS {
+            let runner = match name {
+                "tree" => ctx.navigator(name, tree_config(nav, budget)?)?,
+                "gar" => ctx.navigator(name, gar_config(nav, budget)?)?,
+                _ => {
+                    let how = ctx.rank_options();
+                    let n = BatchPlan::fit(budget - m, how.batch_size, how.calibration);
+                    Runner::Judged {
+                        judge: ctx.judge(name)?,
+                        pool: Some(n),
+                        how,
+                    }
+                }
+            };
+            let label = format!("{name}@{budget}");
+            let outcomes = ctx.outcomes(&label, &runner, progress).await?;
+            let tree = match &runner {
+                Runner::Tree(n) => Some(n.tree()),
+                _ => None,
+            };
+            systems.insert(
+                name.to_string(),
+                summarize(&outcomes, &ctx.golds, &ctx.collection, tree, true),
+            );
+        }
+        out.push(BudgetReport { budget, systems });
+    }
+    Ok(out)
+}
+
+/// The sweep as a Markdown table (empty without a sweep).
+pub fn markdown(budgets: &[BudgetReport]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    if budgets.is_empty() {
+        return o;
+    }
+    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | calls/q | rounds | s/q |\n");
+    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for b in budgets {
+        for name in SYSTEMS {
+            let Some(s) = b.systems.get(name) else {
+                continue;
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {:.3} |",
+                b.budget,
+                s.candidates_judged,
+                s.document.judged_recall.unwrap_or(0.0),
+                s.document.hit_at_1,
+                s.document.ndcg_at_10,
+                s.document.mrr_at_10,
+                s.passage.hit_at_1,
+                s.passage.ndcg_at_10,
+                s.judge_calls,
+                s.rounds,
+                s.seconds_per_query
+            );
+        }
+    }
+    o
+}

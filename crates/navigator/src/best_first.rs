@@ -1,0 +1,728 @@
+//! The `best-first` strategy: one global frontier under a hard judgment budget.
+//!
+//! Ideas from GAR (MacAvaney et al., CIKM 2022: alternate the first-stage
+//! list with neighbours of the best-scored documents so far), LATTICE (path
+//! relevance over a global frontier) and Zhuo et al. 2020 (a cluster is worth
+//! its best member, so evidence must flow up).
+//!
+//! * **Frontier.** Two sources, alternated slot by slot across rounds: the
+//!   *lexical list* (the tree's BM25 documents, best first; each shown as its
+//!   passage that best matches the query) and the *graph frontier*: unjudged
+//!   passages of documents near the evidence (other passages of a judged
+//!   document, neighbours of a judged document from the tree's stored lists,
+//!   the other members of a judged document's leaf cluster) and, with
+//!   `cards` on, cluster cards (the root's children, then the children of
+//!   judged cards). When one source runs dry the other fills the round.
+//! * **Path relevance.** Every node's *own* score is its judged score, raised
+//!   to the best judged score beneath it (evidence flows up). Its path score
+//!   is `path(n) = α · own(n) + (1 − α) · path(parent(n))`, `path(root) = 0`.
+//!   An unjudged passage's priority is the path score of its document (so an
+//!   unjudged document in a raised cluster gets `(1 − α) · path(cluster)`),
+//!   or `γ · own(d) · (1 − ½ · rank / k)` when it is the `rank`-th of the
+//!   `k` neighbours of a judged document `d` (nearest first),
+//!   whichever is higher; a card's priority is its parent's path score.
+//!   Ties go to the passage that best matches the query lexically.
+//! * **Rounds.** The budget (minus the shortlist rerank) is spread over
+//!   `rounds` rounds; a round's slates (`slate_size` candidates each) are
+//!   judged concurrently. With a judge that reads the context (not
+//!   pointwise) and calibration on, every slate but the very first also
+//!   shows one reference (the first candidate ever judged), and its logits
+//!   are shifted so the reference scores as it did first: every round is
+//!   then on one scale. References count against the budget.
+//! * **Stop** when the budget is spent or nothing is left to judge; the
+//!   judged passages, best first, go to the same shortlist rerank as
+//!   `levels`.
+
+use crate::config::{BestFirstConfig, OnJudgeError};
+use crate::navigate::{cut, Navigator};
+use crate::view::Probabilities;
+use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
+use std::collections::{HashMap, HashSet};
+use treenav_judge::{Candidate, Usage};
+use treenav_tree::{NodeId, NodeKind};
+
+/// Probabilities this close to 0 or 1 carry no scale for calibration.
+const SATURATED: f64 = 1e-6;
+
+fn logit(p: f64) -> f64 {
+    let p = p.clamp(1e-9, 1.0 - 1e-9);
+    (p / (1.0 - p)).ln()
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// A candidate picked for a round: the node, why, and its priority.
+#[derive(Debug, Clone, Copy)]
+struct Pick {
+    node: NodeId,
+    route: Route,
+    via: Option<NodeId>,
+    priority: Option<f64>,
+}
+
+/// The calibration reference: a candidate and its first logit.
+#[derive(Debug, Clone)]
+struct Anchor {
+    candidate: Candidate,
+    node: NodeId,
+    logit: f64,
+}
+
+/// The state of one best-first search.
+struct Search<'a> {
+    nav: &'a Navigator,
+    query: &'a str,
+    cfg: &'a BestFirstConfig,
+    neighbours: bool,
+    /// Calibrated P(yes) of every judged passage and card.
+    judged: HashMap<NodeId, f64>,
+    /// Best judged score at or beneath each document and cluster.
+    evidence: HashMap<NodeId, f64>,
+    /// Documents whose unjudged passages are on the graph frontier.
+    touched: Vec<NodeId>,
+    touched_set: HashSet<NodeId>,
+    /// Best `γ · own(source)` per neighbour document, with the source.
+    neighbour_prior: HashMap<NodeId, (f64, NodeId)>,
+    /// Document → the cluster whose raised score touched it.
+    cluster_via: HashMap<NodeId, NodeId>,
+    /// Unjudged cards on the frontier.
+    cards: Vec<NodeId>,
+    /// The BM25 documents, best first, and how far the lexical side got.
+    lexical: Vec<NodeId>,
+    lexical_next: usize,
+    /// Lexical score of each passage of a document the lexical side showed.
+    lex: HashMap<NodeId, f64>,
+    /// BM25 score of every document that matches the query.
+    doc_lex: HashMap<NodeId, f64>,
+    anchor: Option<Anchor>,
+    /// Whether a reference is shown in every slate after the first.
+    anchored: bool,
+    /// Judgments left for the rounds (the shortlist's are set aside).
+    left: usize,
+    /// Whether the next slot goes to the graph frontier.
+    graph_turn: bool,
+    usage: Usage,
+    rounds: Vec<RoundTrace>,
+}
+
+impl Navigator {
+    /// Best-first navigation under the judgment budget (see the module docs).
+    pub(crate) async fn best_first(&self, query: &str) -> Result<Retrieval> {
+        let s = self.config.settings();
+        let cfg = self.config.best_first();
+        let shortlist = if s.shortlist >= 2 { s.shortlist } else { 0 };
+        let scored = self
+            .index
+            .as_ref()
+            .map(|index| index.search_scored(query, self.documents))
+            .unwrap_or_default();
+        let lexical: Vec<NodeId> = scored
+            .iter()
+            .take(cfg.judge_budget)
+            .map(|(id, _)| *id)
+            .collect();
+        let doc_lex: HashMap<NodeId, f64> = scored.into_iter().collect();
+        let mut search = Search {
+            nav: self,
+            query,
+            cfg,
+            neighbours: cfg.neighbours && self.tree.has_neighbours(),
+            judged: HashMap::new(),
+            evidence: HashMap::new(),
+            touched: Vec::new(),
+            touched_set: HashSet::new(),
+            neighbour_prior: HashMap::new(),
+            cluster_via: HashMap::new(),
+            cards: Vec::new(),
+            lexical,
+            lexical_next: 0,
+            lex: HashMap::new(),
+            doc_lex,
+            anchor: None,
+            anchored: s.calibration && !self.judge.pointwise(),
+            left: cfg.judge_budget.saturating_sub(shortlist),
+            graph_turn: false,
+            usage: Usage::default(),
+            rounds: Vec::new(),
+        };
+        if cfg.cards {
+            search.cards = self
+                .tree
+                .children(self.tree.root())
+                .iter()
+                .copied()
+                .filter(|c| {
+                    matches!(
+                        self.tree.get(*c).map(|n| &n.kind),
+                        Some(NodeKind::Cluster { .. })
+                    )
+                })
+                .collect();
+        }
+        for round in 0..cfg.rounds {
+            if search.left == 0 {
+                break;
+            }
+            let share = search.left.div_ceil(cfg.rounds - round);
+            if !search.round(share).await? {
+                break;
+            }
+        }
+        self.conclude(search).await
+    }
+
+    /// The judged passages, best first, through the shortlist rerank.
+    async fn conclude(&self, mut search: Search<'_>) -> Result<Retrieval> {
+        let r = self.config.returned_passages();
+        let mut passages: Vec<(NodeId, f64)> = search
+            .judged
+            .iter()
+            .filter(|(id, _)| self.is_passage(**id))
+            .map(|(id, p)| (*id, *p))
+            .collect();
+        passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        passages.truncate(r);
+        let kept: HashSet<NodeId> = passages.iter().map(|(id, _)| *id).collect();
+        for round in &mut search.rounds {
+            for c in &mut round.candidates {
+                c.kept = c.route != Route::Reference && kept.contains(&c.node);
+            }
+        }
+        let mut probabilities: Probabilities = search.judged.clone();
+        for (id, e) in &search.evidence {
+            probabilities.entry(*id).or_insert(*e);
+        }
+        let (ranked, rerank, shown) = self.finish(search.query, &passages, &probabilities).await?;
+        if let Some(u) = &rerank {
+            search.usage.add(u);
+        }
+        let judged_shown: usize = search.rounds.iter().map(|r| r.candidates.len()).sum();
+        let docs_read: HashSet<NodeId> = search
+            .judged
+            .keys()
+            .filter_map(|id| self.document_of(*id))
+            .collect();
+        Ok(Retrieval {
+            query: search.query.to_string(),
+            passages: ranked,
+            trace: Trace {
+                strategy: "best-first",
+                judge_budget: Some(search.cfg.judge_budget),
+                neighbourhoods: search.neighbours,
+                levels: Vec::new(),
+                rounds: search.rounds,
+                rerank,
+                usage: search.usage,
+                titles_read: docs_read.len() as f64 / self.documents.max(1) as f64,
+                candidates_judged: judged_shown + shown,
+                latency_ms: 0.0,
+            },
+        })
+    }
+
+    fn is_passage(&self, id: NodeId) -> bool {
+        matches!(
+            self.tree.get(id).map(|n| &n.kind),
+            Some(NodeKind::Passage { .. })
+        )
+    }
+
+    /// The document a passage belongs to.
+    fn document_of(&self, id: NodeId) -> Option<NodeId> {
+        if !self.is_passage(id) {
+            return None;
+        }
+        self.tree.get(id).and_then(|n| n.parent)
+    }
+}
+
+impl Search<'_> {
+    /// One round: plan slates within `share` judgments, pick candidates,
+    /// judge the slates concurrently, update the evidence. `false` when
+    /// nothing was left to judge.
+    async fn round(&mut self, share: usize) -> Result<bool> {
+        let sizes = self.slate_sizes(share);
+        let wanted: usize = sizes.iter().sum();
+        let picks = self.pick(wanted);
+        if picks.is_empty() {
+            return Ok(false);
+        }
+        // Re-plan for what was found (fewer candidates than wanted).
+        let sizes = self.slate_sizes_for(picks.len());
+        let mut slates: Vec<Vec<Pick>> = Vec::with_capacity(sizes.len());
+        let mut rest = picks.into_iter();
+        for size in sizes {
+            slates.push(rest.by_ref().take(size).collect());
+        }
+        let first_ever = self.anchor.is_none() && self.rounds.is_empty();
+        let shown: Vec<Vec<Candidate>> = slates
+            .iter()
+            .enumerate()
+            .map(|(i, slate)| {
+                let mut c: Vec<Candidate> =
+                    slate.iter().map(|p| self.nav.candidate(p.node)).collect();
+                if self.needs_reference(first_ever, i) {
+                    if let Some(a) = self.reference(first_ever, &slates) {
+                        c.push(a);
+                    }
+                }
+                c
+            })
+            .collect();
+        let results =
+            futures::future::join_all(shown.iter().map(|c| self.nav.judge.judge(self.query, c)))
+                .await;
+        let mut per_slate = Vec::with_capacity(results.len());
+        let mut usage = Usage::default();
+        let mut fell_back = Vec::with_capacity(results.len());
+        for (b, result) in results.into_iter().enumerate() {
+            let (j, fallback) = match result {
+                Ok(j) => (j, false),
+                Err(source)
+                    if self.nav.config.settings().on_judge_error == OnJudgeError::Fallback =>
+                {
+                    tracing::warn!(round = self.rounds.len() + 1, slate = b, error = %source, "judge failed; lexical fallback");
+                    let j = self
+                        .nav
+                        .fallback
+                        .judge(self.query, &shown[b])
+                        .await
+                        .map_err(|source| self.error(b, source))?;
+                    (j, true)
+                }
+                Err(source) => return Err(self.error(b, source)),
+            };
+            if j.probabilities.len() != shown[b].len() {
+                return Err(self.error(
+                    b,
+                    treenav_judge::Error::config(format!(
+                        "{} answers for {} candidates",
+                        j.probabilities.len(),
+                        shown[b].len()
+                    )),
+                ));
+            }
+            usage.add(&j.usage);
+            per_slate.push(j.probabilities);
+            fell_back.push(fallback);
+        }
+        self.record(slates, &shown, per_slate, fell_back, usage, first_ever);
+        self.nav.check_cost(&self.usage, self.rounds.len())?;
+        Ok(true)
+    }
+
+    fn error(&self, slate: usize, source: treenav_judge::Error) -> Error {
+        Error::Judge {
+            level: self.rounds.len() + 1,
+            kind: "best-first round",
+            batch: slate,
+            source,
+        }
+    }
+
+    /// Whether slate `i` of this round shows the reference.
+    fn needs_reference(&self, first_ever: bool, i: usize) -> bool {
+        self.anchored && !(first_ever && i == 0)
+    }
+
+    /// The reference candidate: the anchor, or in the very first round the
+    /// first candidate of its first slate.
+    fn reference(&self, first_ever: bool, slates: &[Vec<Pick>]) -> Option<Candidate> {
+        match (&self.anchor, first_ever) {
+            (Some(a), _) => Some(a.candidate.clone()),
+            (None, true) => slates
+                .first()
+                .and_then(|s| s.first())
+                .map(|p| self.nav.candidate(p.node)),
+            (None, false) => None,
+        }
+    }
+
+    /// Candidates per slate for a round of at most `share` judgments,
+    /// references included.
+    fn slate_sizes(&self, share: usize) -> Vec<usize> {
+        let first_ever = self.anchor.is_none() && self.rounds.is_empty();
+        let mut left = share;
+        let mut sizes = Vec::new();
+        while left > 0 {
+            let r = usize::from(self.needs_reference(first_ever, sizes.len()));
+            let take = (self.cfg.slate_size - r).min(left.saturating_sub(r));
+            if take == 0 {
+                break;
+            }
+            sizes.push(take);
+            left -= take + r;
+        }
+        sizes
+    }
+
+    /// Slate sizes for exactly `n` candidates.
+    fn slate_sizes_for(&self, n: usize) -> Vec<usize> {
+        let first_ever = self.anchor.is_none() && self.rounds.is_empty();
+        let mut left = n;
+        let mut sizes = Vec::new();
+        while left > 0 {
+            let r = usize::from(self.needs_reference(first_ever, sizes.len()));
+            let take = (self.cfg.slate_size - r).min(left);
+            sizes.push(take);
+            left -= take;
+        }
+        sizes
+    }
+
+    /// Up to `n` candidates: the lexical list and the graph frontier
+    /// alternated slot by slot across rounds (GAR), each filling for the
+    /// other when it runs dry.
+    fn pick(&mut self, n: usize) -> Vec<Pick> {
+        let mut graph = self.graph_frontier(n);
+        graph.reverse();
+        let mut out: Vec<Pick> = Vec::with_capacity(n);
+        let mut chosen: HashSet<NodeId> = HashSet::new();
+        while out.len() < n {
+            let next = if self.graph_turn {
+                graph.pop().or_else(|| self.next_lexical(&chosen))
+            } else {
+                self.next_lexical(&chosen).or_else(|| graph.pop())
+            };
+            self.graph_turn = !self.graph_turn;
+            match next {
+                Some(p) if chosen.insert(p.node) => out.push(p),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The next BM25 document with no judged passage, as its best lexical
+    /// unjudged passage.
+    fn next_lexical(&mut self, chosen: &HashSet<NodeId>) -> Option<Pick> {
+        while let Some(&doc) = self.lexical.get(self.lexical_next) {
+            self.lexical_next += 1;
+            if self.evidence.contains_key(&doc) {
+                continue;
+            }
+            self.score_passages(&[doc]);
+            let best = self
+                .nav
+                .tree
+                .children(doc)
+                .iter()
+                .copied()
+                .filter(|p| !self.judged.contains_key(p) && !chosen.contains(p))
+                .max_by(|a, b| self.lex_of(*a).total_cmp(&self.lex_of(*b)).then(b.cmp(a)));
+            if let Some(node) = best {
+                return Some(Pick {
+                    node,
+                    route: Route::Lexical,
+                    via: None,
+                    priority: None,
+                });
+            }
+        }
+        None
+    }
+
+    fn lex_of(&self, passage: NodeId) -> f64 {
+        self.lex.get(&passage).copied().unwrap_or(0.0)
+    }
+
+    /// Lexical scores for the passages of `docs` not scored yet (one call).
+    fn score_passages(&mut self, docs: &[NodeId]) {
+        let todo: Vec<NodeId> = docs
+            .iter()
+            .flat_map(|d| self.nav.tree.children(*d).iter().copied())
+            .filter(|p| !self.lex.contains_key(p))
+            .collect();
+        if todo.is_empty() {
+            return;
+        }
+        let candidates: Vec<Candidate> = todo.iter().map(|p| self.nav.candidate(*p)).collect();
+        let scores = treenav_judge::bm25_scores(
+            self.query,
+            &candidates,
+            1.2,
+            0.75,
+            Some(self.nav.stats.clone()),
+        );
+        for (p, s) in todo.into_iter().zip(scores) {
+            self.lex.insert(p, s);
+        }
+    }
+
+    /// Own score: judged score raised to the best judged beneath.
+    fn own(&self, id: NodeId) -> f64 {
+        let judged = self.judged.get(&id).copied().unwrap_or(0.0);
+        let below = self.evidence.get(&id).copied().unwrap_or(0.0);
+        judged.max(below)
+    }
+
+    /// `path(n) = α · own(n) + (1 − α) · path(parent(n))`; clusters count
+    /// only with `clusters` on.
+    fn path(&self, id: NodeId) -> f64 {
+        let a = self.cfg.path_weight;
+        let mut total = 0.0;
+        let mut weight = 1.0;
+        let mut current = Some(id);
+        while let Some(n) = current {
+            let node = self.nav.tree.get(n);
+            let counts = match node.map(|x| &x.kind) {
+                Some(NodeKind::Root) | None => break,
+                Some(NodeKind::Cluster { .. }) => self.cfg.clusters,
+                _ => true,
+            };
+            if counts {
+                total += weight * a * self.own(n);
+            }
+            weight *= 1.0 - a;
+            current = node.and_then(|x| x.parent);
+        }
+        total
+    }
+
+    /// The graph frontier's best `n` candidates, best first.
+    fn graph_frontier(&mut self, n: usize) -> Vec<Pick> {
+        if n == 0 {
+            return Vec::new();
+        }
+        let docs = self.touched.clone();
+        let mut open: Vec<(Pick, f64, f64)> = Vec::new();
+        for doc in &docs {
+            let tree_prior = self.path(*doc);
+            let (route, via) = if self.evidence.contains_key(doc) {
+                (Route::Evidence, Some(*doc))
+            } else {
+                (Route::Evidence, self.cluster_via.get(doc).copied())
+            };
+            let (mut prior, mut route, mut via) = (tree_prior, route, via);
+            if let Some((p, src)) = self.neighbour_prior.get(doc) {
+                if *p > prior {
+                    (prior, route, via) = (*p, Route::Neighbour, Some(*src));
+                }
+            }
+            // Within a priority, the document BM25 likes best first; within
+            // a document, its best lexical passage (when scored) or its
+            // first unjudged one: one candidate per document at a time.
+            let doc_lex = self.doc_lex.get(doc).copied().unwrap_or(0.0);
+            let next = self
+                .nav
+                .tree
+                .children(*doc)
+                .iter()
+                .copied()
+                .filter(|p| !self.judged.contains_key(p))
+                .max_by(|a, b| self.lex_of(*a).total_cmp(&self.lex_of(*b)).then(b.cmp(a)));
+            if let Some(p) = next {
+                let pick = Pick {
+                    node: p,
+                    route,
+                    via,
+                    priority: Some(prior),
+                };
+                open.push((pick, prior, doc_lex));
+            }
+        }
+        for card in &self.cards {
+            let prior = self
+                .nav
+                .tree
+                .get(*card)
+                .and_then(|n| n.parent)
+                .map(|p| self.path(p))
+                .unwrap_or(0.0);
+            let pick = Pick {
+                node: *card,
+                route: Route::Tree,
+                via: None,
+                priority: Some(prior),
+            };
+            open.push((pick, prior, 0.0));
+        }
+        let cmp = |a: &(Pick, f64, f64), b: &(Pick, f64, f64)| {
+            b.1.total_cmp(&a.1)
+                .then(b.2.total_cmp(&a.2))
+                .then(a.0.node.cmp(&b.0.node))
+        };
+        let n = n.min(open.len());
+        if n > 0 && n < open.len() {
+            open.select_nth_unstable_by(n - 1, cmp);
+            open.truncate(n);
+        }
+        open.sort_by(cmp);
+        open.into_iter().map(|(p, _, _)| p).collect()
+    }
+
+    /// Records a round's scores: calibrates each slate against the
+    /// reference, raises evidence, touches neighbours and cluster members,
+    /// opens judged cards, and writes the round's trace.
+    fn record(
+        &mut self,
+        slates: Vec<Vec<Pick>>,
+        shown: &[Vec<Candidate>],
+        per_slate: Vec<Vec<f64>>,
+        fell_back: Vec<bool>,
+        usage: Usage,
+        first_ever: bool,
+    ) {
+        if first_ever && self.anchored {
+            if let (Some(node), Some(p)) = (
+                slates.first().and_then(|s| s.first()).map(|p| p.node),
+                per_slate.first().and_then(|p| p.first()),
+            ) {
+                self.anchor = Some(Anchor {
+                    candidate: self.nav.candidate(node),
+                    node,
+                    logit: logit(*p),
+                });
+            }
+        }
+        let mut candidates = Vec::new();
+        for (b, (slate, probs)) in slates.iter().zip(&per_slate).enumerate() {
+            let shift = self.shift(slate.len(), probs, shown[b].len());
+            for (pick, p) in slate.iter().zip(probs) {
+                let score = match shift {
+                    Some(s) => sigmoid(logit(*p) + s),
+                    None => *p,
+                };
+                self.absorb(pick.node, score);
+                candidates.push(self.trace_candidate(pick, score, b, fell_back[b]));
+            }
+            if shown[b].len() > slate.len() {
+                if let (Some(a), Some(p)) = (&self.anchor, probs.last()) {
+                    let reference = Pick {
+                        node: a.node,
+                        route: Route::Reference,
+                        via: None,
+                        priority: None,
+                    };
+                    candidates.push(self.trace_candidate(&reference, *p, b, fell_back[b]));
+                }
+            }
+        }
+        self.left = self.left.saturating_sub(candidates.len());
+        self.usage.add(&usage);
+        self.rounds.push(RoundTrace {
+            round: self.rounds.len() + 1,
+            slates: slates.len(),
+            candidates,
+            budget_left: self.left,
+            usage,
+        });
+    }
+
+    /// The logit shift of a slate whose last answer is the reference's.
+    fn shift(&self, own: usize, probs: &[f64], shown: usize) -> Option<f64> {
+        if shown <= own {
+            return None;
+        }
+        let a = self.anchor.as_ref()?;
+        let p = *probs.last()?;
+        let fine = |p: f64| p > SATURATED && p < 1.0 - SATURATED;
+        (fine(p) && fine(sigmoid(a.logit))).then(|| a.logit - logit(p))
+    }
+
+    fn trace_candidate(
+        &self,
+        pick: &Pick,
+        probability: f64,
+        slate: usize,
+        fallback: bool,
+    ) -> TraceCandidate {
+        TraceCandidate {
+            node: pick.node,
+            label: cut(&self.nav.label(pick.node), 300),
+            probability,
+            kept: false,
+            route: pick.route,
+            batch: slate,
+            fallback,
+            via: pick.via,
+            priority: pick.priority,
+        }
+    }
+
+    /// Takes in one judged score: evidence up the path, then what it opens.
+    fn absorb(&mut self, node: NodeId, score: f64) {
+        self.judged.insert(node, score);
+        let tree = &self.nav.tree;
+        let mut up = tree.get(node).and_then(|n| n.parent);
+        while let Some(id) = up {
+            if id == tree.root() {
+                break;
+            }
+            let e = self.evidence.entry(id).or_insert(0.0);
+            *e = e.max(score);
+            up = tree.get(id).and_then(|n| n.parent);
+        }
+        match tree.get(node).map(|n| &n.kind) {
+            Some(NodeKind::Passage { .. }) => {
+                if let Some(doc) = tree.get(node).and_then(|n| n.parent) {
+                    self.opened_document(doc);
+                }
+            }
+            Some(NodeKind::Cluster { .. }) => self.opened_card(node),
+            _ => {}
+        }
+    }
+
+    fn touch(&mut self, doc: NodeId) {
+        if self.touched_set.insert(doc) {
+            self.touched.push(doc);
+        }
+    }
+
+    /// A passage of `doc` was judged: its other passages, its neighbours
+    /// and (with clusters) its leaf cluster's members join the frontier.
+    fn opened_document(&mut self, doc: NodeId) {
+        self.touch(doc);
+        let own = self.own(doc);
+        if self.neighbours {
+            let tree = self.nav.tree.clone();
+            let list = tree.neighbours(doc);
+            for (rank, n) in list.iter().enumerate() {
+                // Nearest first: the weight falls from γ to γ/2 down the list.
+                let decay = 1.0 - 0.5 * rank as f64 / list.len() as f64;
+                let prior = self.cfg.neighbour_weight * own * decay;
+                let slot = self.neighbour_prior.entry(*n).or_insert((prior, doc));
+                if prior > slot.0 {
+                    *slot = (prior, doc);
+                }
+                self.touch(*n);
+            }
+        }
+        if self.cfg.clusters {
+            if let Some(cluster) = self.nav.tree.get(doc).and_then(|n| n.parent) {
+                if cluster != self.nav.tree.root() {
+                    let members: Vec<NodeId> = self.nav.tree.children(cluster).to_vec();
+                    for m in members {
+                        self.cluster_via.entry(m).or_insert(cluster);
+                        self.touch(m);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A card was judged: its children join the frontier (cards stay cards,
+    /// documents join with their passages).
+    fn opened_card(&mut self, card: NodeId) {
+        self.cards.retain(|c| *c != card);
+        let children: Vec<NodeId> = self.nav.tree.children(card).to_vec();
+        for c in children {
+            match self.nav.tree.get(c).map(|n| &n.kind) {
+                Some(NodeKind::Cluster { .. })
+                    if self.cfg.cards && !self.judged.contains_key(&c) =>
+                {
+                    self.cards.push(c);
+                }
+                Some(NodeKind::Document { .. }) => {
+                    self.cluster_via.entry(c).or_insert(card);
+                    self.touch(c);
+                }
+                _ => {}
+            }
+        }
+    }
+}
