@@ -576,43 +576,52 @@ impl<'a> Context<'a> {
                     judged_documents: docs,
                 }
             }
-            Runner::Tree(navigator) => {
-                let found =
-                    navigator
-                        .retrieve(&q.text)
-                        .await
-                        .map_err(|source| Error::Navigate {
-                            query: q.id.clone(),
-                            source,
-                        })?;
-                let ranking = found
-                    .passages
-                    .iter()
-                    .map(|p| {
-                        c.index.get(&p.id).copied().ok_or_else(|| {
-                            Error::Config(format!(
-                                "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
-                                p.id
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<usize>>>()?;
-                let kept = tree_index.map(|index| index.kept_by_level(&found, gold, c));
-                let judged_documents = tree_index
-                    .map(|index| index.judged_documents(&found, c, &self.document_index))
-                    .unwrap_or_default();
-                let t = &found.trace;
-                Outcome {
-                    ranking,
-                    candidates_judged: t.candidates_judged,
-                    usage: t.usage.clone(),
-                    titles_read: t.titles_read,
-                    latency_ms: 0.0,
-                    kept: kept.filter(|k| !k.is_empty()),
-                    rounds: t.levels.len() + t.rounds.len() + usize::from(t.rerank.is_some()),
-                    judged_documents,
-                }
-            }
+            Runner::Tree(navigator) => self.navigate(navigator, tree_index, q, gold).await?,
+        })
+    }
+
+    /// One query through the navigator, with what the trace says was judged.
+    async fn navigate(
+        &self,
+        navigator: &Navigator,
+        tree_index: Option<&TreeIndex<'_>>,
+        q: &Query,
+        gold: &Gold,
+    ) -> Result<Outcome> {
+        let c = &self.collection;
+        let found = navigator
+            .retrieve(&q.text)
+            .await
+            .map_err(|source| Error::Navigate {
+                query: q.id.clone(),
+                source,
+            })?;
+        let ranking = found
+            .passages
+            .iter()
+            .map(|p| {
+                c.index.get(&p.id).copied().ok_or_else(|| {
+                    Error::Config(format!(
+                        "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
+                        p.id
+                    ))
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let kept = tree_index.map(|index| index.kept_by_level(&found, gold, c));
+        let judged_documents = tree_index
+            .map(|index| index.judged_documents(&found, c, &self.document_index))
+            .unwrap_or_default();
+        let t = &found.trace;
+        Ok(Outcome {
+            ranking,
+            candidates_judged: t.candidates_judged,
+            usage: t.usage.clone(),
+            titles_read: t.titles_read,
+            latency_ms: 0.0,
+            kept: kept.filter(|k| !k.is_empty()),
+            rounds: t.levels.len() + t.rounds.len() + usize::from(t.rerank.is_some()),
+            judged_documents,
         })
     }
 }
