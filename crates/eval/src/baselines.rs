@@ -15,6 +15,7 @@ use ndarray::{Array2, ArrayView1};
 use std::collections::HashMap;
 use treenav_corpus::Corpus;
 use treenav_judge::{Candidate, Judge, RankOptions, Usage};
+use treenav_text::bm25::Bm25Index;
 use treenav_tree::{Embedder, Progress};
 
 /// Every passage of a corpus, flattened, with its document.
@@ -76,52 +77,28 @@ impl Collection {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Words;
-
-impl bm25::Tokenizer for Words {
-    fn tokenize(&self, input_text: &str) -> Vec<String> {
-        treenav_text::terms(input_text).collect()
-    }
-}
-
 /// Flat BM25 over all passages.
+#[derive(Debug)]
 pub struct Bm25 {
-    engine: bm25::SearchEngine<u32, u64, Words>,
-}
-
-impl std::fmt::Debug for Bm25 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Bm25")
-    }
+    index: Bm25Index,
 }
 
 impl Bm25 {
     /// Indexes every passage as its label (title + text).
     pub fn new(collection: &Collection) -> Bm25 {
-        let docs: Vec<bm25::Document<u32>> = collection
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(i, text)| bm25::Document::new(i as u32, text.clone()))
-            .collect();
-        let engine =
-            bm25::SearchEngineBuilder::<u32, u64, Words>::with_tokenizer_and_documents(Words, docs)
-                .k1(1.2)
-                .b(0.75)
-                .build();
-        Bm25 { engine }
+        let labels: Vec<&str> = collection.labels.iter().map(String::as_str).collect();
+        Bm25 {
+            index: Bm25Index::new(&labels),
+        }
     }
 
     /// The top `n` passage indices, best first (ties: lower index first).
     pub fn search(&self, query: &str, n: usize) -> Vec<usize> {
-        let mut hits = self.engine.search(query, n);
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.document.id.cmp(&b.document.id))
-        });
-        hits.into_iter().map(|h| h.document.id as usize).collect()
+        self.index
+            .search(query, n)
+            .into_iter()
+            .map(|(i, _)| i as usize)
+            .collect()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::cross_encoder::CrossEncoder;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lexical::{CorpusStats, Lexical};
+use crate::lexical::{text_key, CorpusStats, Lexical};
 use crate::logprobs::Logprobs;
 use crate::openai_decisions::Decisions;
 use crate::options::{BackendOptions, JudgeOptions, Limits};
@@ -13,12 +13,13 @@ use crate::{
     confidence, expected_level, normalize, Candidate, Choice, Grade, Grades, Judgments, Scale,
     Usage,
 };
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 use treenav_http::{ApiKey, ClientConfig, HttpClient, RetryPolicy};
-use treenav_text::stable_hash;
+use treenav_text::fingerprint;
 
 /// Which question an operation asks.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,8 @@ pub(crate) struct Op<'a> {
     pub(crate) kind: OpKind<'a>,
     pub(crate) query: &'a str,
     pub(crate) candidates: &'a [Candidate],
+    /// Each candidate's [`text_key`], computed once per request.
+    pub(crate) texts: &'a [u128],
 }
 
 /// A backend's answers to one call.
@@ -88,7 +91,7 @@ struct Inner {
     model: String,
     limits: Limits,
     semaphore: Semaphore,
-    cache: Option<moka::future::Cache<(u64, u64), Arc<Raw>>>,
+    cache: Option<moka::future::Cache<u128, Arc<Raw>>>,
     deadline: Option<Duration>,
     price_in: f64,
     price_out: f64,
@@ -322,18 +325,10 @@ impl Judge {
     pub async fn judge(&self, query: &str, candidates: &[Candidate]) -> Result<Judgments> {
         let start = Instant::now();
         let work = async {
-            let batches = self.batches(query, candidates, self.inner.limits.max_questions);
-            let results = futures::future::try_join_all(batches.iter().map(|b| {
-                self.run(Op {
-                    kind: OpKind::Judge,
-                    query,
-                    candidates: b,
-                })
-            }))
-            .await?;
+            let results = self.run_batches(OpKind::Judge, query, candidates).await?;
             let mut usage = Usage::default();
             let mut probabilities = Vec::with_capacity(candidates.len());
-            for ((raw, u), batch) in results.iter().zip(&batches) {
+            for ((raw, u), batch) in &results {
                 usage.add(u);
                 match &raw.values {
                     Values::Probabilities(p) if p.len() == batch.len() => probabilities.extend(p),
@@ -360,18 +355,12 @@ impl Judge {
         scale.check()?;
         let start = Instant::now();
         let work = async {
-            let batches = self.batches(query, candidates, self.inner.limits.max_questions);
-            let results = futures::future::try_join_all(batches.iter().map(|b| {
-                self.run(Op {
-                    kind: OpKind::Grade(scale),
-                    query,
-                    candidates: b,
-                })
-            }))
-            .await?;
+            let results = self
+                .run_batches(OpKind::Grade(scale), query, candidates)
+                .await?;
             let mut usage = Usage::default();
             let mut grades = Vec::with_capacity(candidates.len());
-            for ((raw, u), batch) in results.iter().zip(&batches) {
+            for ((raw, u), batch) in &results {
                 usage.add(u);
                 match &raw.values {
                     Values::Grades(g) if g.len() == batch.len() => {
@@ -436,11 +425,13 @@ impl Judge {
                         usage: Usage::default(),
                     });
                 }
+                let texts: Vec<u128> = candidates.iter().map(|c| text_key(&c.text)).collect();
                 let (raw, usage) = self
                     .run(Op {
                         kind: OpKind::Choose,
                         query,
                         candidates,
+                        texts: &texts,
                     })
                     .await?;
                 let Values::Choice(p) = &raw.values else {
@@ -457,13 +448,16 @@ impl Judge {
                     usage,
                 });
             }
-            let rounds =
-                futures::future::try_join_all(groups.iter().map(|g| self.tournament(query, g)))
-                    .await?;
+            let rounds = futures::future::try_join_all(
+                groups
+                    .iter()
+                    .map(|g| self.tournament(query, &candidates[g.clone()])),
+            )
+            .await?;
             let winners: Vec<Candidate> = rounds
                 .iter()
                 .zip(&groups)
-                .map(|(c, g)| g[c.best].clone())
+                .map(|(c, g)| candidates[g.start + c.best].clone())
                 .collect();
             let last = self.tournament(query, &winners).await?;
             let mut usage = last.usage.clone();
@@ -472,8 +466,7 @@ impl Judge {
                 usage.add(&round.usage);
                 probabilities.extend(round.probabilities.iter().map(|p| p * g_final));
             }
-            let offset: usize = groups[..last.best].iter().map(Vec::len).sum();
-            let best = offset + rounds[last.best].best;
+            let best = groups[last.best].start + rounds[last.best].best;
             let probabilities = normalize(&probabilities);
             Ok(Choice {
                 confidence: confidence(&probabilities),
@@ -484,28 +477,54 @@ impl Judge {
         })
     }
 
+    /// Runs one call per batch of [`Judge::batches`], all at once; each
+    /// reply comes with the candidates it answers. Texts are keyed once.
+    async fn run_batches<'a>(
+        &self,
+        kind: OpKind<'_>,
+        query: &str,
+        candidates: &'a [Candidate],
+    ) -> Result<Vec<((Arc<Raw>, Usage), &'a [Candidate])>> {
+        let texts: Vec<u128> = candidates.iter().map(|c| text_key(&c.text)).collect();
+        let batches = self.batches(query, candidates, self.inner.limits.max_questions);
+        let results = futures::future::try_join_all(batches.iter().map(|r| {
+            self.run(Op {
+                kind,
+                query,
+                candidates: &candidates[r.clone()],
+                texts: &texts[r.clone()],
+            })
+        }))
+        .await?;
+        Ok(results
+            .into_iter()
+            .zip(batches)
+            .map(|(reply, r)| (reply, &candidates[r]))
+            .collect())
+    }
+
     /// Splits candidates into consecutive batches of at most `max` whose
     /// rendered state fits the token limit (at least one candidate each).
-    fn batches(&self, query: &str, candidates: &[Candidate], max: usize) -> Vec<Vec<Candidate>> {
+    fn batches(&self, query: &str, candidates: &[Candidate], max: usize) -> Vec<Range<usize>> {
         let limit = self.inner.limits.max_state_tokens;
         let base = estimate_tokens(&render_state(query, &[]));
-        let mut out: Vec<Vec<Candidate>> = Vec::new();
-        let mut current: Vec<Candidate> = Vec::new();
+        let mut out: Vec<Range<usize>> = Vec::new();
+        let mut start = 0;
         let mut tokens = base;
-        for c in candidates {
+        for (i, c) in candidates.iter().enumerate() {
             let t = (c.id.len().min(200) + c.text.len().min(4 * crate::render::MAX_CANDIDATE_CHARS))
                 as u64
                 / 4
                 + 6;
-            if !current.is_empty() && (current.len() >= max || tokens + t > limit) {
-                out.push(std::mem::take(&mut current));
+            if i > start && (i - start >= max || tokens + t > limit) {
+                out.push(start..i);
+                start = i;
                 tokens = base;
             }
             tokens += t;
-            current.push(c.clone());
         }
-        if !current.is_empty() {
-            out.push(current);
+        if start < candidates.len() {
+            out.push(start..candidates.len());
         }
         out
     }
@@ -537,28 +556,27 @@ impl Judge {
     }
 
     /// The cache key: backend, model, question kind and the candidates in
-    /// full (a backend may read more than the rendered, length-capped state).
-    fn cache_key(&self, op: &Op<'_>) -> (u64, u64) {
-        let mut text = format!("{}\n{}\n", self.inner.kind, self.inner.model);
+    /// full (a backend may read more than the rendered, length-capped state),
+    /// each text by its key computed once per request.
+    fn cache_key(&self, op: &Op<'_>) -> u128 {
+        let mut head = format!("{}\n{}\n", self.inner.kind, self.inner.model);
         match op.kind {
-            OpKind::Judge => text.push_str("judge\n"),
-            OpKind::Choose => text.push_str("choose\n"),
+            OpKind::Judge => head.push_str("judge\n"),
+            OpKind::Choose => head.push_str("choose\n"),
             OpKind::Grade(scale) => {
-                text.push_str("grade\n");
-                text.push_str(&scale.levels.join("\u{1f}"));
-                text.push('\n');
+                head.push_str("grade\n");
+                head.push_str(&scale.levels.join("\u{1f}"));
+                head.push('\n');
             }
         }
-        text.push_str(op.query);
-        for c in op.candidates {
-            text.push('\u{1e}');
-            text.push_str(&c.id);
-            text.push('\u{1f}');
-            text.push_str(&c.text);
+        head.push_str(op.query);
+        let mut bytes = Vec::with_capacity(16 + 32 * op.candidates.len());
+        bytes.extend_from_slice(&fingerprint(head.as_bytes()).to_le_bytes());
+        for (c, text) in op.candidates.iter().zip(op.texts) {
+            bytes.extend_from_slice(&fingerprint(c.id.as_bytes()).to_le_bytes());
+            bytes.extend_from_slice(&text.to_le_bytes());
         }
-        let h1 = stable_hash(text.as_bytes());
-        let h2 = stable_hash(format!("{h1:x}{text}").as_bytes());
-        (h1, h2)
+        fingerprint(&bytes)
     }
 
     async fn run(&self, op: Op<'_>) -> Result<(Arc<Raw>, Usage)> {

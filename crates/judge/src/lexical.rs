@@ -58,16 +58,60 @@ pub fn bm25_scores(
     b: f64,
     stats: Option<Arc<CorpusStats>>,
 ) -> Vec<f64> {
-    Lexical::new(k1, b, stats).scores(query, candidates)
+    let keys: Vec<u128> = candidates.iter().map(|c| text_key(&c.text)).collect();
+    Lexical::new(k1, b, stats).scores(query, candidates, &keys)
 }
 
-/// Term counts of one text.
-type TermCounts = Arc<HashMap<String, u32>>;
+/// The key of a candidate text in the term cache (and in the dispatcher's).
+pub(crate) fn text_key(text: &str) -> u128 {
+    treenav_text::fingerprint(text.as_bytes())
+}
 
-/// Candidate texts recur from query to query (cluster cards, document
-/// views): their term counts are kept, keyed by a hash of the text.
-fn term_cache() -> moka::sync::Cache<(u64, u64), TermCounts> {
-    moka::sync::Cache::new(200_000)
+/// The terms of one text: (term hash, count) sorted by hash, and the total.
+#[derive(Debug)]
+struct TermCounts {
+    terms: Box<[(u64, u32)]>,
+    total: f64,
+}
+
+impl TermCounts {
+    fn of(text: &str) -> TermCounts {
+        let mut hashes: Vec<u64> = terms(text).map(|t| treenav_text::term_hash(&t)).collect();
+        let total = hashes.len() as f64;
+        hashes.sort_unstable();
+        let mut counts: Vec<(u64, u32)> = Vec::with_capacity(hashes.len());
+        for h in hashes {
+            match counts.last_mut() {
+                Some((last, n)) if *last == h => *n += 1,
+                _ => counts.push((h, 1)),
+            }
+        }
+        TermCounts {
+            terms: counts.into_boxed_slice(),
+            total,
+        }
+    }
+
+    fn count(&self, term: u64) -> u32 {
+        self.terms
+            .binary_search_by_key(&term, |(h, _)| *h)
+            .map_or(0, |i| self.terms[i].1)
+    }
+}
+
+/// Term counts are a function of the text alone, so one cache serves every
+/// lexical judge and `bm25_scores` call in the process: candidate texts
+/// (cluster cards, document views, passages) recur from query to query.
+fn term_counts(text: &str, key: u128) -> Arc<TermCounts> {
+    static CACHE: std::sync::OnceLock<quick_cache::sync::Cache<u128, Arc<TermCounts>>> =
+        std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| quick_cache::sync::Cache::new(200_000));
+    if let Some(hit) = cache.get(&key) {
+        return hit;
+    }
+    let counts = Arc::new(TermCounts::of(text));
+    cache.insert(key, counts.clone());
+    counts
 }
 
 /// The lexical backend.
@@ -76,40 +120,16 @@ pub(crate) struct Lexical {
     pub(crate) k1: f64,
     pub(crate) b: f64,
     pub(crate) stats: Option<Arc<CorpusStats>>,
-    pub(crate) terms: moka::sync::Cache<(u64, u64), TermCounts>,
 }
 
 impl Lexical {
     pub(crate) fn new(k1: f64, b: f64, stats: Option<Arc<CorpusStats>>) -> Lexical {
-        Lexical {
-            k1,
-            b,
-            stats,
-            terms: term_cache(),
-        }
+        Lexical { k1, b, stats }
     }
 
-    fn counts(&self, text: &str) -> TermCounts {
-        let h1 = treenav_text::stable_hash(text.as_bytes());
-        let key = (h1, text.len() as u64);
-        self.terms.get_with(key, || {
-            let mut tf = HashMap::new();
-            for t in terms(text) {
-                *tf.entry(t).or_insert(0u32) += 1;
-            }
-            Arc::new(tf)
-        })
-    }
-}
-
-impl Lexical {
-    /// BM25 score of each candidate against the query.
-    pub(crate) fn scores(&self, query: &str, candidates: &[Candidate]) -> Vec<f64> {
-        let docs: Vec<TermCounts> = candidates.iter().map(|c| self.counts(&c.text)).collect();
-        let lens: Vec<f64> = docs
-            .iter()
-            .map(|d| d.values().sum::<u32>() as f64)
-            .collect();
+    /// BM25 score of each candidate against the query; `keys` are the
+    /// candidates' [`text_key`]s.
+    pub(crate) fn scores(&self, query: &str, candidates: &[Candidate], keys: &[u128]) -> Vec<f64> {
         let local;
         let stats = match &self.stats {
             Some(s) => s.as_ref(),
@@ -126,18 +146,25 @@ impl Lexical {
         let mut query_terms: Vec<String> = terms(query).collect();
         query_terms.sort();
         query_terms.dedup();
-        docs.iter()
-            .zip(&lens)
-            .map(|(tf, len)| {
+        // (term hash, IDF) once per call, in the sorted order the sum runs.
+        let query_terms: Vec<(u64, f64)> = query_terms
+            .iter()
+            .map(|t| (treenav_text::term_hash(t), stats.idf(t)))
+            .collect();
+        candidates
+            .iter()
+            .zip(keys)
+            .map(|(c, key)| {
+                let tf = term_counts(&c.text, *key);
+                let norm = self.k1 * (1.0 - self.b + self.b * tf.total / avg);
                 query_terms
                     .iter()
-                    .map(|t| {
-                        let f = f64::from(tf.get(t).copied().unwrap_or(0));
+                    .map(|(t, idf)| {
+                        let f = f64::from(tf.count(*t));
                         if f == 0.0 {
                             return 0.0;
                         }
-                        let norm = self.k1 * (1.0 - self.b + self.b * len / avg);
-                        stats.idf(t) * f * (self.k1 + 1.0) / (f + norm)
+                        idf * f * (self.k1 + 1.0) / (f + norm)
                     })
                     .sum()
             })
@@ -145,7 +172,7 @@ impl Lexical {
     }
 
     pub(crate) fn call(&self, op: &Op<'_>) -> Raw {
-        let scores = self.scores(op.query, op.candidates);
+        let scores = self.scores(op.query, op.candidates, op.texts);
         let values = match op.kind {
             crate::dispatch::OpKind::Judge => Values::Probabilities(relative(&scores)),
             crate::dispatch::OpKind::Choose => Values::Choice(softmax(&scores)),
@@ -219,8 +246,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn lex() -> Lexical {
-        Lexical::new(1.2, 0.75, None)
+    fn scores(query: &str, c: &[Candidate]) -> Vec<f64> {
+        bm25_scores(query, c, 1.2, 0.75, None)
     }
 
     #[test]
@@ -230,7 +257,7 @@ mod tests {
             Candidate::new("b", "Insulin lowers blood glucose levels."),
             Candidate::new("c", "Glucose is a sugar."),
         ];
-        let s = lex().scores("what lowers blood glucose", &c);
+        let s = scores("what lowers blood glucose", &c);
         assert!(s[1] > s[2] && s[2] > s[0], "{s:?}");
         assert_eq!(s[0], 0.0);
     }
@@ -250,8 +277,8 @@ mod tests {
             query in "[a-e ]{0,10}",
         ) {
             let c: Vec<Candidate> = texts.iter().enumerate().map(|(i, t)| Candidate::new(i.to_string(), t.clone())).collect();
-            let s = lex().scores(&query, &c);
-            prop_assert_eq!(&s, &lex().scores(&query, &c));
+            let s = scores(&query, &c);
+            prop_assert_eq!(&s, &scores(&query, &c));
             for p in relative(&s) {
                 prop_assert!((0.0..=1.0).contains(&p));
             }

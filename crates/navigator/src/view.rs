@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use treenav_corpus::chunk::first_sentences;
+use treenav_text::bm25::Bm25Index;
 use treenav_tree::{NodeId, NodeKind, Tree};
 
 /// A cluster's card: its summary, then up to `titles` member titles, most central first.
@@ -84,31 +85,18 @@ pub(crate) fn passage(tree: &Tree, id: NodeId, text: &str) -> String {
     }
 }
 
-/// The words the lexical index and judge use.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Words;
-
-impl bm25::Tokenizer for Words {
-    fn tokenize(&self, input_text: &str) -> Vec<String> {
-        treenav_text::terms(input_text).collect()
-    }
-}
-
 /// A BM25 index over document nodes (title + all passages): an inverted
 /// index, not a vector index, used for the lexical entry.
+#[derive(Debug)]
 pub(crate) struct LexicalIndex {
-    engine: bm25::SearchEngine<u32, u64, Words>,
-}
-
-impl std::fmt::Debug for LexicalIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LexicalIndex")
-    }
+    index: Bm25Index,
+    /// Index position → document node.
+    nodes: Vec<NodeId>,
 }
 
 impl LexicalIndex {
     pub(crate) fn build(tree: &Tree) -> LexicalIndex {
-        let docs: Vec<bm25::Document<u32>> = tree
+        let (nodes, texts): (Vec<NodeId>, Vec<String>) = tree
             .documents()
             .filter_map(|id| {
                 let node = tree.get(id)?;
@@ -122,15 +110,14 @@ impl LexicalIndex {
                         text.push_str(t);
                     }
                 }
-                Some(bm25::Document::new(id.0, text))
+                Some((id, text))
             })
-            .collect();
-        let engine =
-            bm25::SearchEngineBuilder::<u32, u64, Words>::with_tokenizer_and_documents(Words, docs)
-                .k1(1.2)
-                .b(0.75)
-                .build();
-        LexicalIndex { engine }
+            .unzip();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        LexicalIndex {
+            index: Bm25Index::new(&texts),
+            nodes,
+        }
     }
 
     /// The top `n` document nodes for a query, best first.
@@ -142,16 +129,13 @@ impl LexicalIndex {
     }
 
     /// The top `n` document nodes for a query with their BM25 scores, best
-    /// first (ties: the lower node id first, so results are deterministic).
+    /// first (ties: the lower node id first, so results are deterministic:
+    /// documents are indexed in node order).
     pub(crate) fn search_scored(&self, query: &str, n: usize) -> Vec<(NodeId, f64)> {
-        let mut hits = self.engine.search(query, n);
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.document.id.cmp(&b.document.id))
-        });
-        hits.into_iter()
-            .map(|h| (NodeId(h.document.id), f64::from(h.score)))
+        self.index
+            .search(query, n)
+            .into_iter()
+            .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
             .collect()
     }
 }

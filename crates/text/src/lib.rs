@@ -63,6 +63,8 @@ pub fn is_stopword(word: &str) -> bool {
     )
 }
 
+pub mod bm25;
+
 /// Lower-cased alphanumeric words (`\w+`), stopwords removed.
 pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -198,6 +200,18 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// A 128-bit fingerprint of bytes (XXH3-128), for in-memory cache keys:
+/// fast enough to compute once per text, wide enough that distinct texts
+/// do not collide in practice. Not stable across versions: never store it.
+pub fn fingerprint(bytes: &[u8]) -> u128 {
+    twox_hash::XxHash3_128::oneshot(bytes)
+}
+
+/// A 64-bit hash of a word (XXH3-64), for term lookups within a process.
+pub fn term_hash(term: &str) -> u64 {
+    twox_hash::XxHash3_64::oneshot(term.as_bytes())
 }
 
 #[cfg(test)]
