@@ -231,6 +231,7 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
         limit: Some(40),
         config: serde_json::json!({"note": "test"}),
         judge_budgets: Vec::new(),
+        concurrency: 1,
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert_eq!(report.dataset.queries, 40);
@@ -314,6 +315,7 @@ async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Resul
         limit: Some(5),
         config: serde_json::Value::Null,
         judge_budgets: Vec::new(),
+        concurrency: 1,
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert!(report.systems.is_empty());
@@ -344,6 +346,7 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
         limit,
         config: serde_json::Value::Null,
         judge_budgets: Vec::new(),
+        concurrency: 1,
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     Ok(Some(report.systems["bm25"].passage.hit_at_1))
@@ -398,5 +401,97 @@ async fn prune_curve_on_the_sample_is_consistent() -> anyhow::Result<()> {
         .all(|p| p.compression <= 1.0 - 1.0 / 8.0 + 1e-9));
     assert!(curve.compression_at("grade", 0.5).is_some());
     assert!(curve.csv().lines().count() == curve.points.len() + 1);
+    Ok(())
+}
+
+/// Queries run at once change throughput, never a metric: the same figures
+/// (quality, judged candidates, navigation loss, a sweep) at concurrency 1
+/// and 6.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
+    let (_dir, d) = sample_dataset()?;
+    let params = TreeParams::default().check()?;
+    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
+    let tree = build_tree(
+        d.corpus.clone(),
+        "sample",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    )
+    .await?;
+    let mut setup = BenchSetup {
+        systems: vec![
+            SystemKind::Tree,
+            SystemKind::Bm25,
+            SystemKind::Rerank,
+            SystemKind::Gar,
+        ],
+        judge: JudgeOptions::default(),
+        navigator: NavigatorConfig::default().check()?,
+        tree: Some(Arc::new(tree)),
+        embedder: None,
+        rerank_n: 20,
+        flat_max_passages: 20_000,
+        rrf_k: 60.0,
+        seed: 5,
+        limit: Some(30),
+        config: serde_json::json!({}),
+        judge_budgets: vec![20],
+        concurrency: 1,
+    };
+    // Everything but timing and the cache's share of the calls (two queries
+    // in flight may both miss the same entry).
+    let figures = |report: &bench::Report| -> anyhow::Result<serde_json::Value> {
+        let mut json = serde_json::to_value(report)?;
+        let strip = |s: &mut serde_json::Value| {
+            if let Some(m) = s.as_object_mut() {
+                for key in [
+                    "seconds_per_query",
+                    "latency_p50_ms",
+                    "latency_p95_ms",
+                    "queries_per_second",
+                    "judge_calls",
+                    "cache_hits",
+                    "input_tokens",
+                    "cost_usd",
+                    "time_by_step",
+                ] {
+                    m.remove(key);
+                }
+            }
+        };
+        for (_, s) in json["systems"].as_object_mut().into_iter().flatten() {
+            strip(s);
+        }
+        for b in json["judge_budgets"].as_array_mut().into_iter().flatten() {
+            for (_, s) in b["systems"].as_object_mut().into_iter().flatten() {
+                strip(s);
+            }
+        }
+        Ok(json)
+    };
+    let one = bench::run(&d, &setup, &NoProgress).await?;
+    setup.concurrency = 6;
+    let six = bench::run(&d, &setup, &NoProgress).await?;
+    assert!(one.systems["tree"].queries_per_second > 0.0);
+    // Time by step: each level then the rerank, adding up to what was judged.
+    for name in ["tree", "gar"] {
+        let s = &one.systems[name];
+        let steps: Vec<&str> = s.time_by_step.iter().map(|t| t.step.as_str()).collect();
+        assert_eq!(steps.last(), Some(&"rerank"), "{name}: {steps:?}");
+        let shown: f64 = s.time_by_step.iter().map(|t| t.candidates).sum();
+        assert!(
+            (shown - s.candidates_judged).abs() < 1e-6,
+            "{name}: {shown}"
+        );
+    }
+    assert!(one.systems["tree"].time_by_step[0].step.starts_with("1 "));
+    assert!(one.systems["bm25"].time_by_step.is_empty());
+    assert_eq!(figures(&one)?, figures(&six)?);
+    setup.concurrency = 0;
+    assert!(bench::run(&d, &setup, &NoProgress).await.is_err());
     Ok(())
 }

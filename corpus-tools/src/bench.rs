@@ -65,7 +65,7 @@ pub struct BenchArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub nav: NavArgs,
-    /// Write every figure as JSON (schema treenav-bench/1) to this file.
+    /// Write every figure as JSON (schema treenav-bench/2) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// No progress bars.
@@ -97,6 +97,11 @@ pub struct BenchArgs {
     /// the judge per query, references and the shortlist rerank included.
     #[arg(long, value_delimiter = ',')]
     pub judge_budgets: Vec<usize>,
+    /// Queries run at once (default: the cores for an in-process judge,
+    /// the judge's concurrency for a remote one). Metric values do not
+    /// depend on it; throughput (queries/s) does.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
     /// A .ttf font for the PNG's labels (default: a system DejaVu or Liberation font).
     #[arg(long)]
     pub font: Option<PathBuf>,
@@ -192,6 +197,11 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         }
     }
     let judge = args.judge.options()?;
+    let concurrency = match args.concurrency {
+        Some(n) if !(1..=1024).contains(&n) => bail!("--concurrency must be in 1..=1024"),
+        Some(n) => n,
+        None => default_concurrency(&judge),
+    };
     let embedder_opts = embedder_options(args)?;
     if systems.iter().any(|s| s.uses_embedder()) && embedder_opts.is_none() {
         bail!("dense and hybrid need --embedder minilm (build with --features minilm) or --embedder openai");
@@ -282,6 +292,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         "embedder": embedder.as_ref().map(|e| e.describe()),
         "passage_words": args.passage_words,
         "judge_budgets": args.judge_budgets,
+        "concurrency": concurrency,
     });
     let setup = BenchSetup {
         systems,
@@ -296,6 +307,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         limit: args.limit,
         config,
         judge_budgets: args.judge_budgets.clone(),
+        concurrency,
     };
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();
@@ -313,6 +325,18 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
     }
     crate::emit(&report.markdown())
+}
+
+/// Queries at once by default: the cores for a judge that runs in this
+/// process, the judge's calls in flight for one behind a server.
+fn default_concurrency(judge: &treenav::judge::JudgeOptions) -> usize {
+    match judge.backend {
+        treenav::judge::BackendOptions::Lexical { .. }
+        | treenav::judge::BackendOptions::CrossEncoder { .. } => {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+        _ => judge.dispatch.concurrency.max(1),
+    }
 }
 
 fn setup_judge_name(args: &BenchArgs) -> String {

@@ -50,9 +50,9 @@ pub struct JudgeArgs {
     /// System One path (OpenRouter: /api/alpha/decisions).
     #[arg(long, default_value = "/v1/systemone")]
     pub systemone_path: String,
-    /// Judge calls in flight at most.
+    /// Judge calls in flight at most (per process; shared by every query).
     #[arg(long, default_value_t = 8)]
-    pub concurrency: usize,
+    pub judge_concurrency: usize,
     /// Timeout of one call, seconds.
     #[arg(long, default_value_t = 30.0)]
     pub timeout: f64,
@@ -109,7 +109,7 @@ impl JudgeArgs {
         Ok(JudgeOptions {
             backend,
             dispatch: DispatchOptions {
-                concurrency: self.concurrency,
+                concurrency: self.judge_concurrency,
                 timeout_secs: self.timeout,
                 price_per_million_input: self.price,
                 ..DispatchOptions::default()

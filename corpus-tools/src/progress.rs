@@ -1,17 +1,23 @@
-//! Progress of long builds and benches on stderr: bars when it is a
-//! terminal; otherwise (a log file, CI) one plain line per finished stage,
-//! so a long run is never silent.
+//! Progress of long builds and benches on stderr: bars (with rate and ETA)
+//! when it is a terminal; otherwise (a log file, CI) a plain line every few
+//! seconds (done, rate, ETA) and one per finished stage, so a long run is
+//! never silent.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often a plain progress line is printed off a terminal.
+const EVERY: Duration = Duration::from_secs(5);
 
 /// The stage being reported.
 struct Stage {
     bar: ProgressBar,
     name: String,
     started: Instant,
+    /// When the last plain line was printed.
+    said: Instant,
 }
 
 /// One bar (or, off a terminal, one line) per stage.
@@ -57,9 +63,11 @@ impl treenav::tree::Progress for Bars {
         } else {
             ProgressBar::new(total)
         };
-        let style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let style = ProgressStyle::with_template(
+            "{prefix:>12} [{bar:30}] {pos}/{len} {elapsed} ({per_sec}, ETA {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(name.to_string());
         if let Ok(mut slot) = self.current.lock() {
@@ -67,15 +75,37 @@ impl treenav::tree::Progress for Bars {
                 bar,
                 name: name.to_string(),
                 started: Instant::now(),
+                said: Instant::now(),
             });
         }
     }
 
     fn inc(&self, n: u64) {
-        if let Ok(slot) = self.current.lock() {
-            if let Some(stage) = slot.as_ref() {
+        if let Ok(mut slot) = self.current.lock() {
+            if let Some(stage) = slot.as_mut() {
                 stage.bar.inc(n);
+                if !self.hidden && !self.terminal && stage.said.elapsed() >= EVERY {
+                    stage.said = Instant::now();
+                    eprintln!("{}", plain_line(stage));
+                }
             }
         }
     }
+}
+
+/// `name: done/total, rate/s, ETA s` for a stage under way.
+fn plain_line(stage: &Stage) -> String {
+    let done = stage.bar.position();
+    let total = stage.bar.length().unwrap_or(0);
+    let secs = stage.started.elapsed().as_secs_f64();
+    let rate = done as f64 / secs.max(1e-9);
+    let eta = if rate > 0.0 {
+        format!("{:.0} s", total.saturating_sub(done) as f64 / rate)
+    } else {
+        "unknown".to_string()
+    };
+    format!(
+        "{}: {done}/{total} done, {rate:.2}/s, ETA {eta}",
+        stage.name
+    )
 }

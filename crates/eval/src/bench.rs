@@ -1,10 +1,10 @@
 //! The bench runner: systems over a dataset's queries, scored the same way.
 //!
-//! # The report's JSON schema (`treenav-bench/1`)
+//! # The report's JSON schema (`treenav-bench/2`)
 //!
 //! ```text
 //! {
-//!   "schema": "treenav-bench/1",
+//!   "schema": "treenav-bench/2",
 //!   "dataset": { "path", "name", "format": "squad"|"beir", "split", "gold": "passage"|"document",
 //!                "documents", "passages", "queries", "queries_total" },
 //!   "seed": u64, "limit": u64|null,
@@ -17,6 +17,9 @@
 //!       "candidates_judged", "judge_calls", "cache_hits", "titles_read",
 //!       "input_tokens", "cost_usd", "seconds_per_query",   // per-query means
 //!       "latency_p50_ms", "latency_p95_ms",
+//!       "queries_per_second",                  // throughput at the run's concurrency
+//!       "time_by_step": [ { "step": "1 cluster"|…|"rounds"|"rerank", "candidates",
+//!                           "input_tokens", "judge_ms", "share" } ],   // navigated systems
 //!       "navigation": null | {                 // tree only
 //!         "reached_leaves": share of queries whose gold document was expanded,
 //!         "returned": share with a gold passage among the returned passages,
@@ -152,6 +155,8 @@ pub struct BenchSetup {
     pub config: serde_json::Value,
     /// Judgment budgets to sweep `tree`, `rerank` and `gar` over (empty: no sweep).
     pub judge_budgets: Vec<usize>,
+    /// Queries run at once (at least 1). Metric values do not depend on it.
+    pub concurrency: usize,
 }
 
 /// One system's figures.
@@ -183,8 +188,30 @@ pub struct SystemReport {
     pub latency_p50_ms: f64,
     /// 95th percentile latency per query.
     pub latency_p95_ms: f64,
+    /// Throughput: queries answered per second of the system's wall time,
+    /// with `concurrency` queries at once.
+    pub queries_per_second: f64,
     /// Where the gold was lost on the way down (tree only).
     pub navigation: Option<NavigationLoss>,
+    /// Where a query's time goes, step by step (tree and gar: each level or
+    /// the best-first rounds, then the shortlist rerank); empty for systems
+    /// that do not navigate.
+    pub time_by_step: Vec<StepCost>,
+}
+
+/// One step of a navigated query, as per-query means.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct StepCost {
+    /// `1 cluster`, `2 document`, `3 passage`, `rounds` or `rerank`.
+    pub step: String,
+    /// Candidates shown to the judge.
+    pub candidates: f64,
+    /// Input tokens (as the judge reports them, else estimated).
+    pub input_tokens: f64,
+    /// Wall time of the step's judge calls, ms.
+    pub judge_ms: f64,
+    /// Share of the mean query latency.
+    pub share: f64,
 }
 
 /// Navigation loss by level.
@@ -273,6 +300,8 @@ pub(crate) struct Outcome {
     rounds: usize,
     /// Documents (indices) with anything shown to the judge.
     judged_documents: HashSet<usize>,
+    /// What each step of a navigated query cost.
+    steps: Vec<StepCost>,
 }
 
 /// Gold of one query resolved to passage and document indices.
@@ -356,8 +385,8 @@ fn metrics(ranking: &[usize], gold: &Gold, c: &Collection) -> (Metrics, Metrics)
 
 /// Everything a run needs, built once: the sampled queries, their gold,
 /// the flattened collection and the first-stage indexes.
-pub(crate) struct Context<'a> {
-    pub(crate) setup: &'a BenchSetup,
+pub(crate) struct Context {
+    pub(crate) setup: BenchSetup,
     pub(crate) queries: Vec<Query>,
     pub(crate) golds: Vec<Gold>,
     pub(crate) collection: Collection,
@@ -383,14 +412,14 @@ pub(crate) enum Runner {
     Tree(Box<Navigator>),
 }
 
-impl<'a> Context<'a> {
+impl Context {
     /// Samples the queries, resolves their gold and builds the indexes the
     /// systems (and the budget sweep) need.
     pub(crate) async fn new(
         dataset: &Dataset,
-        setup: &'a BenchSetup,
+        setup: &BenchSetup,
         progress: &dyn Progress,
-    ) -> Result<Context<'a>> {
+    ) -> Result<Context> {
         let mut sampled = dataset.clone();
         if let Some(n) = setup.limit {
             if n == 0 {
@@ -434,7 +463,7 @@ impl<'a> Context<'a> {
             .map(|(i, d)| (d.clone(), i))
             .collect();
         Ok(Context {
-            setup,
+            setup: setup.clone(),
             queries: sampled.queries,
             golds,
             collection,
@@ -505,38 +534,63 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Runs one system over every query.
+    /// Runs one system over every query, `setup.concurrency` queries at
+    /// once (each on its own task, so in-process judges use every core).
+    /// Returns the outcomes in query order and the wall time in seconds.
     pub(crate) async fn outcomes(
-        &self,
+        self: &Arc<Self>,
         name: &str,
-        runner: &Runner,
+        runner: Runner,
         progress: &dyn Progress,
-    ) -> Result<Vec<Outcome>> {
+    ) -> Result<(Vec<Outcome>, f64)> {
         progress.stage(name, self.queries.len() as u64);
-        let tree_index = match runner {
-            Runner::Tree(n) => Some(TreeIndex::new(n.tree())),
+        let tree_index = match (&runner, &self.setup.tree) {
+            (Runner::Tree(_), Some(tree)) => Some(Arc::new(TreeIndex::new(tree.clone()))),
             _ => None,
         };
-        let mut outcomes = Vec::with_capacity(self.queries.len());
-        for (q, gold) in self.queries.iter().zip(&self.golds) {
-            let start = Instant::now();
-            let mut outcome = self.one(name, runner, tree_index.as_ref(), q, gold).await?;
-            outcome.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
-            outcomes.push(outcome);
+        let runner = Arc::new(runner);
+        let started = Instant::now();
+        let mut slots: Vec<Option<Outcome>> = self.queries.iter().map(|_| None).collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut next = 0;
+        while next < slots.len() || !tasks.is_empty() {
+            while next < slots.len() && tasks.len() < self.setup.concurrency.max(1) {
+                let (ctx, runner, index, name) = (
+                    self.clone(),
+                    runner.clone(),
+                    tree_index.clone(),
+                    name.to_string(),
+                );
+                let i = next;
+                tasks.spawn(async move {
+                    let start = Instant::now();
+                    let outcome = ctx.one(&name, &runner, index.as_deref(), i).await;
+                    let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+                    (i, outcome.map(|o| Outcome { latency_ms, ..o }))
+                });
+                next += 1;
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let (i, outcome) =
+                joined.map_err(|e| Error::Config(format!("a {name} query task failed: {e}")))?;
+            slots[i] = Some(outcome?);
             progress.inc(1);
         }
-        Ok(outcomes)
+        let seconds = started.elapsed().as_secs_f64();
+        Ok((slots.into_iter().flatten().collect(), seconds))
     }
 
     async fn one(
         &self,
         name: &str,
         runner: &Runner,
-        tree_index: Option<&TreeIndex<'_>>,
-        q: &Query,
-        gold: &Gold,
+        tree_index: Option<&TreeIndex>,
+        i: usize,
     ) -> Result<Outcome> {
         let c = &self.collection;
+        let (q, gold) = (&self.queries[i], &self.golds[i]);
         Ok(match runner {
             Runner::Bm25 => plain(bm25_top(&self.bm25, &q.text, 100)),
             Runner::Dense => plain(dense_top(&self.dense, &q.text, 100).await?),
@@ -574,6 +628,7 @@ impl<'a> Context<'a> {
                         1
                     },
                     judged_documents: docs,
+                    steps: Vec::new(),
                 }
             }
             Runner::Tree(navigator) => self.navigate(navigator, tree_index, q, gold).await?,
@@ -584,7 +639,7 @@ impl<'a> Context<'a> {
     async fn navigate(
         &self,
         navigator: &Navigator,
-        tree_index: Option<&TreeIndex<'_>>,
+        tree_index: Option<&TreeIndex>,
         q: &Query,
         gold: &Gold,
     ) -> Result<Outcome> {
@@ -622,8 +677,48 @@ impl<'a> Context<'a> {
             kept: kept.filter(|k| !k.is_empty()),
             rounds: t.levels.len() + t.rounds.len() + usize::from(t.rerank.is_some()),
             judged_documents,
+            steps: steps_of(t),
         })
     }
+}
+
+/// A navigated query's steps: each level, or all best-first rounds as one,
+/// then the shortlist rerank.
+fn steps_of(t: &treenav_navigator::Trace) -> Vec<StepCost> {
+    let step = |name: String, candidates: usize, usage: &Usage, judge_ms: f64| StepCost {
+        step: name,
+        candidates: candidates as f64,
+        input_tokens: usage.input_tokens as f64,
+        judge_ms,
+        share: 0.0,
+    };
+    let mut steps: Vec<StepCost> = t
+        .levels
+        .iter()
+        .map(|l| {
+            step(
+                format!("{} {}", l.depth, l.kind),
+                l.candidates.len(),
+                &l.usage,
+                l.judge_ms,
+            )
+        })
+        .collect();
+    if !t.rounds.is_empty() {
+        let mut usage = Usage::default();
+        for r in &t.rounds {
+            usage.add(&r.usage);
+        }
+        let shown = t.rounds.iter().map(|r| r.candidates.len()).sum();
+        let ms = t.rounds.iter().map(|r| r.judge_ms).sum();
+        steps.push(step("rounds".into(), shown, &usage, ms));
+    }
+    if let Some(u) = &t.rerank {
+        let before: usize = steps.iter().map(|s| s.candidates as usize).sum();
+        let shown = t.candidates_judged.saturating_sub(before);
+        steps.push(step("rerank".into(), shown, u, u.latency_ms));
+    }
+    steps
 }
 
 /// The `gar` ablation's settings: best-first over the BM25 list and the
@@ -658,7 +753,10 @@ pub(crate) fn tree_config(base: &ValidConfig, budget: usize) -> Result<ValidConf
 /// then the judgment-budget sweep when `setup.judge_budgets` is set.
 /// `progress` gets one stage per system with one unit per query.
 pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress) -> Result<Report> {
-    let ctx = Context::new(dataset, setup, progress).await?;
+    if setup.concurrency == 0 {
+        return Err(Error::Config("--concurrency must be at least 1".into()));
+    }
+    let ctx = Arc::new(Context::new(dataset, setup, progress).await?);
     let collection = &ctx.collection;
     let mut report = Report {
         schema: SCHEMA,
@@ -694,16 +792,20 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
             continue;
         }
         let runner = ctx.runner(system)?;
-        let outcomes = ctx.outcomes(system.name(), &runner, progress).await?;
+        let tree = matches!(runner, Runner::Tree(_))
+            .then(|| setup.tree.clone())
+            .flatten();
+        let (outcomes, seconds) = ctx.outcomes(system.name(), runner, progress).await?;
         report.order.push(system.name().into());
-        let tree = match &runner {
-            Runner::Tree(n) => Some(n.tree()),
-            _ => None,
-        };
-        report.systems.insert(
-            system.name().into(),
-            summarize(&outcomes, &ctx.golds, collection, tree, system.uses_judge()),
+        let mut summary = summarize(
+            &outcomes,
+            &ctx.golds,
+            collection,
+            tree.as_deref(),
+            system.uses_judge(),
         );
+        summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
+        report.systems.insert(system.name().into(), summary);
     }
     report.judge_budgets = crate::sweep::run(&ctx, progress).await?;
     Ok(report)
@@ -719,6 +821,7 @@ fn plain(ranking: Vec<usize>) -> Outcome {
         kept: None,
         rounds: 0,
         judged_documents: HashSet::new(),
+        steps: Vec::new(),
     }
 }
 
@@ -765,43 +868,7 @@ pub(crate) fn summarize(
     let latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
     let navigation = tree
         .filter(|_| outcomes.iter().any(|o| o.kept.is_some()))
-        .map(|tree| {
-            let kinds = level_kinds(tree);
-            let mut lost = vec![0usize; kinds.len() + 1];
-            let mut kept = vec![0usize; kinds.len()];
-            let mut reached = 0;
-            for o in outcomes {
-                let Some(k) = &o.kept else { continue };
-                for (i, was) in k.iter().enumerate() {
-                    if *was && i < kept.len() {
-                        kept[i] += 1;
-                    }
-                }
-                match lost_at(k) {
-                    Some(depth) if depth <= kinds.len() => lost[depth] += 1,
-                    Some(_) => {}
-                    None => {}
-                }
-                // Reached the leaves: kept at the last level above them.
-                if k.len() >= 2 && k[k.len() - 2] {
-                    reached += 1;
-                }
-            }
-            NavigationLoss {
-                reached_leaves: reached as f64 / n,
-                returned: kept.last().copied().unwrap_or(0) as f64 / n,
-                levels: kinds
-                    .iter()
-                    .enumerate()
-                    .map(|(i, kind)| LevelLoss {
-                        depth: i + 1,
-                        kind: kind.clone(),
-                        kept: kept[i] as f64 / n,
-                        lost: lost[i + 1] as f64 / n,
-                    })
-                    .collect(),
-            }
-        });
+        .map(|tree| navigation_loss(outcomes, tree));
     SystemReport {
         passage: passage.get(),
         document,
@@ -815,8 +882,83 @@ pub(crate) fn summarize(
         seconds_per_query: mean(&|o| o.latency_ms) / 1000.0,
         latency_p50_ms: quantile(&latencies, 0.5),
         latency_p95_ms: quantile(&latencies, 0.95),
+        queries_per_second: 0.0,
         navigation,
+        time_by_step: time_by_step(outcomes),
     }
+}
+
+/// Where the gold was lost on the way down, over the outcomes that walked
+/// the tree level by level.
+fn navigation_loss(outcomes: &[Outcome], tree: &Tree) -> NavigationLoss {
+    let n = outcomes.len().max(1) as f64;
+    let kinds = level_kinds(tree);
+    let mut lost = vec![0usize; kinds.len() + 1];
+    let mut kept = vec![0usize; kinds.len()];
+    let mut reached = 0;
+    for o in outcomes {
+        let Some(k) = &o.kept else { continue };
+        for (i, was) in k.iter().enumerate() {
+            if *was && i < kept.len() {
+                kept[i] += 1;
+            }
+        }
+        match lost_at(k) {
+            Some(depth) if depth <= kinds.len() => lost[depth] += 1,
+            Some(_) => {}
+            None => {}
+        }
+        // Reached the leaves: kept at the last level above them.
+        if k.len() >= 2 && k[k.len() - 2] {
+            reached += 1;
+        }
+    }
+    NavigationLoss {
+        reached_leaves: reached as f64 / n,
+        returned: kept.last().copied().unwrap_or(0) as f64 / n,
+        levels: kinds
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| LevelLoss {
+                depth: i + 1,
+                kind: kind.clone(),
+                kept: kept[i] as f64 / n,
+                lost: lost[i + 1] as f64 / n,
+            })
+            .collect(),
+    }
+}
+
+/// Per-query means of each step's candidates, tokens and judge time, in
+/// the order the steps first appear; `share` is of the mean query latency.
+fn time_by_step(outcomes: &[Outcome]) -> Vec<StepCost> {
+    let n = outcomes.len().max(1) as f64;
+    let latency: f64 = outcomes.iter().map(|o| o.latency_ms).sum::<f64>() / n;
+    let mut steps: Vec<StepCost> = Vec::new();
+    for step in outcomes.iter().flat_map(|o| &o.steps) {
+        let i = match steps.iter().position(|s| s.step == step.step) {
+            Some(i) => i,
+            None => {
+                steps.push(StepCost {
+                    step: step.step.clone(),
+                    ..StepCost::default()
+                });
+                steps.len() - 1
+            }
+        };
+        let s = &mut steps[i];
+        s.candidates += step.candidates / n;
+        s.input_tokens += step.input_tokens / n;
+        s.judge_ms += step.judge_ms / n;
+    }
+    for s in &mut steps {
+        s.share = if latency > 0.0 {
+            s.judge_ms / latency
+        } else {
+            0.0
+        };
+    }
+    steps
 }
 
 /// The kind of each depth below the root (a depth mixes kinds only in
@@ -843,17 +985,17 @@ fn level_kinds(tree: &Tree) -> Vec<String> {
 }
 
 /// Passage id → node, for tracing the gold through a tree.
-pub(crate) struct TreeIndex<'a> {
-    tree: &'a Tree,
-    passage_node: HashMap<&'a str, NodeId>,
+pub(crate) struct TreeIndex {
+    tree: Arc<Tree>,
+    passage_node: HashMap<String, NodeId>,
 }
 
-impl<'a> TreeIndex<'a> {
-    fn new(tree: &'a Tree) -> TreeIndex<'a> {
+impl TreeIndex {
+    fn new(tree: Arc<Tree>) -> TreeIndex {
         let passage_node = tree
             .passages()
             .filter_map(|id| match tree.get(id).map(|n| &n.kind) {
-                Some(treenav_tree::NodeKind::Passage { id: pid, .. }) => Some((pid.as_str(), id)),
+                Some(treenav_tree::NodeKind::Passage { id: pid, .. }) => Some((pid.clone(), id)),
                 _ => None,
             })
             .collect();
@@ -891,7 +1033,7 @@ impl<'a> TreeIndex<'a> {
         let ancestors: HashSet<NodeId> = gold
             .passage_unit
             .keys()
-            .filter_map(|i| self.passage_node.get(c.ids[*i].as_str()))
+            .filter_map(|i| self.passage_node.get(&c.ids[*i]))
             .flat_map(|node| self.tree.path(*node))
             .collect();
         found
@@ -944,7 +1086,7 @@ impl Report {
             d.passages,
             d.gold
         );
-        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | titles read | s/q | p50 ms | p95 ms |\n");
+        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | titles read | q/s | p50 ms | p95 ms |\n");
         o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for name in &self.order {
             let Some(s) = self.systems.get(name) else {
@@ -952,7 +1094,7 @@ impl Report {
             };
             let _ = writeln!(
                 o,
-                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {} | {:.1} | {:.1}% | {:.3} | {:.1} | {:.1} |",
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {} | {:.1} | {:.1}% | {:.1} | {:.1} | {:.1} |",
                 s.passage.hit_at_1,
                 s.passage.hit_at_5,
                 s.passage.recall_at_10,
@@ -967,10 +1109,31 @@ impl Report {
                     .map_or("—".to_string(), |r| format!("{r:.3}")),
                 s.judge_calls,
                 s.titles_read * 100.0,
-                s.seconds_per_query,
+                s.queries_per_second,
                 s.latency_p50_ms,
                 s.latency_p95_ms
             );
+        }
+        for name in &self.order {
+            let Some(steps) = self.systems.get(name).map(|s| &s.time_by_step) else {
+                continue;
+            };
+            if steps.iter().any(|s| s.judge_ms > 0.0) {
+                let parts: Vec<String> = steps
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} {:.0}% ({:.0} candidates, {:.0} tokens, {:.1} ms)",
+                            s.step,
+                            s.share * 100.0,
+                            s.candidates,
+                            s.input_tokens,
+                            s.judge_ms
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(o, "\n{name}: judge time by step: {}", parts.join(" · "));
+            }
         }
         for name in &self.order {
             if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {

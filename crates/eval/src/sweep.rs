@@ -15,6 +15,7 @@ use crate::bench::{gar_config, summarize, tree_config, Context, Runner, SystemRe
 use crate::{Error, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use treenav_judge::rank::BatchPlan;
 use treenav_tree::Progress;
 
@@ -31,7 +32,7 @@ pub struct BudgetReport {
 }
 
 /// Runs the sweep over `ctx.setup.judge_budgets` (none: an empty list).
-pub(crate) async fn run(ctx: &Context<'_>, progress: &dyn Progress) -> Result<Vec<BudgetReport>> {
+pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<Vec<BudgetReport>> {
     let mut out = Vec::new();
     let nav = &ctx.setup.navigator;
     let m = if nav.shortlist() >= 2 {
@@ -61,15 +62,19 @@ pub(crate) async fn run(ctx: &Context<'_>, progress: &dyn Progress) -> Result<Ve
                 }
             };
             let label = format!("{name}@{budget}");
-            let outcomes = ctx.outcomes(&label, &runner, progress).await?;
-            let tree = match &runner {
-                Runner::Tree(n) => Some(n.tree()),
-                _ => None,
-            };
-            systems.insert(
-                name.to_string(),
-                summarize(&outcomes, &ctx.golds, &ctx.collection, tree, true),
+            let tree = matches!(runner, Runner::Tree(_))
+                .then(|| ctx.setup.tree.clone())
+                .flatten();
+            let (outcomes, seconds) = ctx.outcomes(&label, runner, progress).await?;
+            let mut summary = summarize(
+                &outcomes,
+                &ctx.golds,
+                &ctx.collection,
+                tree.as_deref(),
+                true,
             );
+            summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
+            systems.insert(name.to_string(), summary);
         }
         out.push(BudgetReport { budget, systems });
     }

@@ -107,14 +107,25 @@ mod engine {
                     library.display()
                 ));
             }
-            ort::init_from(library)
+            let env = ort::init_from(library)
                 .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
                 .with_name("treenav")
                 .build()
-                .map_err(|e| format!("cannot start ONNX Runtime: {e}"))
+                .map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
+            tracing::info!(library = %library.display(), build = ort::info(), "ONNX Runtime loaded");
+            Ok(env)
         });
         env.as_ref()
             .map_err(|e| Error::new(ErrorKind::Config, NAME, e.clone()))
+    }
+
+    /// The build of the ONNX Runtime library loaded (version, commit, flags),
+    /// once a cross-encoder judge has loaded it.
+    pub fn onnx_runtime_build() -> Option<&'static str> {
+        match ENVIRONMENT.get() {
+            Some(Ok(_)) => Some(ort::info()),
+            _ => None,
+        }
     }
 
     /// A loaded model.
@@ -175,8 +186,13 @@ mod engine {
             })
         }
 
-        /// One logit per candidate text, in input order.
-        pub(crate) async fn logits(&self, query: &str, texts: Vec<String>) -> Result<Vec<f64>> {
+        /// One logit per candidate text, in input order, and the pairs'
+        /// tokens (after truncation, before padding).
+        pub(crate) async fn logits(
+            &self,
+            query: &str,
+            texts: Vec<String>,
+        ) -> Result<(Vec<f64>, u64)> {
             let session = self.session.clone();
             let tokenizer = self.tokenizer.clone();
             let (batch_size, needs_type_ids) = (self.batch_size, self.needs_type_ids);
@@ -209,7 +225,7 @@ mod engine {
         texts: &[String],
         batch_size: usize,
         needs_type_ids: bool,
-    ) -> Result<Vec<f64>> {
+    ) -> Result<(Vec<f64>, u64)> {
         let fail = |m: String| Error::new(ErrorKind::Server, NAME, m);
         let pairs: Vec<(String, String)> = texts
             .iter()
@@ -218,6 +234,7 @@ mod engine {
         let encodings = tokenizer
             .encode_batch(pairs, true)
             .map_err(|e| fail(format!("tokenization failed: {e}")))?;
+        let tokens: u64 = encodings.iter().map(|e| e.len() as u64).sum();
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|i| (encodings[*i].len(), *i));
         let mut logits = vec![0.0; encodings.len()];
@@ -228,6 +245,7 @@ mod engine {
             let longest = chunk.iter().map(|i| encodings[*i].len()).max().unwrap_or(0);
             let width = longest.div_ceil(8).max(1) * 8;
             let rows = chunk.len();
+            tracing::debug!(rows, width, longest, "cross-encoder batch (padded shape)");
             let mut ids = vec![0i64; rows * width];
             let mut mask = vec![0i64; rows * width];
             let mut types = vec![0i64; rows * width];
@@ -274,13 +292,18 @@ mod engine {
                 logits[*i] = f64::from(data[r * per_row]);
             }
         }
-        Ok(logits)
+        Ok((logits, tokens))
     }
 }
 
 #[cfg(not(feature = "cross-encoder"))]
 mod engine {
     use super::*;
+
+    /// No ONNX Runtime in a build without the `cross-encoder` feature.
+    pub fn onnx_runtime_build() -> Option<&'static str> {
+        None
+    }
 
     /// Stand-in when the `cross-encoder` feature is off: construction fails
     /// and says how to get the real backend.
@@ -302,7 +325,7 @@ mod engine {
             ))
         }
 
-        pub(crate) async fn logits(&self, _: &str, _: Vec<String>) -> Result<Vec<f64>> {
+        pub(crate) async fn logits(&self, _: &str, _: Vec<String>) -> Result<(Vec<f64>, u64)> {
             Err(Error::new(
                 ErrorKind::Config,
                 NAME,
@@ -312,12 +335,13 @@ mod engine {
     }
 }
 
+pub use engine::onnx_runtime_build;
 pub(crate) use engine::CrossEncoder;
 
 impl CrossEncoder {
     pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
         let texts: Vec<String> = op.candidates.iter().map(|c| c.text.clone()).collect();
-        let logits = self.logits(op.query, texts).await?;
+        let (logits, tokens) = self.logits(op.query, texts).await?;
         if logits.len() != op.candidates.len() || logits.iter().any(|l| !l.is_finite()) {
             return Err(Error::malformed(
                 NAME,
@@ -326,7 +350,7 @@ impl CrossEncoder {
         }
         Ok(Raw {
             values: values_from_logits(op, &logits),
-            input_tokens: None,
+            input_tokens: Some(tokens),
             output_tokens: 0,
             cost_usd: Some(0.0),
             low_confidence: 0,

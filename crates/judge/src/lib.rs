@@ -48,7 +48,7 @@ mod remote;
 mod render;
 mod systemone;
 
-pub use cross_encoder::{default_model_dir, default_ort_library};
+pub use cross_encoder::{default_model_dir, default_ort_library, onnx_runtime_build};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
 pub use lexical::{bm25_scores, CorpusStats};

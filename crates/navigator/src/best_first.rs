@@ -38,6 +38,7 @@ use crate::navigate::{cut, Navigator};
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 use treenav_judge::{Candidate, Usage};
 use treenav_tree::{NodeId, NodeKind};
 
@@ -271,6 +272,7 @@ impl Search<'_> {
                 c
             })
             .collect();
+        let started = Instant::now();
         let results =
             futures::future::join_all(shown.iter().map(|c| self.nav.judge.judge(self.query, c)))
                 .await;
@@ -308,7 +310,11 @@ impl Search<'_> {
             per_slate.push(j.probabilities);
             fell_back.push(fallback);
         }
+        let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.record(slates, &shown, per_slate, fell_back, usage, first_ever);
+        if let Some(round) = self.rounds.last_mut() {
+            round.judge_ms = judge_ms;
+        }
         self.nav.check_cost(&self.usage, self.rounds.len())?;
         Ok(true)
     }
@@ -609,6 +615,7 @@ impl Search<'_> {
             candidates,
             budget_left: self.left,
             usage,
+            judge_ms: 0.0,
         });
     }
 

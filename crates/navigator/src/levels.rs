@@ -6,6 +6,7 @@ use crate::navigate::{cut, Navigator};
 use crate::view::Probabilities;
 use crate::{Error, LevelTrace, Result, Retrieval, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 use treenav_judge::rank::BatchPlan;
 use treenav_judge::{Candidate, Usage};
 use treenav_tree::NodeId;
@@ -61,7 +62,9 @@ impl Navigator {
             } else {
                 self.config.budget(depth - 1)
             };
+            let started = Instant::now();
             let judged = self.judge_level(query, &frontier, depth, kind).await?;
+            let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
             usage.add(&judged.usage);
             self.check_cost(&usage, depth)?;
             let mut order: Vec<usize> = (0..frontier.len()).collect();
@@ -107,6 +110,7 @@ impl Navigator {
                 batches: judged.batches,
                 candidates,
                 usage: judged.usage,
+                judge_ms,
             });
             let chosen: Vec<(NodeId, f64)> = order
                 .iter()

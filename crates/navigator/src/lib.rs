@@ -183,6 +183,8 @@ pub struct RoundTrace {
     pub budget_left: usize,
     /// What the round cost.
     pub usage: Usage,
+    /// Wall time of the round's judge calls (run concurrently), ms.
+    pub judge_ms: f64,
 }
 
 /// One level of the walk.
@@ -201,8 +203,11 @@ pub struct LevelTrace {
     pub batches: usize,
     /// Every candidate shown, in the order shown.
     pub candidates: Vec<TraceCandidate>,
-    /// What judging this level cost.
+    /// What judging this level cost (`usage.latency_ms` adds up the
+    /// batches' times; `judge_ms` is the wall time).
     pub usage: Usage,
+    /// Wall time of judging this level (its batches run concurrently), ms.
+    pub judge_ms: f64,
 }
 
 /// The record of one retrieval.
