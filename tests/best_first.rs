@@ -270,6 +270,7 @@ async fn best_first_is_deterministic() {
         t.latency_ms = 0.0;
         for round in &mut t.rounds {
             round.usage.latency_ms = 0.0;
+            round.judge_ms = 0.0;
         }
         t.usage.latency_ms = 0.0;
         t.rerank = None;

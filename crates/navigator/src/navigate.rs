@@ -97,7 +97,10 @@ impl Navigator {
         Ok(out)
     }
 
-    pub(crate) fn label(&self, id: NodeId) -> String {
+    /// What the judge sees of a node: a cluster's card, a document's view,
+    /// a passage with its document's title (empty for the root or an
+    /// unknown id).
+    pub fn label(&self, id: NodeId) -> String {
         match self.labels.get(id.index()) {
             Some(Some(label)) => label.to_string(),
             _ => self.render_label(id),
