@@ -58,3 +58,26 @@ async fn candidates_that_render_alike_do_not_share_a_cache_entry() {
     );
     assert!(second.probabilities[0] < 0.05, "{:?}", second.probabilities);
 }
+
+/// Limits so small that every candidate fills a multiple-choice group alone
+/// used to make the tournament recurse forever (a stack overflow): it must
+/// pair them and finish, with one distribution over all of them.
+#[tokio::test]
+async fn a_tournament_under_tiny_limits_finishes() {
+    let options: JudgeOptions = serde_json::from_str(
+        r#"{"backend":{"kind":"lexical"},"dispatch":{"limits":{"max_questions":64,"max_options":26,"max_state_tokens":300}}}"#,
+    )
+    .expect("options");
+    let judge = Judge::new(&options).expect("judge");
+    let text = "insulin glucose blood sugar regulation ".repeat(60);
+    let c: Vec<Candidate> = (0..64)
+        .map(|i| Candidate::new(format!("c{i}"), format!("{text} {i}")))
+        .collect();
+    let choice = judge.choose("insulin glucose", &c).await.expect("choose");
+    assert_eq!(choice.probabilities.len(), 64);
+    assert!((choice.probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    assert!(choice.best < 64);
+    // Two candidates, each over the limit alone: one pairwise call.
+    let two = judge.choose("insulin", &c[..2]).await.expect("choose two");
+    assert_eq!(two.probabilities.len(), 2);
+}

@@ -298,8 +298,30 @@ async fn deadline_and_cost_cap_stop_cleanly() {
     ));
 }
 
+#[tokio::test]
+async fn an_empty_query_is_an_error() {
+    let nav = Navigator::new(
+        sample_tree().await,
+        lexical(),
+        NavigatorConfig::default().check().expect("config"),
+    )
+    .expect("navigator");
+    for q in ["", " \t\n"] {
+        assert!(matches!(nav.retrieve(q).await, Err(Error::EmptyQuery)));
+    }
+}
+
 #[test]
 fn config_is_checked() {
+    for secs in [1e300, f64::INFINITY, f64::NAN, 0.0, -1.0] {
+        assert!(
+            NavigatorConfig::default()
+                .deadline_secs(Some(secs))
+                .check()
+                .is_err(),
+            "{secs}"
+        );
+    }
     assert!(NavigatorConfig::default().batch_size(0).check().is_err());
     assert!(NavigatorConfig::default().batch_size(201).check().is_err());
     assert!(NavigatorConfig::default()

@@ -166,6 +166,28 @@ fn file_round_trip_and_atomic_write() {
     assert_eq!(names, vec!["t.tree"], "no temporary file left behind");
 }
 
+/// A save killed mid-write leaves `.t.tree.tmp-PID`; the next save of that
+/// file removes it once the process is gone, and leaves other files alone.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_save_removes_temp_files_of_dead_saves() {
+    let tree = build(&corpus_jsonl(20, &[]), 8, 10, None);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // No process has a pid this large (the kernel's limit is 2^22).
+    let stale = dir.path().join(".t.tree.tmp-4294967000");
+    let other = dir.path().join(".u.tree.tmp-4294967000");
+    let mine = dir.path().join(".t.tree.tmp-notapid");
+    for f in [&stale, &other, &mine] {
+        std::fs::write(f, b"half a tree").expect("write");
+    }
+    tree::file::save(&tree, &dir.path().join("t.tree")).expect("save");
+    assert!(!stale.exists(), "the dead save's temp file is gone");
+    assert!(
+        other.exists() && mine.exists(),
+        "only our own pattern is removed"
+    );
+}
+
 #[test]
 fn corrupted_truncated_foreign_and_future_files_are_errors() {
     let tree = build(&corpus_jsonl(20, &[]), 8, 10, None);
@@ -215,4 +237,26 @@ fn a_structurally_broken_tree_is_rejected() {
     let last = nodes.len() - 1;
     nodes[last].parent = Some(treenav::tree::NodeId(0));
     assert!(Tree::from_parts(tree.meta().clone(), nodes).is_err());
+}
+
+/// A device, a folder or a foreign file is refused from its first bytes:
+/// `/dev/zero` used to be read until memory ran out.
+#[test]
+fn load_refuses_what_is_not_a_tree_file_without_reading_it_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let problem = |path: &std::path::Path| match tree::file::load(path) {
+        Err(treenav::tree::Error::BadFile { problem, .. }) => problem,
+        other => panic!("{}: {other:?}", path.display()),
+    };
+    assert!(problem(dir.path()).contains("not a regular file"));
+    let dev_zero = std::path::Path::new("/dev/zero");
+    if dev_zero.exists() {
+        assert!(problem(dev_zero).contains("not a regular file"));
+    }
+    let foreign = dir.path().join("foreign.tree");
+    std::fs::write(&foreign, vec![b'x'; 1 << 20]).expect("write");
+    assert!(problem(&foreign).contains("wrong magic bytes"));
+    let short = dir.path().join("short.tree");
+    std::fs::write(&short, b"TRN").expect("write");
+    assert!(problem(&short).contains("wrong magic bytes"));
 }

@@ -186,10 +186,12 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // The cause chain by default (`navigation failed: judging level
+            // 2 …: rate limited …`); with -v, anyhow's full report.
             if cli.verbose {
                 eprintln!("error: {e:?}");
             } else {
-                eprintln!("error: {e}");
+                eprintln!("error: {e:#}");
             }
             ExitCode::FAILURE
         }
@@ -261,6 +263,33 @@ struct BuildReport {
     skipped: Vec<String>,
 }
 
+/// Refuses an output that is the input, or inside an input folder: the tree
+/// would replace the user's corpus. Paths are compared resolved (symlinks,
+/// `..`), the output by its folder since it may not exist yet.
+fn refuse_output_over_input(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    let Ok(input) = input.canonicalize() else {
+        return Ok(()); // a missing input fails later, naming the path
+    };
+    let folder = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let (Ok(folder), Some(name)) = (folder.canonicalize(), output.file_name()) else {
+        return Ok(());
+    };
+    let output = folder.join(name);
+    let output = output.canonicalize().unwrap_or(output);
+    if output == input || output.starts_with(&input) {
+        let how = if output == input { "is" } else { "is inside" };
+        bail!(
+            "-o {} {how} the input {}: the tree would replace your data; write it elsewhere",
+            output.display(),
+            input.display()
+        );
+    }
+    Ok(())
+}
+
 fn run_build(args: BuildArgs) -> Result<()> {
     let start = Instant::now();
     // Check everything before any work.
@@ -277,6 +306,9 @@ fn run_build(args: BuildArgs) -> Result<()> {
         if !dir.as_os_str().is_empty() && !dir.exists() {
             bail!("output folder {} does not exist", dir.display());
         }
+    }
+    if let Some(input) = &args.input {
+        refuse_output_over_input(input, &args.output)?;
     }
     let forced: Option<Format> = args.format.as_deref().map(str::parse).transpose()?;
     let options = LoadOptions {

@@ -9,11 +9,21 @@ use treenav::navigator::{
     BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
 };
 
+/// A query with a word in it: an empty one is a usage error (exit 2).
+fn non_empty(s: &str) -> std::result::Result<String, String> {
+    if s.trim().is_empty() {
+        Err("the query is empty: give a question or keywords".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct QueryArgs {
     /// The tree file (from `treenav build`).
     pub tree: PathBuf,
-    /// The question.
+    /// The question (not empty).
+    #[arg(value_parser = non_empty)]
     pub query: String,
     #[command(flatten)]
     pub judge: JudgeArgs,

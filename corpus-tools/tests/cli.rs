@@ -121,6 +121,37 @@ fn options_are_checked_before_work() {
     );
 }
 
+/// `build corpus.jsonl -o corpus.jsonl` used to replace the corpus with a
+/// tree: an output that is (or is inside) an input is refused, the input
+/// left byte for byte.
+#[test]
+fn build_never_writes_over_its_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let beir = dir.path().join("beir");
+    std::fs::create_dir(&beir).expect("mkdir");
+    for f in ["corpus.jsonl", "queries.jsonl"] {
+        std::fs::copy(fixture("beir").join(f), beir.join(f)).expect("copy");
+    }
+    let corpus = beir.join("corpus.jsonl");
+    let before = std::fs::read(&corpus).expect("read");
+    let c = corpus.to_str().expect("utf8");
+    let b = beir.to_str().expect("utf8");
+    for (input, output, says) in [
+        (c, c, "is the input"),
+        (b, c, "is inside the input"),
+        (
+            b,
+            &*format!("{b}/../beir/corpus.jsonl"),
+            "is inside the input",
+        ),
+    ] {
+        let o = treenav(&["build", input, "-o", output, "--format", "beir"]);
+        assert!(!o.status.success(), "{input} -o {output}");
+        assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
+    }
+    assert_eq!(std::fs::read(&corpus).expect("read"), before);
+}
+
 #[test]
 fn inspect_rejects_a_foreign_file() {
     let o = treenav(&["inspect", fixture("squad.json").to_str().expect("utf8")]);
@@ -285,6 +316,57 @@ fn query_walks_best_first_and_prints_its_rounds() {
     assert!(!o.status.success());
     assert!(
         text(&o.stderr).contains("unknown strategy"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Hostile numbers and empty queries are refused with a message, never a
+/// panic (exit 101): an empty query is a usage error (exit 2); deadlines and
+/// timeouts too long for a `Duration` are out of range.
+#[test]
+fn query_refuses_empty_queries_and_absurd_waits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sample.tree");
+    let o = treenav(&["build", "-o", out.to_str().expect("utf8 path")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tree = out.to_str().expect("utf8 path");
+    for q in ["", "   "] {
+        let o = treenav(&["query", tree, q]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("the query is empty"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    for (flag, says) in [
+        ("--deadline=1e300", "deadline_secs must be in"),
+        ("--timeout=1e300", "timeout_secs must be in"),
+        ("--deadline=-1", "deadline_secs must be in"),
+        ("--price=nan", "prices per million tokens"),
+        ("--price=-1", "prices per million tokens"),
+    ] {
+        let o = treenav(&["query", tree, "Tesla", flag]);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
+    }
+    let config = dir.path().join("judge.json");
+    std::fs::write(
+        &config,
+        r#"{"backend":{"kind":"lexical"},"dispatch":{"deadline_secs":1e300}}"#,
+    )
+    .expect("write");
+    let o = treenav(&[
+        "query",
+        tree,
+        "Tesla",
+        "--judge-config",
+        config.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("deadline_secs must be in"),
         "{}",
         text(&o.stderr)
     );

@@ -271,14 +271,20 @@ pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duratio
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
+    // A wait too long for `Duration` (1e300 s) is as good as forever: the
+    // retry policy gives up on any wait above its cap.
+    let wait = |secs: f64| {
+        (secs >= 0.0 && !secs.is_nan())
+            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+    };
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+        if let Some(d) = wait(ms / 1000.0) {
+            return Some(d);
         }
     }
     let value = text("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return wait(secs);
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -531,6 +537,23 @@ mod tests {
         let mut bad = HeaderMap::new();
         bad.insert("retry-after", HeaderValue::from_static("soon"));
         assert_eq!(parse_retry_after(&bad), None);
+        // Waits too long for a Duration do not panic: they are "forever",
+        // and the policy gives up on them.
+        for (name, value) in [
+            ("retry-after", "1e308"),
+            ("retry-after-ms", "1e300"),
+            ("retry-after", "inf"),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_static(value));
+            let wait = parse_retry_after(&h);
+            assert_eq!(wait, Some(Duration::MAX), "{name}: {value}");
+            let e = err(ErrorKind::RateLimited, wait);
+            assert_eq!(RetryPolicy::default().decide(1, &e), Retry::GiveUp);
+        }
+        let mut nan = HeaderMap::new();
+        nan.insert("retry-after", HeaderValue::from_static("NaN"));
+        assert_eq!(parse_retry_after(&nan), None);
     }
 
     #[test]

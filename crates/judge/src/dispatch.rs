@@ -62,6 +62,10 @@ pub(crate) struct Raw {
     pub(crate) low_confidence: u32,
 }
 
+/// The longest timeout or deadline accepted, seconds (30 days): any longer
+/// is a typo, and `Duration` cannot hold every finite number.
+pub const MAX_WAIT_SECS: f64 = 30.0 * 86_400.0;
+
 #[derive(Debug)]
 enum Backend {
     Lexical(Lexical),
@@ -138,14 +142,21 @@ impl Judge {
         if d.concurrency == 0 {
             return Err(Error::config("dispatch.concurrency must be at least 1"));
         }
-        if !(d.timeout_secs.is_finite() && d.timeout_secs > 0.0) {
-            return Err(Error::config(
-                "dispatch.timeout_secs must be a positive number",
-            ));
+        let seconds = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_WAIT_SECS;
+        if !seconds(d.timeout_secs) {
+            return Err(Error::config(format!(
+                "dispatch.timeout_secs must be in (0, {MAX_WAIT_SECS}] seconds"
+            )));
         }
-        if d.deadline_secs.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+        if d.deadline_secs.is_some_and(|s| !seconds(s)) {
+            return Err(Error::config(format!(
+                "dispatch.deadline_secs must be in (0, {MAX_WAIT_SECS}] seconds"
+            )));
+        }
+        let price = |p: f64| p.is_finite() && (0.0..=1e6).contains(&p);
+        if !d.price_per_million_input.is_none_or(price) || !price(d.price_per_million_output) {
             return Err(Error::config(
-                "dispatch.deadline_secs must be a positive number",
+                "prices per million tokens must be numbers in 0..=1000000 USD",
             ));
         }
         let limits = d.limits.unwrap_or_else(|| options.backend.default_limits());
@@ -156,7 +167,7 @@ impl Judge {
         }
         let client = || {
             HttpClient::new(ClientConfig {
-                timeout: Duration::from_secs_f64(d.timeout_secs),
+                timeout: Duration::try_from_secs_f64(d.timeout_secs).unwrap_or(Duration::MAX),
                 retry: RetryPolicy {
                     max_retries: d.max_retries,
                     ..RetryPolicy::default()
@@ -271,7 +282,9 @@ impl Judge {
                 limits,
                 semaphore: Semaphore::new(d.concurrency),
                 cache,
-                deadline: d.deadline_secs.map(Duration::from_secs_f64),
+                deadline: d
+                    .deadline_secs
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok()),
                 price_in: d
                     .price_per_million_input
                     .unwrap_or_else(|| options.backend.default_price_per_million()),
@@ -415,7 +428,16 @@ impl Judge {
         candidates: &'a [Candidate],
     ) -> futures::future::BoxFuture<'a, Result<Choice>> {
         Box::pin(async move {
-            let groups = self.batches(query, candidates, self.inner.limits.max_options);
+            let mut groups = self.batches(query, candidates, self.inner.limits.max_options);
+            if groups.len() > 1 && groups.len() == candidates.len() {
+                // Every candidate fills the state limit alone: the final would
+                // be as big as the first round and the tournament would never
+                // end. Pair them anyway (the backend cuts long texts).
+                groups = (0..candidates.len())
+                    .step_by(2)
+                    .map(|s| s..(s + 2).min(candidates.len()))
+                    .collect();
+            }
             if groups.len() == 1 {
                 if candidates.len() == 1 {
                     return Ok(Choice {

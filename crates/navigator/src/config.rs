@@ -4,6 +4,9 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// The longest deadline accepted, seconds (30 days): any longer is a typo,
+/// and `Duration` cannot hold every finite number.
+pub const MAX_DEADLINE_SECS: f64 = 30.0 * 86_400.0;
 /// What to do when a judge call still fails after the dispatcher's retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -292,9 +295,11 @@ impl NavigatorConfig {
         }
         if self
             .deadline_secs
-            .is_some_and(|s| !(s.is_finite() && s > 0.0))
+            .is_some_and(|s| !(s.is_finite() && s > 0.0 && s <= MAX_DEADLINE_SECS))
         {
-            return bad("deadline_secs must be a positive number".into());
+            return bad(format!(
+                "deadline_secs must be in (0, {MAX_DEADLINE_SECS}] seconds"
+            ));
         }
         if self
             .max_cost_usd
@@ -356,6 +361,9 @@ impl ValidConfig {
     }
 
     pub(crate) fn deadline(&self) -> Option<Duration> {
-        self.0.deadline_secs.map(Duration::from_secs_f64)
+        // Checked to be in (0, MAX_DEADLINE_SECS]: the conversion cannot fail.
+        self.0
+            .deadline_secs
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
     }
 }

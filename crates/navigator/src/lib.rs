@@ -98,6 +98,9 @@ pub enum Error {
     /// The tree cannot be navigated (e.g. it has no passage).
     #[error("cannot navigate this tree: {0}")]
     Tree(String),
+    /// The query has no word to look for (empty or whitespace only).
+    #[error("the query is empty: give a question or keywords")]
+    EmptyQuery,
 }
 
 /// One returned passage.

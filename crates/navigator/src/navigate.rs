@@ -79,7 +79,11 @@ impl Navigator {
     }
 
     /// Retrieves the passages that answer `query`, with the trace of how.
+    /// An empty (or whitespace-only) query is [`Error::EmptyQuery`].
     pub async fn retrieve(&self, query: &str) -> Result<Retrieval> {
+        if query.trim().is_empty() {
+            return Err(Error::EmptyQuery);
+        }
         let start = Instant::now();
         let work = async {
             match self.config.strategy() {

@@ -130,6 +130,7 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "tree".into());
+    remove_stale_temp_files(&dir, &file_name);
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
@@ -143,11 +144,66 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
     })
 }
 
-/// Loads and validates a tree file.
+/// Removes `.{file_name}.tmp-{pid}` files left by saves that were killed
+/// (kill -9, power loss): ours by name, and only when that process is gone
+/// (checked in `/proc`, so only on Linux; elsewhere they are left alone).
+fn remove_stale_temp_files(dir: &Path, file_name: &str) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let prefix = format!(".{file_name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !alive {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(file = %entry.path().display(), "removed a stale temp file")
+                }
+                Err(e) => {
+                    tracing::warn!(file = %entry.path().display(), error = %e, "cannot remove a stale temp file")
+                }
+            }
+        }
+    }
+}
+
+/// Loads and validates a tree file. Only a regular file is read, and only
+/// past a header with the right magic bytes, so a device (`/dev/zero`) or
+/// a large foreign file is refused without reading it whole.
 pub fn load(path: &Path) -> Result<Tree> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    use std::io::Read;
+    let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let bad = |problem: &str| Error::BadFile {
+        path: path.to_path_buf(),
+        problem: problem.to_string(),
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file (a folder, device or pipe)"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 30));
+    (&mut file)
+        .take(MAGIC.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.as_slice() != MAGIC.as_slice() {
+        return Err(bad("not a treenav tree file (wrong magic bytes)"));
+    }
+    file.read_to_end(&mut bytes).map_err(io)?;
     from_bytes(&bytes, path)
 }
