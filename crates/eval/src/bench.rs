@@ -1075,6 +1075,36 @@ fn lost_at(kept: &[bool]) -> Option<usize> {
 }
 
 impl Report {
+    /// One line per navigated system: its judge time by step.
+    fn time_lines(&self) -> String {
+        let mut o = String::new();
+        for name in &self.order {
+            let Some(steps) = self.systems.get(name).map(|s| &s.time_by_step) else {
+                continue;
+            };
+            if steps.iter().any(|s| s.judge_ms > 0.0) {
+                let parts: Vec<String> = steps
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} {:.0}% ({:.0} candidates, {:.0} tokens, {:.1} ms)",
+                            s.step,
+                            s.share * 100.0,
+                            s.candidates,
+                            s.input_tokens,
+                            s.judge_ms
+                        )
+                    })
+                    .collect();
+                o.push_str(&format!(
+                    "\n{name}: judge time by step: {}\n",
+                    parts.join(" · ")
+                ));
+            }
+        }
+        o
+    }
+
     /// The report as a Markdown table (plus navigation loss for `tree`).
     pub fn markdown(&self) -> String {
         use std::fmt::Write as _;
@@ -1126,27 +1156,7 @@ impl Report {
                 s.latency_p95_ms
             );
         }
-        for name in &self.order {
-            let Some(steps) = self.systems.get(name).map(|s| &s.time_by_step) else {
-                continue;
-            };
-            if steps.iter().any(|s| s.judge_ms > 0.0) {
-                let parts: Vec<String> = steps
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "{} {:.0}% ({:.0} candidates, {:.0} tokens, {:.1} ms)",
-                            s.step,
-                            s.share * 100.0,
-                            s.candidates,
-                            s.input_tokens,
-                            s.judge_ms
-                        )
-                    })
-                    .collect();
-                let _ = writeln!(o, "\n{name}: judge time by step: {}", parts.join(" · "));
-            }
-        }
+        o.push_str(&self.time_lines());
         for name in &self.order {
             if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {
                 let levels: Vec<String> = nav

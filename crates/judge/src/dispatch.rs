@@ -134,31 +134,37 @@ fn check_endpoint(kind: &'static str, endpoint: &str, model: &str) -> Result<Str
     Ok(endpoint.trim_end_matches('/').to_string())
 }
 
+/// Range checks of the dispatcher's numbers, once, where they enter.
+fn check_dispatch(d: &crate::options::DispatchOptions) -> Result<()> {
+    if d.concurrency == 0 {
+        return Err(Error::config("dispatch.concurrency must be at least 1"));
+    }
+    let seconds = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_WAIT_SECS;
+    if !seconds(d.timeout_secs) {
+        return Err(Error::config(format!(
+            "dispatch.timeout_secs must be in (0, {MAX_WAIT_SECS}] seconds"
+        )));
+    }
+    if d.deadline_secs.is_some_and(|s| !seconds(s)) {
+        return Err(Error::config(format!(
+            "dispatch.deadline_secs must be in (0, {MAX_WAIT_SECS}] seconds"
+        )));
+    }
+    let price = |p: f64| p.is_finite() && (0.0..=1e6).contains(&p);
+    if !d.price_per_million_input.is_none_or(price) || !price(d.price_per_million_output) {
+        return Err(Error::config(
+            "prices per million tokens must be numbers in 0..=1000000 USD",
+        ));
+    }
+    Ok(())
+}
+
 impl Judge {
     /// Checks the options and builds the judge. A missing endpoint, model or
     /// API key (when a key variable is named) fails here, saying what to set.
     pub fn new(options: &JudgeOptions) -> Result<Judge> {
         let d = &options.dispatch;
-        if d.concurrency == 0 {
-            return Err(Error::config("dispatch.concurrency must be at least 1"));
-        }
-        let seconds = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_WAIT_SECS;
-        if !seconds(d.timeout_secs) {
-            return Err(Error::config(format!(
-                "dispatch.timeout_secs must be in (0, {MAX_WAIT_SECS}] seconds"
-            )));
-        }
-        if d.deadline_secs.is_some_and(|s| !seconds(s)) {
-            return Err(Error::config(format!(
-                "dispatch.deadline_secs must be in (0, {MAX_WAIT_SECS}] seconds"
-            )));
-        }
-        let price = |p: f64| p.is_finite() && (0.0..=1e6).contains(&p);
-        if !d.price_per_million_input.is_none_or(price) || !price(d.price_per_million_output) {
-            return Err(Error::config(
-                "prices per million tokens must be numbers in 0..=1000000 USD",
-            ));
-        }
+        check_dispatch(d)?;
         let limits = d.limits.unwrap_or_else(|| options.backend.default_limits());
         if limits.max_questions == 0 || limits.max_options < 2 || limits.max_state_tokens == 0 {
             return Err(Error::config(
