@@ -314,6 +314,7 @@ async fn runner_throughput() {
     let opts = DatasetOptions {
         split: "test".into(),
         passage_words: treenav::corpus::chunk::DEFAULT_PASSAGE_WORDS,
+        skip_bad: false,
     };
     println!("## The bench runner at several queries at once (`treenav bench --concurrency N`)\n");
     println!("| run | queries at once | queries/s | vs 1 | metrics |\n|---|---|---|---|---|");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
-use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route};
+use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use treenav::tree::{
     build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
     Tree, TreeParams,
@@ -255,7 +255,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
         .shortlist(0)
         .check()
         .expect("config");
-    let r = Navigator::new(tree, systemone(&dead, quick), config)
+    let r = Navigator::new(tree.clone(), systemone(&dead, quick.clone()), config)
         .expect("navigator")
         .retrieve(QUERY)
         .await
@@ -266,6 +266,23 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
         .levels
         .iter()
         .all(|l| l.candidates.iter().all(|c| c.fallback)));
+
+    // With the shortlist rerank on, the fallback covers it too: both
+    // strategies answer instead of failing at the rerank.
+    for strategy in [Strategy::Levels, Strategy::BestFirst] {
+        let config = NavigatorConfig::default()
+            .on_judge_error(OnJudgeError::Fallback)
+            .strategy(strategy)
+            .check()
+            .expect("config");
+        let r = Navigator::new(tree.clone(), systemone(&dead, quick.clone()), config)
+            .expect("navigator")
+            .retrieve(QUERY)
+            .await
+            .expect("fallback covers the rerank");
+        assert!(r.trace.rerank.is_some(), "{strategy:?}: the rerank ran");
+        assert!(!r.passages.is_empty());
+    }
 }
 
 #[tokio::test]

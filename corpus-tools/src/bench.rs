@@ -46,6 +46,10 @@ pub struct BenchArgs {
     /// Skip flat above this many passages.
     #[arg(long, default_value_t = 20_000)]
     pub flat_max_passages: usize,
+    /// Skip bad corpus records (duplicate ids, malformed lines), listing
+    /// them, instead of stopping at the first (as `treenav build --skip-bad`).
+    #[arg(long)]
+    pub skip_bad: bool,
     /// Word budget of a passage when chunking BEIR documents.
     #[arg(long, default_value_t = treenav::corpus::chunk::DEFAULT_PASSAGE_WORDS)]
     pub passage_words: usize,
@@ -219,8 +223,15 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         &DatasetOptions {
             split: args.split.clone(),
             passage_words: args.passage_words,
+            skip_bad: args.skip_bad,
         },
     )?;
+    if !args.quiet && !data.corpus.skipped.is_empty() {
+        eprintln!("skipped {} bad corpus records:", data.corpus.skipped.len());
+        for s in data.corpus.skipped.iter().take(20) {
+            eprintln!("  {s}");
+        }
+    }
     if !args.quiet {
         eprintln!(
             "{}: {} documents, {} passages, {} queries{}",

@@ -152,6 +152,51 @@ fn build_never_writes_over_its_input() {
     assert_eq!(std::fs::read(&corpus).expect("read"), before);
 }
 
+/// A dataset with a duplicate document id stops the bench naming the line;
+/// with `--skip-bad` (as `build` has) it runs and lists what it skipped.
+#[test]
+fn bench_skips_bad_records_when_asked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let beir = dir.path().join("beir");
+    std::fs::create_dir_all(beir.join("qrels")).expect("mkdir");
+    for f in ["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"] {
+        std::fs::copy(fixture("beir").join(f), beir.join(f)).expect("copy");
+    }
+    let mut corpus = std::fs::read_to_string(beir.join("corpus.jsonl")).expect("read");
+    corpus.push_str("{\"_id\": \"d1\", \"title\": \"Again\", \"text\": \"A duplicate id.\"}\n");
+    std::fs::write(beir.join("corpus.jsonl"), &corpus).expect("write");
+    let dataset = beir.to_str().expect("utf8");
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        dataset,
+        "--systems",
+        "bm25",
+        "--quiet",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("corpus.jsonl"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        dataset,
+        "--systems",
+        "bm25",
+        "--skip-bad",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("skipped 1 bad corpus records"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(text(&o.stdout).contains("| bm25 |"));
+}
+
 #[test]
 fn inspect_rejects_a_foreign_file() {
     let o = treenav(&["inspect", fixture("squad.json").to_str().expect("utf8")]);

@@ -79,6 +79,10 @@ pub struct DatasetOptions {
     pub split: String,
     /// Word budget of a passage when chunking BEIR documents. By default, 128.
     pub passage_words: usize,
+    /// Skip bad corpus records (duplicate ids, malformed lines) and go on,
+    /// as `treenav build --skip-bad` does, instead of stopping at the first.
+    /// Skipped records are listed in the corpus's `skipped`. By default, off.
+    pub skip_bad: bool,
 }
 
 impl Default for DatasetOptions {
@@ -86,6 +90,7 @@ impl Default for DatasetOptions {
         DatasetOptions {
             split: "test".into(),
             passage_words: treenav_corpus::chunk::DEFAULT_PASSAGE_WORDS,
+            skip_bad: false,
         }
     }
 }
@@ -214,7 +219,7 @@ fn load_squad(path: &Path, options: &DatasetOptions) -> Result<Dataset> {
         path,
         Format::Squad,
         &LoadOptions {
-            skip_bad: false,
+            skip_bad: options.skip_bad,
             passage_words: options.passage_words,
         },
     )?;
@@ -336,7 +341,7 @@ fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
         &dir.join("corpus.jsonl"),
         Format::Beir,
         &LoadOptions {
-            skip_bad: false,
+            skip_bad: options.skip_bad,
             passage_words: options.passage_words,
         },
     )?;

@@ -1,7 +1,7 @@
 //! The navigator: what the judge sees of each node, and the steps shared by
 //! both strategies (the shortlist rerank, ranked passages).
 
-use crate::config::{Strategy, ValidConfig};
+use crate::config::{OnJudgeError, Strategy, ValidConfig};
 use crate::view::{self, LexicalIndex, Probabilities};
 use crate::{Error, RankedPassage, Result, Retrieval};
 use std::sync::Arc;
@@ -166,17 +166,24 @@ impl Navigator {
             .collect();
         let scores: Vec<f64> = passages.iter().map(|p| p.probability).collect();
         let mut order: Vec<usize> = (0..passages.len()).collect();
-        let choice = self
+        let s = self.config.settings();
+        let reranked = self
             .judge
-            .rerank_shortlist(
-                query,
-                &candidates,
-                &mut order,
-                &scores,
-                self.config.settings().shortlist,
-            )
-            .await
-            .map_err(Error::Rerank)?;
+            .rerank_shortlist(query, &candidates, &mut order, &scores, s.shortlist)
+            .await;
+        // The fallback covers every judge call of the query, the rerank too
+        // (`order` is untouched by a failed rerank).
+        let choice = match reranked {
+            Ok(choice) => choice,
+            Err(source) if s.on_judge_error == OnJudgeError::Fallback => {
+                tracing::warn!(error = %source, "shortlist rerank failed; lexical fallback");
+                self.fallback
+                    .rerank_shortlist(query, &candidates, &mut order, &scores, s.shortlist)
+                    .await
+                    .map_err(Error::Rerank)?
+            }
+            Err(source) => return Err(Error::Rerank(source)),
+        };
         let Some(choice) = choice else {
             return Ok((passages, None, 0));
         };
