@@ -412,11 +412,37 @@ fn run_build(args: BuildArgs) -> Result<()> {
 /// Writes text to stdout; a closed pipe (`treenav … | head`) is not an error.
 pub fn emit(text: &str) -> Result<()> {
     use std::io::Write;
+    let text = printable(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
+}
+
+/// Text safe to print: control characters from the data (ANSI escapes,
+/// bells, carriage returns), Unicode line separators and bidi overrides are
+/// shown escaped (`\x1b`, `\u{202e}`), never interpreted by a terminal;
+/// newlines and tabs stay. JSON output has none (serde escapes them).
+fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let hostile = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !hostile(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn display(p: &Path) -> String {

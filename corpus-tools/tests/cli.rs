@@ -197,6 +197,46 @@ fn bench_skips_bad_records_when_asked() {
     assert!(text(&o.stdout).contains("| bm25 |"));
 }
 
+/// Titles with terminal escapes are printed escaped by `query` and
+/// `inspect`, never sent raw to the terminal.
+#[test]
+fn query_and_inspect_escape_control_characters() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = dir.path().join("evil.jsonl");
+    std::fs::write(
+        &corpus,
+        "{\"id\": \"p1\", \"title\": \"Clear\\u001b[2J\\u001b]0;pwned\\u0007\", \"text\": \"Tesla worked for Westinghouse.\"}\n\
+         {\"id\": \"p2\", \"title\": \"Other\", \"text\": \"Edison ran a company.\"}\n",
+    )
+    .expect("write");
+    let tree = dir.path().join("evil.tree");
+    let o = treenav(&[
+        "build",
+        corpus.to_str().expect("utf8"),
+        "-o",
+        tree.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for args in [
+        vec![
+            "query",
+            tree.to_str().expect("utf8"),
+            "Tesla Westinghouse",
+            "--trace",
+        ],
+        vec!["inspect", tree.to_str().expect("utf8")],
+    ] {
+        let o = treenav(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            !o.stdout.contains(&0x1b) && !o.stdout.contains(&0x07),
+            "{args:?}"
+        );
+    }
+    let o = treenav(&["query", tree.to_str().expect("utf8"), "Tesla Westinghouse"]);
+    assert!(text(&o.stdout).contains("\\x1b[2J"), "{}", text(&o.stdout));
+}
+
 #[test]
 fn inspect_rejects_a_foreign_file() {
     let o = treenav(&["inspect", fixture("squad.json").to_str().expect("utf8")]);
