@@ -142,3 +142,51 @@ fn unknown_format_is_explained() {
         .unwrap_or_default();
     assert!(msg.contains("--format"), "{msg}");
 }
+
+/// Symbolic links are not followed: two links to folders above used to make
+/// the build read forever, and a link to /dev/zero never ends either.
+#[cfg(unix)]
+#[test]
+fn folder_symlinks_are_skipped_not_followed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).expect("mkdir");
+    std::fs::write(docs.join("a.md"), "# Alpha\n\nAlpha text about insulin.\n").expect("write");
+    std::os::unix::fs::symlink(&docs, docs.join("loop")).expect("link");
+    std::os::unix::fs::symlink(dir.path(), docs.join("up")).expect("link");
+    if std::path::Path::new("/dev/zero").exists() {
+        std::os::unix::fs::symlink("/dev/zero", docs.join("zero.txt")).expect("link");
+    }
+    let corpus = treenav::corpus::load(
+        &docs,
+        treenav::corpus::Format::Files,
+        &treenav::corpus::LoadOptions::default(),
+    )
+    .expect("load");
+    assert_eq!(corpus.documents.len(), 1, "only a.md, read once");
+    assert_eq!(corpus.documents[0].title, "Alpha");
+}
+
+/// A device is refused before any read, in detection and in every format.
+#[cfg(unix)]
+#[test]
+fn devices_are_refused_not_read() {
+    let zero = std::path::Path::new("/dev/zero");
+    if !zero.exists() {
+        return;
+    }
+    assert!(Format::detect(zero).is_err());
+    for format in [
+        Format::Beir,
+        Format::Squad,
+        Format::PassagesJsonl,
+        Format::PassagesTsv,
+        Format::Files,
+    ] {
+        let err = load(zero, format, &LoadOptions::default()).expect_err("a device");
+        assert!(
+            err.to_string().contains("not a regular file"),
+            "{format:?}: {err}"
+        );
+    }
+}

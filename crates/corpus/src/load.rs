@@ -45,6 +45,12 @@ impl Format {
             source,
         };
         let meta = std::fs::metadata(path).map_err(io)?;
+        if !meta.is_dir() && !meta.is_file() {
+            return Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                hint: "not a regular file or folder (a device or pipe)".into(),
+            });
+        }
         if meta.is_dir() {
             if path.join("corpus.jsonl").is_file() {
                 return Ok(Format::Beir);
@@ -138,15 +144,26 @@ impl Default for LoadOptions {
     }
 }
 
+/// Reads a whole file, refusing anything but a regular file first: a device
+/// (`/dev/zero`) or a pipe would be read until memory runs out.
+fn read_regular(p: &Path) -> Result<Vec<u8>> {
+    let io = |source| Error::Io {
+        path: p.to_path_buf(),
+        source,
+    };
+    if !std::fs::metadata(p).map_err(io)?.is_file() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a device, pipe or folder)",
+        )));
+    }
+    std::fs::read(p).map_err(io)
+}
+
 /// Loads a corpus from a path in the given format (see [`Format::detect`]).
 pub fn load(path: &Path, format: Format, options: &LoadOptions) -> Result<Corpus> {
     check_options(options)?;
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|source| Error::Io {
-            path: p.to_path_buf(),
-            source,
-        })
-    };
+    let read = read_regular;
     let mut sink = Sink::new(options.skip_bad);
     let documents = match format {
         Format::Beir => {
@@ -531,13 +548,13 @@ fn collect_text_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         path: dir.to_path_buf(),
         source,
     };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(dir)
         .map_err(io)?
-        .map(|e| e.map(|e| e.path()))
+        .map(|e| e.and_then(|e| Ok((e.path(), e.file_type()?))))
         .collect::<std::io::Result<_>>()
         .map_err(io)?;
-    entries.sort();
-    for p in entries {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, kind) in entries {
         let hidden = p
             .file_name()
             .and_then(|n| n.to_str())
@@ -545,8 +562,17 @@ fn collect_text_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         if hidden {
             continue;
         }
-        if p.is_dir() {
+        // Symbolic links are not followed: a link to a folder above would
+        // be read again and again (two such links never end), and a link to
+        // a device (/dev/zero) never ends either. They are named, not lost.
+        if kind.is_symlink() {
+            tracing::warn!(path = %p.display(), "skipped a symbolic link (links are not followed)");
+            continue;
+        }
+        if kind.is_dir() {
             collect_text_files(&p, out)?;
+        } else if !kind.is_file() {
+            tracing::warn!(path = %p.display(), "skipped: not a regular file");
         } else if matches!(
             p.extension()
                 .and_then(|e| e.to_str())
@@ -616,10 +642,7 @@ fn files(path: &Path, options: &LoadOptions, sink: &mut Sink) -> Result<Vec<Docu
     };
     let mut docs = Vec::new();
     for file in list {
-        let bytes = std::fs::read(&file).map_err(|source| Error::Io {
-            path: file.clone(),
-            source,
-        })?;
+        let bytes = read_regular(&file)?;
         let text = match String::from_utf8(bytes) {
             Ok(t) => t,
             Err(e) => {
