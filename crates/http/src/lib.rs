@@ -302,6 +302,10 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// The retry policy. By default, [`RetryPolicy::default`].
     pub retry: RetryPolicy,
+    /// Largest reply body read, bytes; a longer one (a server streaming
+    /// without end) stops with [`ErrorKind::MalformedResponse`]. By
+    /// default, 32 MiB.
+    pub max_body_bytes: usize,
 }
 
 impl Default for ClientConfig {
@@ -310,6 +314,7 @@ impl Default for ClientConfig {
             timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            max_body_bytes: 32 << 20,
         }
     }
 }
@@ -396,6 +401,44 @@ impl HttpClient {
         }
     }
 
+    /// The reply body, read chunk by chunk up to `max_body_bytes` (within
+    /// the attempt's timeout, which covers the whole read).
+    async fn read_body(
+        &self,
+        mut response: reqwest::Response,
+    ) -> std::result::Result<Vec<u8>, (ErrorKind, String)> {
+        let max = self.config.max_body_bytes;
+        let too_long = || {
+            (
+                ErrorKind::MalformedResponse,
+                format!("the reply body is over the limit of {max} bytes"),
+            )
+        };
+        if response.content_length().is_some_and(|n| n > max as u64) {
+            return Err(too_long());
+        }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > max {
+                        return Err(too_long());
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => return Ok(body),
+                Err(e) => {
+                    let kind = if e.is_timeout() {
+                        ErrorKind::Timeout
+                    } else {
+                        ErrorKind::Network
+                    };
+                    return Err((kind, error_chain(&e)));
+                }
+            }
+        }
+    }
+
     async fn attempt<T: DeserializeOwned>(
         &self,
         url: &str,
@@ -427,14 +470,10 @@ impl HttpClient {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         tracing::debug!(url, status, "reply");
-        let bytes = response.bytes().await.map_err(|e| {
-            let kind = if e.is_timeout() {
-                ErrorKind::Timeout
-            } else {
-                ErrorKind::Network
-            };
-            fail(kind, Some(status), error_chain(&e), None)
-        })?;
+        let bytes = self
+            .read_body(response)
+            .await
+            .map_err(|(kind, message)| fail(kind, Some(status), message, None))?;
         if !(200..300).contains(&status) {
             let snippet = snippet(&bytes);
             let message = if snippet.is_empty() {

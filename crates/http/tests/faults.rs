@@ -62,6 +62,17 @@ async fn serve(counter: Counter) -> String {
         )
         .route("/malformed", post(|| async { "{not json" }))
         .route(
+            "/endless",
+            post(|| async {
+                // A body that never ends: 64 KiB chunks, forever.
+                let chunk = axum::body::Bytes::from(vec![b' '; 64 << 10]);
+                let stream = futures::stream::repeat_with(move || {
+                    Ok::<_, std::convert::Infallible>(chunk.clone())
+                });
+                axum::body::Body::from_stream(stream)
+            }),
+        )
+        .route(
             "/slow",
             post(move || async move {
                 c5.fetch_add(1, Ordering::SeqCst);
@@ -188,4 +199,26 @@ async fn ok_reply_decodes() {
         .await
         .expect("ok");
     assert_eq!((reply.body.x, reply.attempts), (1, 1));
+}
+
+/// A server streaming a body without end used to fill memory (6.6 GB in
+/// 24 s): the read stops at the body limit, well before the timeout.
+#[tokio::test]
+async fn an_endless_body_stops_at_the_limit() {
+    let base = serve(Counter::default()).await;
+    let client = HttpClient::new(ClientConfig {
+        timeout: Duration::from_secs(20),
+        max_body_bytes: 1 << 20,
+        retry: RetryPolicy::none(),
+        ..ClientConfig::default()
+    })
+    .expect("client");
+    let start = Instant::now();
+    let err = client
+        .post_json::<_, X>(&format!("{base}/endless"), None, &())
+        .await
+        .expect_err("endless");
+    assert!(err.message.contains("over the limit"), "{err}");
+    assert!(!err.retryable());
+    assert!(start.elapsed() < Duration::from_secs(10));
 }
