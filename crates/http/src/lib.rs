@@ -159,6 +159,67 @@ fn kind_text(kind: ErrorKind) -> &'static str {
     }
 }
 
+/// `text` (a URL, or a message quoting URLs) with any `user:password@` in
+/// a URL replaced by `***@`.
+pub fn redact_url(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | ')' | '"' | '\'' | '>') || c.is_whitespace()
+            })
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                out.push_str("***@");
+                out.push_str(&tail[at + 1..end]);
+            }
+            None => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with the credential after every `Bearer ` or `Basic ` (a server
+/// quoting an `Authorization` header) replaced by `***`.
+pub fn redact_auth(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let next = ["Bearer ", "Basic ", "bearer ", "basic "]
+            .iter()
+            .filter_map(|w| rest.find(w).map(|i| (i, w.len())))
+            .min();
+        let Some((i, len)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..i + len]);
+        let tail = &rest[i + len..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '}' | ']'))
+            .unwrap_or(tail.len());
+        if end > 0 {
+            out.push_str("***");
+        }
+        rest = &tail[end..];
+    }
+}
+
+/// `text` with every occurrence of `secret` (an API key a server may echo
+/// back in an error body) replaced by `***`.
+pub fn redact_secret(text: &str, secret: &str) -> String {
+    if secret.len() < 4 {
+        return text.to_string();
+    }
+    text.replace(secret, "***")
+}
+
 fn url_text(url: &str, attempts: u32) -> String {
     let mut s = String::new();
     if !url.is_empty() {
@@ -389,6 +450,11 @@ impl HttpClient {
                 }
                 Err(mut error) => {
                     error.attempts = attempt;
+                    error.url = redact_url(&error.url);
+                    error.message = redact_auth(&redact_url(&error.message));
+                    if let Some(key) = key {
+                        error.message = redact_secret(&error.message, key.expose());
+                    }
                     match self.config.retry.decide(attempt, &error) {
                         Retry::GiveUp => return Err(error),
                         Retry::After(wait) => {
@@ -557,6 +623,30 @@ mod tests {
         assert_eq!(p.decide(1, &e), Retry::After(Duration::from_secs(2)));
         let long = err(ErrorKind::RateLimited, Some(Duration::from_secs(3600)));
         assert_eq!(p.decide(1, &long), Retry::GiveUp);
+    }
+
+    #[test]
+    fn credentials_are_redacted() {
+        assert_eq!(
+            redact_url("http://user:secret@host:8080/v1/x?y=1"),
+            "http://***@host:8080/v1/x?y=1"
+        );
+        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
+        assert_eq!(redact_url("not a url"), "not a url");
+        assert_eq!(
+            redact_url(
+                "error sending request for url (http://u:p@h/x): refused; see https://a:b@c"
+            ),
+            "error sending request for url (http://***@h/x): refused; see https://***@c"
+        );
+        assert_eq!(
+            redact_auth(r#"{"authorization": "Basic dXNlcjpw", "x": "Bearer abc def"}"#),
+            r#"{"authorization": "Basic ***", "x": "Bearer *** def"}"#
+        );
+        assert_eq!(
+            redact_secret(r#"{"authorization": "Bearer sk-123456"}"#, "sk-123456"),
+            r#"{"authorization": "Bearer ***"}"#
+        );
     }
 
     #[test]

@@ -62,6 +62,21 @@ async fn serve(counter: Counter) -> String {
         )
         .route("/malformed", post(|| async { "{not json" }))
         .route(
+            "/echo",
+            post(|headers: axum::http::HeaderMap| async move {
+                // A careless server quoting the request's headers in its error.
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!(r#"{{"error": "bad", "authorization": "{auth}"}}"#),
+                )
+            }),
+        )
+        .route(
             "/endless",
             post(|| async {
                 // A body that never ends: 64 KiB chunks, forever.
@@ -221,4 +236,30 @@ async fn an_endless_body_stops_at_the_limit() {
     assert!(err.message.contains("over the limit"), "{err}");
     assert!(!err.retryable());
     assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+/// Neither a key a server echoes back nor a password in the URL reaches an
+/// error message.
+#[tokio::test]
+async fn keys_and_url_passwords_never_reach_messages() {
+    let base = serve(Counter::default()).await;
+    let key = treenav_http::ApiKey::new("sk-very-secret-123");
+    let with_password = base.replacen("http://", "http://user:hunter2@", 1);
+    let err = client(2000)
+        .post_json::<_, X>(&format!("{with_password}/echo"), Some(&key), &())
+        .await
+        .expect_err("400");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("sk-very-secret-123"), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    // reqwest sends the URL's user:password as Basic auth: its base64 form
+    // must not leak either.
+    assert!(!shown.contains("dXNlcjpodW50ZXIy"), "{shown}");
+    let err = client(2000)
+        .post_json::<_, X>(&format!("{base}/echo"), Some(&key), &())
+        .await
+        .expect_err("400");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("sk-very-secret-123"), "{shown}");
+    assert!(shown.contains("Bearer ***"), "{shown}");
 }

@@ -121,7 +121,10 @@ fn check_endpoint(kind: &'static str, endpoint: &str, model: &str) -> Result<Str
         return Err(Error::new(
             ErrorKind::Config,
             kind,
-            format!("the endpoint must be an http(s) URL (--endpoint), got `{endpoint}`"),
+            format!(
+                "the endpoint must be an http(s) URL (--endpoint), got `{}`",
+                treenav_http::redact_url(endpoint)
+            ),
         ));
     }
     if model.trim().is_empty() {
