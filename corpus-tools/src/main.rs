@@ -191,11 +191,25 @@ fn main() -> ExitCode {
             if cli.verbose {
                 eprintln!("error: {e:?}");
             } else {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", cause_chain(&e));
             }
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and each cause not already quoted in the text before it (our
+/// error types quote their source), joined by `: `.
+fn cause_chain(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

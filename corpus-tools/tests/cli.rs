@@ -436,6 +436,28 @@ fn query_refuses_empty_queries_and_absurd_waits() {
         assert_eq!(o.status.code(), Some(1), "{flag}: {}", text(&o.stderr));
         assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
     }
+    // A judge failure says its typed cause by default, once, with no password.
+    let o = treenav(&[
+        "query",
+        tree,
+        "Tesla",
+        "--judge",
+        "systemone",
+        "--endpoint",
+        "http://user:hunter2@127.0.0.1:9",
+        "--model",
+        "m",
+        "--timeout",
+        "1",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("judging level 1") && err.contains("network error"),
+        "{err}"
+    );
+    assert_eq!(err.matches("network error").count(), 1, "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
     let config = dir.path().join("judge.json");
     std::fs::write(
         &config,
