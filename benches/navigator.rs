@@ -239,30 +239,6 @@ async fn critical_path() {
     );
 }
 
-/// The bench report without timing and cache counts (two queries in flight
-/// may both miss one cache entry), for comparing runs.
-fn figures(report: &treenav::eval::bench::Report) -> serde_json::Value {
-    let mut json = serde_json::to_value(report).expect("json");
-    for (_, s) in json["systems"].as_object_mut().into_iter().flatten() {
-        if let Some(m) = s.as_object_mut() {
-            for key in [
-                "seconds_per_query",
-                "latency_p50_ms",
-                "latency_p95_ms",
-                "queries_per_second",
-                "judge_calls",
-                "cache_hits",
-                "input_tokens",
-                "cost_usd",
-                "time_by_step",
-            ] {
-                m.remove(key);
-            }
-        }
-    }
-    json
-}
-
 /// One dataset through `bench::run` (system `tree`) at each concurrency:
 /// queries/s, and whether the metrics equal those at the first.
 async fn at_concurrency(
@@ -294,7 +270,7 @@ async fn at_concurrency(
         setup.concurrency = c;
         let report = bench::run(data, &setup, &NoProgress).await.expect("bench");
         let qps = report.systems["tree"].queries_per_second;
-        let json = figures(&report);
+        let json = support::bench_figures(&report);
         let (base, same) = match &first {
             Some((q, j)) => (*q, *j == json),
             None => (qps, true),

@@ -166,6 +166,22 @@ fn bad_squad_names_the_line_or_question() {
     assert!(err.contains("not a dataset"), "{err}");
 }
 
+/// The dataset's tree, built with the defaults.
+async fn sample_tree(d: &dataset::Dataset) -> anyhow::Result<treenav::tree::Tree> {
+    let params = TreeParams::default().check()?;
+    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
+    Ok(build_tree(
+        d.corpus.clone(),
+        "sample",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    )
+    .await?)
+}
+
 fn sample_dataset() -> anyhow::Result<(tempfile::TempDir, dataset::Dataset)> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("sample.json");
@@ -201,18 +217,7 @@ fn sampling_is_seeded_and_keeps_file_order() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
-    let params = TreeParams::default().check()?;
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
-    let tree = build_tree(
-        d.corpus.clone(),
-        "sample",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await?;
+    let tree = sample_tree(&d).await?;
     let setup = BenchSetup {
         systems: vec![
             SystemKind::Tree,
@@ -410,18 +415,7 @@ async fn prune_curve_on_the_sample_is_consistent() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
-    let params = TreeParams::default().check()?;
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
-    let tree = build_tree(
-        d.corpus.clone(),
-        "sample",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await?;
+    let tree = sample_tree(&d).await?;
     let mut setup = BenchSetup {
         systems: vec![
             SystemKind::Tree,
@@ -442,37 +436,6 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
         judge_budgets: vec![20],
         concurrency: 1,
     };
-    // Everything but timing and the cache's share of the calls (two queries
-    // in flight may both miss the same entry).
-    let figures = |report: &bench::Report| -> anyhow::Result<serde_json::Value> {
-        let mut json = serde_json::to_value(report)?;
-        let strip = |s: &mut serde_json::Value| {
-            if let Some(m) = s.as_object_mut() {
-                for key in [
-                    "seconds_per_query",
-                    "latency_p50_ms",
-                    "latency_p95_ms",
-                    "queries_per_second",
-                    "judge_calls",
-                    "cache_hits",
-                    "input_tokens",
-                    "cost_usd",
-                    "time_by_step",
-                ] {
-                    m.remove(key);
-                }
-            }
-        };
-        for (_, s) in json["systems"].as_object_mut().into_iter().flatten() {
-            strip(s);
-        }
-        for b in json["judge_budgets"].as_array_mut().into_iter().flatten() {
-            for (_, s) in b["systems"].as_object_mut().into_iter().flatten() {
-                strip(s);
-            }
-        }
-        Ok(json)
-    };
     let one = bench::run(&d, &setup, &NoProgress).await?;
     setup.concurrency = 6;
     let six = bench::run(&d, &setup, &NoProgress).await?;
@@ -490,7 +453,7 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
     }
     assert!(one.systems["tree"].time_by_step[0].step.starts_with("1 "));
     assert!(one.systems["bm25"].time_by_step.is_empty());
-    assert_eq!(figures(&one)?, figures(&six)?);
+    assert_eq!(support::bench_figures(&one), support::bench_figures(&six));
     setup.concurrency = 0;
     assert!(bench::run(&d, &setup, &NoProgress).await.is_err());
     Ok(())

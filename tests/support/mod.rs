@@ -152,3 +152,35 @@ pub async fn scripted_systemone(delay: Duration) -> (String, std::sync::Arc<Load
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("http://{addr}"), load)
 }
+
+/// A bench report without timing and cache counts (two queries in flight may
+/// both miss one cache entry): what must not change with concurrency.
+pub fn bench_figures(report: &treenav::eval::bench::Report) -> serde_json::Value {
+    let mut json = serde_json::to_value(report).expect("report as JSON");
+    let strip = |s: &mut serde_json::Value| {
+        if let Some(m) = s.as_object_mut() {
+            for key in [
+                "seconds_per_query",
+                "latency_p50_ms",
+                "latency_p95_ms",
+                "queries_per_second",
+                "judge_calls",
+                "cache_hits",
+                "input_tokens",
+                "cost_usd",
+                "time_by_step",
+            ] {
+                m.remove(key);
+            }
+        }
+    };
+    for (_, s) in json["systems"].as_object_mut().into_iter().flatten() {
+        strip(s);
+    }
+    for b in json["judge_budgets"].as_array_mut().into_iter().flatten() {
+        for (_, s) in b["systems"].as_object_mut().into_iter().flatten() {
+            strip(s);
+        }
+    }
+    json
+}
