@@ -458,3 +458,53 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
     assert!(bench::run(&d, &setup, &NoProgress).await.is_err());
     Ok(())
 }
+
+/// A tree built from another corpus is refused before any query runs (it
+/// used to bench and report figures for passages the dataset lacks); a tree
+/// from before format version 3, without a fingerprint, still benches.
+#[tokio::test]
+async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> {
+    let (dir, d) = sample_dataset()?;
+    let mut other = d.clone();
+    other.corpus.documents[0].passages[0]
+        .text
+        .push_str(" One more sentence.");
+    let foreign = sample_tree(&other).await?;
+    let setup = |tree: treenav::tree::Tree| BenchSetup {
+        systems: vec![SystemKind::Tree],
+        judge: JudgeOptions::default(),
+        navigator: NavigatorConfig::default().check().expect("defaults"),
+        tree: Some(Arc::new(tree)),
+        embedder: None,
+        rerank_n: 20,
+        flat_max_passages: 20_000,
+        rrf_k: 60.0,
+        seed: 5,
+        limit: Some(3),
+        config: serde_json::json!({}),
+        judge_budgets: Vec::new(),
+        concurrency: 1,
+    };
+    let err = bench::run(&d, &setup(foreign.clone()), &NoProgress)
+        .await
+        .expect_err("a foreign tree must be refused");
+    assert!(
+        matches!(err, treenav::eval::Error::TreeMismatch { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("different corpus"), "{err}");
+
+    // The fingerprint survives the file; an old file has none and benches.
+    let own = sample_tree(&d).await?;
+    let path = dir.path().join("own.tree");
+    treenav::tree::file::save(&own, &path)?;
+    let loaded = treenav::tree::file::load(&path)?;
+    assert_eq!(loaded.meta().corpus, Some(d.corpus.fingerprint()));
+    bench::run(&d, &setup(loaded), &NoProgress).await?;
+    let old = path.with_extension("v1.tree");
+    std::fs::write(&old, treenav::tree::file::to_bytes_v1(&foreign)?)?;
+    let old = treenav::tree::file::load(&old)?;
+    assert_eq!(old.meta().corpus, None);
+    bench::run(&d, &setup(old), &NoProgress).await?;
+    Ok(())
+}

@@ -109,6 +109,7 @@ fn known_tree(neighbours: bool) -> (Tree, NodeId, NodeId, NodeId, NodeId) {
         branching: 10,
         seed: 0,
         built_by: "test".into(),
+        corpus: None,
     };
     let tree = Tree::with_neighbours(meta, nodes, lists).expect("valid tree");
     let id = |i: usize| NodeId(i as u32);

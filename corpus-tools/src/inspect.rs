@@ -122,7 +122,7 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
     let report = Report {
         file: path.display().to_string(),
         bytes,
-        format_version: tree::file::FORMAT_VERSION,
+        format_version: tree::file::version(path)?,
         load_ms,
         meta: tree.meta(),
         documents: count("document"),
@@ -154,6 +154,10 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         m.branching,
         m.seed
     );
+    match &m.corpus {
+        Some(fingerprint) => out!(o, "corpus    {fingerprint}"),
+        None => out!(o, "corpus    not recorded (built before format v3)"),
+    }
     out!(
         o,
         "counts    {} clusters · {} documents · {} passages",

@@ -100,4 +100,94 @@ impl Corpus {
     pub fn passage_count(&self) -> usize {
         self.documents.iter().map(|d| d.passages.len()).sum()
     }
+
+    /// A stable fingerprint of the corpus's content: every document's id and
+    /// title and every passage's id and text, in order. Two loads of the
+    /// same files with the same options agree; a different corpus, or the
+    /// same one chunked differently, does not.
+    pub fn fingerprint(&self) -> Fingerprint {
+        let mut hasher = twox_hash::XxHash3_128::new();
+        let mut field = |bytes: &[u8]| {
+            // Length-prefixed, so field boundaries cannot shift between texts.
+            hasher.write(&(bytes.len() as u64).to_le_bytes());
+            hasher.write(bytes);
+        };
+        for document in &self.documents {
+            field(document.id.as_bytes());
+            field(document.title.as_bytes());
+            field(&(document.passages.len() as u64).to_le_bytes());
+            for passage in &document.passages {
+                field(passage.id.as_bytes());
+                field(passage.text.as_bytes());
+            }
+        }
+        Fingerprint {
+            documents: self.documents.len() as u64,
+            passages: self.passage_count() as u64,
+            xxh3_128: format!("{:032x}", hasher.finish_128()),
+        }
+    }
+}
+
+/// What a corpus was, kept in the tree built from it so that a tree used
+/// with another corpus is caught ([`Corpus::fingerprint`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Number of documents.
+    pub documents: u64,
+    /// Number of passages.
+    pub passages: u64,
+    /// XXH3-128 of the ids, titles and texts, as 32 hex digits (a published,
+    /// fixed algorithm: stable across versions and machines).
+    pub xxh3_128: String,
+}
+
+impl std::fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} documents, {} passages, xxh3-128 {}",
+            self.documents, self.passages, self.xxh3_128
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corpus(texts: &[(&str, &str)]) -> Corpus {
+        let documents = texts
+            .iter()
+            .map(|(id, text)| Document {
+                id: id.to_string(),
+                title: String::new(),
+                passages: vec![Passage {
+                    id: format!("{id}#0"),
+                    text: text.to_string(),
+                }],
+                metadata: None,
+            })
+            .collect();
+        Corpus {
+            documents,
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn fingerprint_is_stable_and_tells_corpora_apart() {
+        let a = corpus(&[("d1", "Rust is fast."), ("d2", "Tea is a drink.")]);
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+        // A pinned value: the fingerprint is stored in tree files, so it must
+        // not change between versions of treenav.
+        assert_eq!(a.fingerprint().xxh3_128, "96f4b244b97e1464d0572b5c97636606");
+        let other_text = corpus(&[("d1", "Rust is fast."), ("d2", "Tea is a drink!")]);
+        assert_ne!(a.fingerprint(), other_text.fingerprint());
+        // Moving a boundary between fields changes the fingerprint.
+        let shifted = corpus(&[("d1", "Rust is fast.d"), ("2", "Tea is a drink.")]);
+        assert_ne!(a.fingerprint(), shifted.fingerprint());
+        let reordered = corpus(&[("d2", "Tea is a drink."), ("d1", "Rust is fast.")]);
+        assert_ne!(a.fingerprint(), reordered.fingerprint());
+    }
 }

@@ -427,6 +427,9 @@ impl Context {
             }
             sampled.sample(n, setup.seed);
         }
+        if let Some(tree) = &setup.tree {
+            check_tree_corpus(tree, &dataset.corpus)?;
+        }
         let collection = Collection::new(&dataset.corpus);
         let golds: Vec<Gold> = sampled
             .queries
@@ -737,6 +740,29 @@ pub(crate) fn gar_config(base: &ValidConfig, budget: usize) -> Result<ValidConfi
         .best_first(bf)
         .check()
         .map_err(|e| Error::Config(e.to_string()))
+}
+
+/// Refuses a tree built from another corpus than the dataset's: its
+/// passages would not be the dataset's and every figure would be wrong.
+/// Trees older than format version 3 carry no fingerprint: a warning.
+fn check_tree_corpus(tree: &Tree, corpus: &treenav_corpus::Corpus) -> Result<()> {
+    let meta = tree.meta();
+    let Some(built_from) = &meta.corpus else {
+        tracing::warn!(
+            "the tree records no corpus fingerprint (built before format version 3): \
+             cannot check that it was built from this dataset"
+        );
+        return Ok(());
+    };
+    let dataset = corpus.fingerprint();
+    if *built_from != dataset {
+        return Err(Error::TreeMismatch {
+            source_path: meta.source.clone(),
+            tree: built_from.clone(),
+            dataset,
+        });
+    }
+    Ok(())
 }
 
 /// The `tree` system's settings in the budget sweep: best-first at `budget`.

@@ -80,4 +80,18 @@ pub enum Error {
     /// Building the tree or embedding failed.
     #[error(transparent)]
     Tree(#[from] treenav_tree::Error),
+    /// The tree was built from another corpus than the dataset's.
+    #[error(
+        "the tree was built from a different corpus than this dataset's \
+         (tree, built from `{source_path}`: {tree}; dataset: {dataset}): \
+         build the tree from this dataset (same --passage-words and --skip-bad)"
+    )]
+    TreeMismatch {
+        /// The corpus source the tree records.
+        source_path: String,
+        /// The fingerprint stored in the tree.
+        tree: treenav_corpus::Fingerprint,
+        /// The fingerprint of the dataset's corpus.
+        dataset: treenav_corpus::Fingerprint,
+    },
 }

@@ -253,6 +253,7 @@ pub async fn build_tree(
             "{source}: the corpus has no document"
         )));
     }
+    let fingerprint = corpus.fingerprint();
     let b = params.branching();
     let units = units(&corpus, b);
     let texts: Vec<String> = units
@@ -299,6 +300,7 @@ pub async fn build_tree(
         branching: b as u32,
         seed: params.seed(),
         built_by: concat!("treenav ", env!("CARGO_PKG_VERSION")).to_string(),
+        corpus: Some(fingerprint),
     };
     let tree = tokio::task::spawn_blocking(move || {
         let clusters = Clusters {

@@ -2,7 +2,8 @@
 //! CRC-32 of the payload) followed by the postcard-encoded tree.
 //!
 //! Version 2 adds each document's neighbour list; version-1 files (no
-//! neighbours) still load, and navigate with neighbourhoods off.
+//! neighbours) still load, and navigate with neighbourhoods off. Version 3
+//! adds the corpus fingerprint to the metadata; older files load without it.
 //!
 //! Saving writes a temporary file beside the target, syncs it and renames it
 //! over the target, so a crash never leaves a half-written tree. Loading
@@ -18,21 +19,54 @@ use std::path::Path;
 /// The first 8 bytes of every tree file.
 pub const MAGIC: &[u8; 8] = b"TRNVTREE";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build still reads.
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
 
+/// The metadata of version-1 and version-2 files: no corpus fingerprint.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct MetaV2 {
+    source: String,
+    embedder: String,
+    summarizer: String,
+    branching: u32,
+    seed: u64,
+    built_by: String,
+}
+
+impl From<MetaV2> for TreeMeta {
+    fn from(old: MetaV2) -> TreeMeta {
+        TreeMeta {
+            source: old.source,
+            embedder: old.embedder,
+            summarizer: old.summarizer,
+            branching: old.branching,
+            seed: old.seed,
+            built_by: old.built_by,
+            corpus: None,
+        }
+    }
+}
+
 /// The payload of a version-1 file: no neighbour lists.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct TreeV1 {
-    meta: TreeMeta,
+    meta: MetaV2,
     nodes: Vec<Node>,
 }
 
 /// The payload of a version-2 file.
 #[derive(serde::Deserialize)]
 struct TreeV2 {
+    meta: MetaV2,
+    nodes: Vec<Node>,
+    neighbours: Vec<Vec<NodeId>>,
+}
+
+/// The payload of a version-3 file.
+#[derive(serde::Deserialize)]
+struct TreeV3 {
     meta: TreeMeta,
     nodes: Vec<Node>,
     neighbours: Vec<Vec<NodeId>>,
@@ -44,10 +78,19 @@ pub fn to_bytes(tree: &Tree) -> Result<Vec<u8>> {
     Ok(framed(FORMAT_VERSION, payload))
 }
 
-/// Encodes a tree as a version-1 file (neighbour lists dropped), for tools
-/// and tests that must produce files older builds read.
+/// Encodes a tree as a version-1 file (neighbour lists and corpus
+/// fingerprint dropped), for tools and tests that must produce files older
+/// builds read.
 pub fn to_bytes_v1(tree: &Tree) -> Result<Vec<u8>> {
     let (meta, nodes, _) = tree.clone().into_parts();
+    let meta = MetaV2 {
+        source: meta.source,
+        embedder: meta.embedder,
+        summarizer: meta.summarizer,
+        branching: meta.branching,
+        seed: meta.seed,
+        built_by: meta.built_by,
+    };
     let payload =
         postcard::to_stdvec(&TreeV1 { meta, nodes }).map_err(|e| Error::Encode(e.to_string()))?;
     Ok(framed(1, payload))
@@ -105,12 +148,19 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
     let decode_error = |e: postcard::Error| bad(format!("cannot decode the tree: {e}"));
-    let (meta, nodes, neighbours) = if version == 1 {
-        let v1: TreeV1 = postcard::from_bytes(payload).map_err(decode_error)?;
-        (v1.meta, v1.nodes, Vec::new())
-    } else {
-        let v2: TreeV2 = postcard::from_bytes(payload).map_err(decode_error)?;
-        (v2.meta, v2.nodes, v2.neighbours)
+    let (meta, nodes, neighbours) = match version {
+        1 => {
+            let v1: TreeV1 = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v1.meta.into(), v1.nodes, Vec::new())
+        }
+        2 => {
+            let v2: TreeV2 = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v2.meta.into(), v2.nodes, v2.neighbours)
+        }
+        _ => {
+            let v3: TreeV3 = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v3.meta, v3.nodes, v3.neighbours)
+        }
     };
     Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))
 }
@@ -183,6 +233,34 @@ fn remove_stale_temp_files(dir: &Path, file_name: &str) {
 /// a large foreign file is refused without reading it whole.
 pub fn load(path: &Path) -> Result<Tree> {
     use std::io::Read;
+    let (mut file, len) = open_tree_file(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).min(1 << 30));
+    bytes.extend_from_slice(MAGIC);
+    file.read_to_end(&mut bytes).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    from_bytes(&bytes, path)
+}
+
+/// The format version a tree file's header names (not validated further).
+pub fn version(path: &Path) -> Result<u32> {
+    use std::io::Read;
+    let (file, _) = open_tree_file(path)?;
+    let mut version = [0u8; 4];
+    file.take(4)
+        .read_exact(&mut version)
+        .map_err(|_| Error::BadFile {
+            path: path.to_path_buf(),
+            problem: "truncated: no format version after the magic bytes".into(),
+        })?;
+    Ok(u32::from_le_bytes(version))
+}
+
+/// Opens a tree file and reads past its magic bytes: a regular file with
+/// the right magic, or an error. Returns the file and its length.
+fn open_tree_file(path: &Path) -> Result<(std::fs::File, u64)> {
+    use std::io::Read;
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -196,14 +274,13 @@ pub fn load(path: &Path) -> Result<Tree> {
     if !meta.is_file() {
         return Err(bad("not a regular file (a folder, device or pipe)"));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 30));
+    let mut magic = Vec::with_capacity(MAGIC.len());
     (&mut file)
         .take(MAGIC.len() as u64)
-        .read_to_end(&mut bytes)
+        .read_to_end(&mut magic)
         .map_err(io)?;
-    if bytes.as_slice() != MAGIC.as_slice() {
+    if magic.as_slice() != MAGIC.as_slice() {
         return Err(bad("not a treenav tree file (wrong magic bytes)"));
     }
-    file.read_to_end(&mut bytes).map_err(io)?;
-    from_bytes(&bytes, path)
+    Ok((file, meta.len()))
 }

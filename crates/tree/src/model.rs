@@ -115,6 +115,9 @@ pub struct TreeMeta {
     pub seed: u64,
     /// The builder's version.
     pub built_by: String,
+    /// The fingerprint of the corpus the tree was built from (`None` in
+    /// files older than format version 3, which did not record it).
+    pub corpus: Option<treenav_corpus::Fingerprint>,
 }
 
 /// The corpus tree.
