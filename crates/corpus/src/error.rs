@@ -34,14 +34,20 @@ pub enum Problem {
     /// The line is not valid UTF-8.
     #[error("invalid UTF-8 at byte {0} of the line")]
     InvalidUtf8(usize),
-    /// A TSV line has too few columns.
-    #[error("expected at least {expected} tab-separated columns (id, text, title), found {found}")]
+    /// A TSV record has the wrong number of columns.
+    #[error("expected {expected} tab-separated columns, found {found}")]
     Columns {
-        /// Columns needed.
-        expected: usize,
+        /// The columns a record must have, e.g. `2 or 3 (id, text, title)`.
+        expected: String,
         /// Columns present.
         found: usize,
     },
+    /// A TSV header names a column treenav does not read.
+    #[error("unknown column `{0}` in the header (columns: id, text, title, doc_id)")]
+    UnknownColumn(String),
+    /// A TSV record cannot be parsed (e.g. invalid UTF-8 in a field).
+    #[error("malformed TSV: {0}")]
+    Tsv(String),
 }
 
 /// Errors of loading a corpus.

@@ -184,10 +184,21 @@ pub fn load(path: &Path, format: Format, options: &LoadOptions) -> Result<Corpus
 
 /// Loads a corpus from text already in memory; `name` stands for the file in errors.
 pub fn load_str(text: &str, name: &str, format: Format, options: &LoadOptions) -> Result<Corpus> {
+    load_bytes(text.as_bytes(), name, format, options)
+}
+
+/// Loads a corpus from bytes already in memory (which may be any bytes:
+/// invalid UTF-8 is a record error like any other); `name` stands for the
+/// file in errors.
+pub fn load_bytes(
+    bytes: &[u8],
+    name: &str,
+    format: Format,
+    options: &LoadOptions,
+) -> Result<Corpus> {
     check_options(options)?;
     let path = PathBuf::from(name);
     let mut sink = Sink::new(options.skip_bad);
-    let bytes = text.as_bytes();
     let documents = match format {
         Format::Beir => beir(bytes, &path, options, &mut sink)?,
         Format::Squad => squad(bytes, &path)?,
@@ -199,9 +210,17 @@ pub fn load_str(text: &str, name: &str, format: Format, options: &LoadOptions) -
                 .and_then(|s| s.to_str())
                 .unwrap_or(name)
                 .to_string();
-            text_document(name.to_string(), &stem, text, options)
-                .into_iter()
-                .collect()
+            match std::str::from_utf8(bytes) {
+                Ok(text) => text_document(name.to_string(), &stem, text, options)
+                    .into_iter()
+                    .collect(),
+                Err(e) => {
+                    let at = e.valid_up_to();
+                    let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+                    sink.bad(&path, line, Problem::InvalidUtf8(at))?;
+                    Vec::new()
+                }
+            }
         }
     };
     finish(&path, documents, sink)
@@ -506,41 +525,138 @@ fn passages_jsonl(bytes: &[u8], path: &Path, sink: &mut Sink) -> Result<Vec<Docu
     Ok(grouper.docs)
 }
 
-fn unquote_tsv(field: &str) -> String {
-    let f = field.trim();
-    if f.len() >= 2 && f.starts_with('"') && f.ends_with('"') {
-        f[1..f.len() - 1].replace("\"\"", "\"")
-    } else {
-        f.to_string()
+/// Where each field of a TSV record is: from the header, or the DPR order
+/// `id, text[, title]` when the file has none.
+struct TsvColumns {
+    id: usize,
+    text: usize,
+    title: Option<usize>,
+    doc_id: Option<usize>,
+    /// Columns every record must have (`None`: 2 or 3, headerless).
+    count: Option<usize>,
+}
+
+impl TsvColumns {
+    const HEADERLESS: TsvColumns = TsvColumns {
+        id: 0,
+        text: 1,
+        title: Some(2),
+        doc_id: None,
+        count: None,
+    };
+
+    /// The columns a header names, or `None` when the record is data.
+    fn from_header(record: &csv::StringRecord) -> std::result::Result<Option<Self>, Problem> {
+        if record.get(0).map(str::trim) != Some("id") {
+            return Ok(None);
+        }
+        let (mut text, mut title, mut doc_id) = (None, None, None);
+        for (i, name) in record.iter().enumerate().skip(1) {
+            match name.trim() {
+                "text" => text = Some(i),
+                "title" => title = Some(i),
+                "doc_id" => doc_id = Some(i),
+                other => return Err(Problem::UnknownColumn(other.to_string())),
+            }
+        }
+        Ok(Some(TsvColumns {
+            id: 0,
+            text: text.ok_or(Problem::MissingField("text"))?,
+            title,
+            doc_id,
+            count: Some(record.len()),
+        }))
+    }
+
+    fn check_count(&self, found: usize) -> std::result::Result<(), Problem> {
+        let ok = match self.count {
+            Some(n) => found == n,
+            None => found == 2 || found == 3,
+        };
+        if ok {
+            return Ok(());
+        }
+        let expected = match self.count {
+            Some(n) => format!("{n} (as in the header)"),
+            None => "2 or 3 (id, text, title)".to_string(),
+        };
+        Err(Problem::Columns { expected, found })
     }
 }
 
+/// DPR-style TSV read with a real CSV parser: quoted fields may hold tabs,
+/// newlines and doubled quotes; every record must have the header's column
+/// count (2 or 3 without a header), or it is an error naming its line.
 fn passages_tsv(bytes: &[u8], path: &Path, sink: &mut Sink) -> Result<Vec<Document>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(b'\t')
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(bytes);
     let mut grouper = Grouper::default();
-    for (line_no, line) in lines(bytes) {
-        let result = line.and_then(|line| {
-            let cols: Vec<&str> = line.split('\t').collect();
-            if line_no == 1 && cols.first().map(|c| c.trim()) == Some("id") {
-                return Ok(()); // header
-            }
-            if cols.len() < 2 {
-                return Err(Problem::Columns {
-                    expected: 2,
-                    found: cols.len(),
-                });
-            }
-            let id = cols[0].trim().to_string();
-            if id.is_empty() {
-                return Err(Problem::MissingField("id"));
-            }
-            let title = cols.get(2).map(|t| unquote_tsv(t)).unwrap_or_default();
-            grouper.add(line_no, id, unquote_tsv(cols[1]), title, None)
-        });
+    let mut columns = None;
+    let mut record = csv::StringRecord::new();
+    loop {
+        let line_no = reader.position().line() as usize;
+        let result = match reader.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => tsv_record(&record, line_no, &mut columns, &mut grouper),
+            Err(e) => Err(tsv_problem(&e)),
+        };
         if let Err(problem) = result {
-            sink.bad(path, line_no, problem)?;
+            // The record's own line when the parser knows it.
+            let line = record.position().map_or(line_no, |p| p.line() as usize);
+            sink.bad(path, line.max(1), problem)?;
         }
     }
     Ok(grouper.docs)
+}
+
+/// One TSV record: the header (first record only), or a passage.
+fn tsv_record(
+    record: &csv::StringRecord,
+    line_no: usize,
+    columns: &mut Option<TsvColumns>,
+    grouper: &mut Grouper,
+) -> std::result::Result<(), Problem> {
+    if record.iter().all(|f| f.trim().is_empty()) {
+        return Ok(());
+    }
+    let line_no = record.position().map_or(line_no, |p| p.line() as usize);
+    let cols = match columns {
+        Some(cols) => cols,
+        None => match TsvColumns::from_header(record)? {
+            Some(header) => {
+                *columns = Some(header);
+                return Ok(());
+            }
+            None => columns.insert(TsvColumns::HEADERLESS),
+        },
+    };
+    cols.check_count(record.len())?;
+    let field = |i: Option<usize>| i.and_then(|i| record.get(i)).map(str::trim);
+    let id = field(Some(cols.id)).unwrap_or_default().to_string();
+    if id.is_empty() {
+        return Err(Problem::MissingField("id"));
+    }
+    let text = field(Some(cols.text)).unwrap_or_default().to_string();
+    let title = field(cols.title).unwrap_or_default().to_string();
+    let doc_id = field(cols.doc_id)
+        .filter(|d| !d.is_empty())
+        .map(str::to_string);
+    grouper.add(line_no, id, text, title, doc_id)
+}
+
+fn tsv_problem(e: &csv::Error) -> Problem {
+    match e.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => Problem::Tsv(format!(
+            "invalid UTF-8 in column {} at byte {}",
+            err.field() + 1,
+            err.valid_up_to()
+        )),
+        csv::ErrorKind::Io(io) => Problem::Tsv(io.to_string()),
+        _ => Problem::Tsv(e.to_string()),
+    }
 }
 
 fn collect_text_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -838,6 +954,77 @@ mod tests {
                 ..
             })
         ));
+        Ok(())
+    }
+
+    /// Issue 12, item 13: a quoted field holding a tab used to be split
+    /// inside the quotes, and extra columns were dropped without a word.
+    #[test]
+    fn tsv_quoted_tabs_and_column_counts() -> Result<()> {
+        let c = load_str(
+            "1\t\"hello\tworld\"\tT\n",
+            "p.tsv",
+            Format::PassagesTsv,
+            &opts(),
+        )?;
+        assert_eq!(c.documents[0].passages[0].text, "hello\tworld");
+        assert_eq!(c.documents[0].title, "T");
+        // A quoted newline stays in the field; the next record's line is right.
+        let text = "1\t\"two\nlines\"\tT\n2\ta\tb\textra\n";
+        let err = load_str(text, "p.tsv", Format::PassagesTsv, &opts()).err();
+        match err {
+            Some(Error::Record {
+                line: 3,
+                problem: Problem::Columns { found: 4, .. },
+                ..
+            }) => {}
+            other => panic!("expected a column error on line 3, got {other:?}"),
+        }
+        // With a header, every record has the header's count.
+        let text = "id\ttext\n1\tok\n2\tok\tsurplus\n";
+        let err = load_str(text, "p.tsv", Format::PassagesTsv, &opts()).err();
+        assert!(
+            matches!(
+                err,
+                Some(Error::Record {
+                    line: 3,
+                    problem: Problem::Columns { found: 3, .. },
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+        // Header columns in any order, doc_id groups passages.
+        let text = "id\ttitle\tdoc_id\ttext\np1\tA\td\tone\np2\tA\td\ttwo\n";
+        let c = load_str(text, "p.tsv", Format::PassagesTsv, &opts())?;
+        assert_eq!(c.documents.len(), 1);
+        assert_eq!(c.documents[0].id, "d");
+        assert_eq!(c.documents[0].passages[1].text, "two");
+        let err = load_str("id\tbody\n", "p.tsv", Format::PassagesTsv, &opts()).err();
+        assert!(
+            matches!(
+                err,
+                Some(Error::Record {
+                    problem: Problem::UnknownColumn(_),
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+        // Bad UTF-8 names the line; with skip_bad the rest loads.
+        let bytes = b"1\tok\n2\tbad \xff\n3\tfine\n";
+        let err = load_bytes(bytes, "p.tsv", Format::PassagesTsv, &opts()).err();
+        assert!(
+            matches!(err, Some(Error::Record { line: 2, .. })),
+            "{err:?}"
+        );
+        let skip = LoadOptions {
+            skip_bad: true,
+            ..opts()
+        };
+        let c = load_bytes(bytes, "p.tsv", Format::PassagesTsv, &skip)?;
+        assert_eq!(c.passage_count(), 2);
+        assert_eq!(c.skipped[0].line, Some(2));
         Ok(())
     }
 
