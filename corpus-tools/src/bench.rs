@@ -229,7 +229,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     if !args.quiet && !data.corpus.skipped.is_empty() {
         eprintln!("skipped {} bad corpus records:", data.corpus.skipped.len());
         for s in data.corpus.skipped.iter().take(20) {
-            eprintln!("  {s}");
+            eprintln!("  {}", crate::printable(&s.to_string()));
         }
     }
     if !args.quiet {

@@ -163,6 +163,13 @@ struct InspectArgs {
     samples: usize,
 }
 
+/// Colour in logs only on a terminal, and never with `NO_COLOR` set
+/// (<https://no-color.org>): a log file or a pipe gets plain text.
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = if cli.verbose { "debug" } else { "warn" };
@@ -172,6 +179,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr())
         .init();
     let result = match cli.command {
         Command::Build(args) => run_build(*args),
@@ -189,9 +197,9 @@ fn main() -> ExitCode {
             // The cause chain by default (`navigation failed: judging level
             // 2 …: rate limited …`); with -v, anyhow's full report.
             if cli.verbose {
-                eprintln!("error: {e:?}");
+                eprintln!("error: {}", printable(&format!("{e:?}")));
             } else {
-                eprintln!("error: {}", cause_chain(&e));
+                eprintln!("error: {}", printable(&cause_chain(&e)));
             }
             ExitCode::FAILURE
         }
@@ -364,7 +372,7 @@ fn run_build(args: BuildArgs) -> Result<()> {
         if !skipped.is_empty() {
             eprintln!("skipped {} bad records:", skipped.len());
             for s in skipped.iter().take(20) {
-                eprintln!("  {s}");
+                eprintln!("  {}", printable(s));
             }
             if skipped.len() > 20 {
                 eprintln!("  … and {} more (see --json)", skipped.len() - 20);
@@ -438,7 +446,7 @@ pub fn emit(text: &str) -> Result<()> {
 /// bells, carriage returns), Unicode line separators and bidi overrides are
 /// shown escaped (`\x1b`, `\u{202e}`), never interpreted by a terminal;
 /// newlines and tabs stay. JSON output has none (serde escapes them).
-fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     let hostile = |c: char| {
         (c.is_control() && c != '\n' && c != '\t')
             || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

@@ -237,6 +237,48 @@ fn query_and_inspect_escape_control_characters() {
     assert!(text(&o.stdout).contains("\\x1b[2J"), "{}", text(&o.stdout));
 }
 
+/// Errors and skipped-record lists quote ids from the data: on stderr they
+/// are escaped too (they were printed raw), and logs carry no colour codes
+/// when stderr is not a terminal.
+#[test]
+fn stderr_escapes_data_and_logs_have_no_colour_off_a_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = dir.path().join("dup.jsonl");
+    std::fs::write(
+        &corpus,
+        "{\"id\": \"x\\u001b[2J\", \"text\": \"Tesla worked for Westinghouse.\"}\n\
+         {\"id\": \"x\\u001b[2J\", \"text\": \"Edison ran a company.\"}\n\
+         {\"id\": \"y\", \"text\": \"Edison ran a company.\"}\n",
+    )
+    .expect("write");
+    let tree = dir.path().join("dup.tree");
+    let (corpus, tree) = (corpus.to_str().expect("utf8"), tree.to_str().expect("utf8"));
+    let strict = treenav(&["build", corpus, "-o", tree]);
+    assert!(!strict.status.success());
+    let skipping = treenav(&["-v", "build", corpus, "-o", tree, "--skip-bad"]);
+    assert!(skipping.status.success(), "{}", text(&skipping.stderr));
+    for o in [&strict, &skipping] {
+        assert!(!o.stderr.contains(&0x1b), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("duplicate id `x\\x1b[2J`"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    // A warning is logged (a skipped symbolic link), without colour codes.
+    #[cfg(unix)]
+    {
+        let docs = dir.path().join("docs");
+        std::fs::create_dir(&docs).expect("mkdir");
+        std::fs::write(docs.join("a.txt"), "Tesla worked for Westinghouse.").expect("write");
+        std::os::unix::fs::symlink(&docs, docs.join("loop")).expect("symlink");
+        let o = treenav(&["build", docs.to_str().expect("utf8"), "-o", tree]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("WARN"), "{}", text(&o.stderr));
+        assert!(!o.stderr.contains(&0x1b), "{}", text(&o.stderr));
+    }
+}
+
 #[test]
 fn inspect_rejects_a_foreign_file() {
     let o = treenav(&["inspect", fixture("squad.json").to_str().expect("utf8")]);

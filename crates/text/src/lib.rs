@@ -202,6 +202,46 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Text as one line of at most `max` characters (longer: cut, with `…`): every run of whitespace, line or paragraph separator
+/// (U+2028/9, U+0085, the file/group/record separators U+001C–U+001E that
+/// Python's `splitlines()` breaks on) and control character becomes one
+/// space; bidirectional and zero-width format characters are dropped. So no
+/// text shown to a model can start a line of its own, and a server that splits the
+/// context into lines sees exactly one line per item.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut flat = String::with_capacity(text.len().min(max * 4));
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() || c.is_control() {
+            space = !flat.is_empty();
+            continue;
+        }
+        if is_invisible_format(c) {
+            continue;
+        }
+        if space {
+            flat.push(' ');
+            space = false;
+        }
+        flat.push(c);
+    }
+    cut(flat, max)
+}
+
+fn cut(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", text[..i].trim_end()),
+        None => text,
+    }
+}
+
+/// Bidirectional embeddings, overrides and isolates, zero-width characters
+/// and the byte-order mark: invisible, and able to reorder what a reader sees.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c,
+        '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}')
+}
+
 /// A 128-bit fingerprint of bytes (XXH3-128), for in-memory cache keys:
 /// fast enough to compute once per text, wide enough that distinct texts
 /// do not collide in practice. Not stable across versions: never store it.

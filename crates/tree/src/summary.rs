@@ -181,12 +181,9 @@ impl Summarizer {
     }
 }
 
+/// A title on one line (see [`treenav_text::one_line`]), cut at `max_chars`.
 fn shorten(title: &str, max_chars: usize) -> String {
-    let t = title.trim();
-    match t.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}…", t[..i].trim_end()),
-        None => t.to_string(),
-    }
+    treenav_text::one_line(title, max_chars)
 }
 
 /// The extractive summary line: distinctive terms, then central titles.
