@@ -3,11 +3,10 @@
 use crate::judge_args::JudgeArgs;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use serde::Deserialize;
 use std::io::Read as _;
 use std::path::PathBuf;
 use treenav::judge::Judge;
-use treenav_prune::{Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
+use treenav_prune::{input, Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrategyKind {
@@ -62,43 +61,6 @@ pub struct PruneArgs {
     pub json: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ChunkIn {
-    Text(String),
-    Object {
-        #[serde(default)]
-        id: Option<serde_json::Value>,
-        text: String,
-    },
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Request {
-    #[serde(default)]
-    question: Option<String>,
-    chunks: Vec<ChunkIn>,
-}
-
-fn to_chunks(items: Vec<ChunkIn>) -> Vec<Chunk> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| match c {
-            ChunkIn::Text(text) => Chunk::new(i.to_string(), text),
-            ChunkIn::Object { id, text } => {
-                let id = match id {
-                    Some(serde_json::Value::String(s)) => s,
-                    Some(v) => v.to_string(),
-                    None => i.to_string(),
-                };
-                Chunk::new(id, text)
-            }
-        })
-        .collect()
-}
-
 impl PruneArgs {
     pub fn strategy(&self) -> Strategy {
         match self.strategy {
@@ -120,30 +82,23 @@ impl PruneArgs {
 fn read_input(args: &PruneArgs) -> Result<(String, Vec<Chunk>)> {
     let (question, chunks) = match &args.chunks {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let items: Vec<ChunkIn> = serde_json::from_str(&text).map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: {e} (expected a JSON array of strings or of {{\"id\", \"text\"}} objects)",
-                    path.display()
-                )
-            })?;
-            (None, to_chunks(items))
+            let bytes =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            (
+                None,
+                input::parse_chunks(&bytes, &path.display().to_string())?,
+            )
         }
         None => {
-            let mut text = String::new();
+            let mut bytes = Vec::new();
             std::io::stdin()
-                .read_to_string(&mut text)
+                .read_to_end(&mut bytes)
                 .context("cannot read stdin")?;
-            if text.trim().is_empty() {
+            if bytes.iter().all(u8::is_ascii_whitespace) {
                 bail!("no --chunks file and nothing on stdin (expected {{\"question\": …, \"chunks\": […]}})");
             }
-            let req: Request = serde_json::from_str(&text).map_err(|e| {
-                anyhow::anyhow!(
-                    "stdin: {e} (expected {{\"question\": …, \"chunks\": [strings or {{\"id\", \"text\"}}]}})"
-                )
-            })?;
-            (req.question, to_chunks(req.chunks))
+            let request = input::parse_request(&bytes, "stdin")?;
+            (request.question, request.chunks)
         }
     };
     let question = args

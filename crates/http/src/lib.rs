@@ -685,6 +685,29 @@ mod tests {
         assert_eq!(parse_retry_after(&nan), None);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, .. proptest::prelude::ProptestConfig::default() })]
+        /// Any header value a server sends (numbers of any size and sign,
+        /// floats, dates, garbage): a wait or nothing, never a panic, and
+        /// the policy only ever waits up to its cap.
+        #[test]
+        fn any_retry_after_is_safe(
+            value in "([-+]?[0-9]{0,400}(\\.[0-9]{0,20})?([eE][-+]?[0-9]{1,4})?|inf|-inf|NaN|\\PC{0,30}|[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT)",
+            ms in proptest::prelude::any::<bool>(),
+            attempt in 0u32..10,
+        ) {
+            use reqwest::header::{HeaderMap, HeaderValue};
+            let Ok(header) = HeaderValue::from_str(&value) else { return Ok(()) };
+            let mut h = HeaderMap::new();
+            h.insert(if ms { "retry-after-ms" } else { "retry-after" }, header);
+            let wait = parse_retry_after(&h);
+            let policy = RetryPolicy::default();
+            if let Retry::After(d) = policy.decide(attempt, &err(ErrorKind::RateLimited, wait)) {
+                proptest::prop_assert!(d <= policy.max_server_wait.max(policy.max_delay));
+            }
+        }
+    }
+
     #[test]
     fn key_is_never_printed() {
         let k = ApiKey::new("sk-secret");

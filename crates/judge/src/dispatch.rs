@@ -634,7 +634,8 @@ impl Judge {
             backend = self.inner.kind,
             candidates = op.candidates.len()
         );
-        let raw = Arc::new(self.inner.backend.call(&op).instrument(span).await?);
+        let raw = self.inner.backend.call(&op).instrument(span).await?;
+        let raw = Arc::new(check_reported_usage(self.inner.kind, raw)?);
         // Without a reported count: characters / 4 of the state as rendered
         // (texts capped), plus a question's worth per candidate.
         let chars: usize = op.query.len()
@@ -663,6 +664,34 @@ impl Judge {
         }
         Ok((raw, usage))
     }
+}
+
+/// Most tokens one call may report (input or output): more than any model's
+/// context holds, far below where sums could overflow.
+pub const MAX_REPORTED_TOKENS: u64 = 1 << 40;
+/// Highest cost in USD one call may report.
+pub const MAX_REPORTED_COST_USD: f64 = 1e6;
+
+/// The one place a server's usage figures enter: token counts and cost out
+/// of range (a negative or absurd cost would defeat `--max-cost`; a count
+/// near `u64::MAX` would overflow the sums) make the reply malformed.
+fn check_reported_usage(backend: &'static str, raw: Raw) -> Result<Raw> {
+    let tokens = [raw.input_tokens.unwrap_or(0), raw.output_tokens];
+    if tokens.iter().any(|t| *t > MAX_REPORTED_TOKENS) {
+        return Err(Error::malformed(
+            backend,
+            format!("the reply reports {tokens:?} tokens (input, output): out of range"),
+        ));
+    }
+    if let Some(cost) = raw.cost_usd {
+        if !(0.0..=MAX_REPORTED_COST_USD).contains(&cost) {
+            return Err(Error::malformed(
+                backend,
+                format!("the reply reports a cost of {cost} USD: out of range"),
+            ));
+        }
+    }
+    Ok(raw)
 }
 
 fn argmax(p: &[f64]) -> usize {

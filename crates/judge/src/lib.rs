@@ -138,13 +138,13 @@ pub struct Usage {
 impl Usage {
     /// Adds another operation's usage to this one (latencies add up).
     pub fn add(&mut self, other: &Usage) {
-        self.calls += other.calls;
-        self.cache_hits += other.cache_hits;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.calls = self.calls.saturating_add(other.calls);
+        self.cache_hits = self.cache_hits.saturating_add(other.cache_hits);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.latency_ms += other.latency_ms;
         self.cost_usd += other.cost_usd;
-        self.low_confidence += other.low_confidence;
+        self.low_confidence = self.low_confidence.saturating_add(other.low_confidence);
     }
 }
 

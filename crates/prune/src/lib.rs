@@ -41,6 +41,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod input;
+
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
