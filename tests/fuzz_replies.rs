@@ -71,6 +71,20 @@ fn server() -> &'static Server {
     })
 }
 
+impl Server {
+    /// The server for one case: tests run in parallel and share it.
+    fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.turn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// What the server answers next.
+    fn answer_with(&self, status: u16, body: Vec<u8>) {
+        *self.script.lock().expect("script") = (status, body);
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Backend {
     SystemOne,
@@ -86,6 +100,10 @@ enum Ask {
 }
 
 fn judge(backend: Backend) -> Judge {
+    judge_with(backend, DispatchOptions::default().max_reply_bytes)
+}
+
+fn judge_with(backend: Backend, max_reply_bytes: u64) -> Judge {
     let endpoint = server().base.clone();
     let backend = match backend {
         Backend::SystemOne => BackendOptions::Systemone {
@@ -110,6 +128,7 @@ fn judge(backend: Backend) -> Judge {
         cache_capacity: 0,
         timeout_secs: 5.0,
         deadline_secs: Some(10.0),
+        max_reply_bytes,
         ..DispatchOptions::default()
     };
     Judge::new(&JudgeOptions { backend, dispatch }).expect("judge")
@@ -301,12 +320,9 @@ fn unit(p: f64) -> bool {
 
 fn run_case(backend: Backend, ask: Ask, n: usize, m: &Mutation) -> Result<(), TestCaseError> {
     let s = server();
-    let _turn = s
-        .turn
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = s.turn();
     let scripted = body(valid_reply(backend, ask, n), m);
-    *s.script.lock().expect("script") = scripted;
+    s.answer_with(scripted.0, scripted.1);
     let candidates: Vec<Candidate> = (0..n)
         .map(|i| Candidate::new(format!("c{i}"), format!("candidate text {i}")))
         .collect();
@@ -363,10 +379,7 @@ proptest! {
 #[test]
 fn usage_out_of_range_is_malformed() {
     let s = server();
-    let _turn = s
-        .turn
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = s.turn();
     let candidates = vec![Candidate::new("a", "text")];
     for usage in [
         json!({"input_tokens": u64::MAX, "output_tokens": 1}),
@@ -376,7 +389,7 @@ fn usage_out_of_range_is_malformed() {
     ] {
         let mut reply = valid_reply(Backend::SystemOne, Ask::Judge, 1);
         reply["usage"] = usage.clone();
-        *s.script.lock().expect("script") = (200, serde_json::to_vec(&reply).expect("encode"));
+        s.answer_with(200, serde_json::to_vec(&reply).expect("encode"));
         let e = s
             .runtime
             .block_on(judge(Backend::SystemOne).judge("q", &candidates))
@@ -390,6 +403,41 @@ fn usage_out_of_range_is_malformed() {
     }
 }
 
+/// The reply cap is a judge option: a reply over it fails the call as too
+/// large; the cap itself is range-checked.
+#[test]
+fn reply_cap_is_a_judge_option() {
+    let s = server();
+    let _turn = s.turn();
+    let candidates = vec![Candidate::new("a", "text")];
+    let mut reply = valid_reply(Backend::SystemOne, Ask::Judge, 1);
+    reply["padding"] = json!("x".repeat(4000));
+    s.answer_with(200, serde_json::to_vec(&reply).expect("encode"));
+    let small = judge_with(Backend::SystemOne, 2048);
+    let e = s
+        .runtime
+        .block_on(small.judge("q", &candidates))
+        .expect_err("over the cap");
+    assert!(e.to_string().contains("2048"), "{e}");
+    let roomy = judge_with(Backend::SystemOne, 8192);
+    s.runtime
+        .block_on(roomy.judge("q", &candidates))
+        .expect("under the cap");
+    let e = Judge::new(&JudgeOptions {
+        backend: BackendOptions::default(),
+        dispatch: DispatchOptions {
+            max_reply_bytes: 10,
+            ..DispatchOptions::default()
+        },
+    })
+    .expect_err("too small a cap");
+    assert!(
+        e.to_string()
+            .contains("dispatch.max_reply_bytes must be in"),
+        "{e}"
+    );
+}
+
 /// The unmutated replies are accepted, so the mutations start from replies
 /// that reach every parser's far end.
 #[test]
@@ -397,11 +445,8 @@ fn valid_replies_are_accepted() {
     for backend in [Backend::SystemOne, Backend::Decisions, Backend::Logprobs] {
         for ask in [Ask::Judge, Ask::Choose, Ask::Grade] {
             let s = server();
-            let _turn = s
-                .turn
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            *s.script.lock().expect("script") = (
+            let _turn = s.turn();
+            s.answer_with(
                 200,
                 serde_json::to_vec(&valid_reply(backend, ask, 3)).expect("encode"),
             );

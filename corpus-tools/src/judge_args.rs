@@ -59,6 +59,9 @@ pub struct JudgeArgs {
     /// Price per million input tokens in USD (default: the backend's list price).
     #[arg(long)]
     pub price: Option<f64>,
+    /// Largest reply a judge server may send, MiB; a longer one fails the call.
+    #[arg(long, default_value_t = 32)]
+    pub max_reply_mib: u64,
 }
 
 impl JudgeArgs {
@@ -112,6 +115,7 @@ impl JudgeArgs {
                 concurrency: self.judge_concurrency,
                 timeout_secs: self.timeout,
                 price_per_million_input: self.price,
+                max_reply_bytes: self.max_reply_mib.saturating_mul(1 << 20),
                 ..DispatchOptions::default()
             },
         })

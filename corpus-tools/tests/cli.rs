@@ -471,8 +471,8 @@ fn query_refuses_empty_queries_and_absurd_waits() {
         ("--deadline=1e300", "deadline_secs must be in"),
         ("--timeout=1e300", "timeout_secs must be in"),
         ("--deadline=-1", "deadline_secs must be in"),
-        ("--price=nan", "prices per million tokens"),
-        ("--price=-1", "prices per million tokens"),
+        ("--price=nan", "price_per_million_input must be in"),
+        ("--price=-1", "price_per_million_input must be in"),
     ] {
         let o = treenav(&["query", tree, "Tesla", flag]);
         assert_eq!(o.status.code(), Some(1), "{flag}: {}", text(&o.stderr));

@@ -1,5 +1,6 @@
 //! The dispatcher: limits, tournament, cache, concurrency, deadline, usage.
 
+use crate::checked;
 use crate::cross_encoder::CrossEncoder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lexical::{text_key, CorpusStats, Lexical};
@@ -61,10 +62,6 @@ pub(crate) struct Raw {
     pub(crate) cost_usd: Option<f64>,
     pub(crate) low_confidence: u32,
 }
-
-/// The longest timeout or deadline accepted, seconds (30 days): any longer
-/// is a typo, and `Duration` cannot hold every finite number.
-pub const MAX_WAIT_SECS: f64 = 30.0 * 86_400.0;
 
 #[derive(Debug)]
 enum Backend {
@@ -137,29 +134,45 @@ fn check_endpoint(kind: &'static str, endpoint: &str, model: &str) -> Result<Str
     Ok(endpoint.trim_end_matches('/').to_string())
 }
 
+/// The dispatcher's numbers, checked.
+struct CheckedDispatch {
+    timeout: Duration,
+    deadline: Option<Duration>,
+    max_reply_bytes: usize,
+}
+
 /// Range checks of the dispatcher's numbers, once, where they enter.
-fn check_dispatch(d: &crate::options::DispatchOptions) -> Result<()> {
-    if d.concurrency == 0 {
-        return Err(Error::config("dispatch.concurrency must be at least 1"));
+fn check_dispatch(d: &crate::options::DispatchOptions) -> Result<CheckedDispatch> {
+    let config = |e: checked::OutOfRange| Error::config(e.to_string());
+    checked::count("dispatch.concurrency", d.concurrency, 1..=4096).map_err(config)?;
+    checked::count("dispatch.max_retries", d.max_retries, 0..=100).map_err(config)?;
+    checked::count("dispatch.cache_capacity", d.cache_capacity, 0..=100_000_000).map_err(config)?;
+    let max_reply_bytes = checked::count(
+        "dispatch.max_reply_bytes",
+        d.max_reply_bytes,
+        1024..=1 << 32,
+    )
+    .map_err(config)?;
+    let timeout = checked::seconds("dispatch.timeout_secs", d.timeout_secs).map_err(config)?;
+    let deadline = d
+        .deadline_secs
+        .map(|s| checked::seconds("dispatch.deadline_secs", s))
+        .transpose()
+        .map_err(config)?;
+    if let Some(p) = d.price_per_million_input {
+        checked::usd("dispatch.price_per_million_input", p).map_err(config)?;
     }
-    let seconds = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_WAIT_SECS;
-    if !seconds(d.timeout_secs) {
-        return Err(Error::config(format!(
-            "dispatch.timeout_secs must be in (0, {MAX_WAIT_SECS}] seconds"
-        )));
-    }
-    if d.deadline_secs.is_some_and(|s| !seconds(s)) {
-        return Err(Error::config(format!(
-            "dispatch.deadline_secs must be in (0, {MAX_WAIT_SECS}] seconds"
-        )));
-    }
-    let price = |p: f64| p.is_finite() && (0.0..=1e6).contains(&p);
-    if !d.price_per_million_input.is_none_or(price) || !price(d.price_per_million_output) {
-        return Err(Error::config(
-            "prices per million tokens must be numbers in 0..=1000000 USD",
-        ));
-    }
-    Ok(())
+    checked::usd(
+        "dispatch.price_per_million_output",
+        d.price_per_million_output,
+    )
+    .map_err(config)?;
+    Ok(CheckedDispatch {
+        timeout,
+        deadline,
+        // At most 4 GiB: fits in `usize` on 64-bit; saturates on 32-bit.
+        max_reply_bytes: usize::try_from(max_reply_bytes).unwrap_or(usize::MAX),
+    })
 }
 
 impl Judge {
@@ -167,7 +180,7 @@ impl Judge {
     /// API key (when a key variable is named) fails here, saying what to set.
     pub fn new(options: &JudgeOptions) -> Result<Judge> {
         let d = &options.dispatch;
-        check_dispatch(d)?;
+        let checked = check_dispatch(d)?;
         let limits = d.limits.unwrap_or_else(|| options.backend.default_limits());
         if limits.max_questions == 0 || limits.max_options < 2 || limits.max_state_tokens == 0 {
             return Err(Error::config(
@@ -176,7 +189,8 @@ impl Judge {
         }
         let client = || {
             HttpClient::new(ClientConfig {
-                timeout: Duration::try_from_secs_f64(d.timeout_secs).unwrap_or(Duration::MAX),
+                timeout: checked.timeout,
+                max_body_bytes: checked.max_reply_bytes,
                 retry: RetryPolicy {
                     max_retries: d.max_retries,
                     ..RetryPolicy::default()
@@ -206,9 +220,9 @@ impl Judge {
         };
         let (backend, model) = match &options.backend {
             BackendOptions::Lexical { k1, b } => {
-                if !(k1.is_finite() && *k1 >= 0.0 && b.is_finite() && (0.0..=1.0).contains(b)) {
-                    return Err(Error::config("lexical judge needs k1 ≥ 0 and b in [0, 1]"));
-                }
+                let config = |e: checked::OutOfRange| Error::config(e.to_string());
+                checked::within("backend.k1", *k1, 0.0..=1000.0).map_err(config)?;
+                checked::within("backend.b", *b, 0.0..=1.0).map_err(config)?;
                 (
                     Backend::Lexical(Lexical::new(*k1, *b, None)),
                     format!("bm25(k1={k1}, b={b})"),
@@ -291,9 +305,7 @@ impl Judge {
                 limits,
                 semaphore: Semaphore::new(d.concurrency),
                 cache,
-                deadline: d
-                    .deadline_secs
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok()),
+                deadline: checked.deadline,
                 price_in: d
                     .price_per_million_input
                     .unwrap_or_else(|| options.backend.default_price_per_million()),
@@ -669,27 +681,24 @@ impl Judge {
 /// Most tokens one call may report (input or output): more than any model's
 /// context holds, far below where sums could overflow.
 pub const MAX_REPORTED_TOKENS: u64 = 1 << 40;
-/// Highest cost in USD one call may report.
-pub const MAX_REPORTED_COST_USD: f64 = 1e6;
 
 /// The one place a server's usage figures enter: token counts and cost out
 /// of range (a negative or absurd cost would defeat `--max-cost`; a count
 /// near `u64::MAX` would overflow the sums) make the reply malformed.
 fn check_reported_usage(backend: &'static str, raw: Raw) -> Result<Raw> {
-    let tokens = [raw.input_tokens.unwrap_or(0), raw.output_tokens];
-    if tokens.iter().any(|t| *t > MAX_REPORTED_TOKENS) {
-        return Err(Error::malformed(
-            backend,
-            format!("the reply reports {tokens:?} tokens (input, output): out of range"),
-        ));
-    }
+    let malformed = |e: checked::OutOfRange| {
+        Error::malformed(backend, format!("the reply's usage is out of range: {e}"))
+    };
+    let tokens = 0..=MAX_REPORTED_TOKENS;
+    checked::count(
+        "input_tokens",
+        raw.input_tokens.unwrap_or(0),
+        tokens.clone(),
+    )
+    .map_err(malformed)?;
+    checked::count("output_tokens", raw.output_tokens, tokens).map_err(malformed)?;
     if let Some(cost) = raw.cost_usd {
-        if !(0.0..=MAX_REPORTED_COST_USD).contains(&cost) {
-            return Err(Error::malformed(
-                backend,
-                format!("the reply reports a cost of {cost} USD: out of range"),
-            ));
-        }
+        checked::usd("cost", cost).map_err(malformed)?;
     }
     Ok(raw)
 }

@@ -116,12 +116,7 @@ impl Error {
 
 /// Checks that a probability from a server is a number in [0, 1].
 pub(crate) fn probability(backend: &'static str, what: &str, p: Option<f64>) -> Result<f64> {
-    match p {
-        Some(p) if p.is_finite() && (0.0..=1.0).contains(&p) => Ok(p),
-        Some(p) => Err(Error::malformed(
-            backend,
-            format!("{what}: probability {p} is outside [0, 1]"),
-        )),
-        None => Err(Error::malformed(backend, format!("{what}: no probability"))),
-    }
+    let p = p.ok_or_else(|| Error::malformed(backend, format!("{what}: no probability")))?;
+    crate::checked::within("probability", p, 0.0..=1.0)
+        .map_err(|e| Error::malformed(backend, format!("{what}: {e}")))
 }

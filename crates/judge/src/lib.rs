@@ -36,6 +36,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod checked;
 mod cross_encoder;
 mod dispatch;
 mod error;

@@ -178,6 +178,9 @@ fn retries() -> u32 {
 fn cache_capacity() -> u64 {
     10_000
 }
+fn max_reply_bytes() -> u64 {
+    32 << 20
+}
 
 /// How the dispatcher drives the backend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +210,11 @@ pub struct DispatchOptions {
     /// Override of the backend's limits. By default, none.
     #[serde(default)]
     pub limits: Option<Limits>,
+    /// Largest reply body read from a server, bytes; a longer one fails the
+    /// call (a server streaming without end cannot fill memory). By
+    /// default, 32 MiB.
+    #[serde(default = "max_reply_bytes")]
+    pub max_reply_bytes: u64,
 }
 
 impl Default for DispatchOptions {
@@ -220,6 +228,7 @@ impl Default for DispatchOptions {
             price_per_million_output: 0.0,
             cache_capacity: cache_capacity(),
             limits: None,
+            max_reply_bytes: max_reply_bytes(),
         }
     }
 }

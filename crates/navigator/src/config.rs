@@ -3,10 +3,8 @@
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+use treenav_judge::checked;
 
-/// The longest deadline accepted, seconds (30 days): any longer is a typo,
-/// and `Duration` cannot hold every finite number.
-pub const MAX_DEADLINE_SECS: f64 = 30.0 * 86_400.0;
 /// What to do when a judge call still fails after the dispatcher's retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -268,9 +266,7 @@ impl NavigatorConfig {
             ("path_weight", bf.path_weight),
             ("neighbour_weight", bf.neighbour_weight),
         ] {
-            if !(w.is_finite() && (0.0..=1.0).contains(&w)) {
-                return bad(format!("{name} must be in [0, 1], got {w}"));
-            }
+            checked::within(name, w, 0.0..=1.0).map_err(out_of_range)?;
         }
         if !(1..=200).contains(&self.batch_size) {
             return bad(format!(
@@ -293,22 +289,18 @@ impl NavigatorConfig {
         if self.lead_sentences == 0 {
             return bad("lead_sentences must be at least 1".into());
         }
-        if self
-            .deadline_secs
-            .is_some_and(|s| !(s.is_finite() && s > 0.0 && s <= MAX_DEADLINE_SECS))
-        {
-            return bad(format!(
-                "deadline_secs must be in (0, {MAX_DEADLINE_SECS}] seconds"
-            ));
+        if let Some(s) = self.deadline_secs {
+            checked::seconds("deadline_secs", s).map_err(out_of_range)?;
         }
-        if self
-            .max_cost_usd
-            .is_some_and(|c| !(c.is_finite() && c >= 0.0))
-        {
-            return bad("max_cost_usd must be a non-negative number".into());
+        if let Some(cost) = self.max_cost_usd {
+            checked::usd("max_cost_usd", cost).map_err(out_of_range)?;
         }
         Ok(ValidConfig(self))
     }
+}
+
+fn out_of_range(e: checked::OutOfRange) -> Error {
+    Error::Config(e.to_string())
 }
 
 /// A checked [`NavigatorConfig`].
@@ -361,9 +353,9 @@ impl ValidConfig {
     }
 
     pub(crate) fn deadline(&self) -> Option<Duration> {
-        // Checked to be in (0, MAX_DEADLINE_SECS]: the conversion cannot fail.
+        // Checked in `check`: the conversion succeeds.
         self.0
             .deadline_secs
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .and_then(|s| checked::seconds("deadline_secs", s).ok())
     }
 }
