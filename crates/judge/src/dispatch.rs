@@ -1,15 +1,10 @@
 //! The dispatcher: limits, tournament, cache, concurrency, deadline, usage.
 
+use crate::backend::{text_key, Backend, CorpusStats, Op, OpKind, Raw, Values};
 use crate::checked;
-use crate::cross_encoder::CrossEncoder;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lexical::{text_key, CorpusStats, Lexical};
-use crate::logprobs::Logprobs;
-use crate::openai_decisions::Decisions;
-use crate::options::{BackendOptions, JudgeOptions, Limits};
-use crate::remote::Remote;
-use crate::render::{estimate_tokens, render_state};
-use crate::systemone::SystemOne;
+use crate::options::{JudgeOptions, Limits};
+use crate::render::{call_tokens, candidate_line_tokens, estimate_tokens, render_state};
 use crate::{
     confidence, expected_level, normalize, Candidate, Choice, Grade, Grades, Judgments, Scale,
     Usage,
@@ -19,70 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
-use treenav_http::{ApiKey, ClientConfig, HttpClient, RetryPolicy};
+use treenav_http::{ClientConfig, RetryPolicy};
 use treenav_text::fingerprint;
-
-/// Which question an operation asks.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum OpKind<'a> {
-    Judge,
-    Choose,
-    Grade(&'a Scale),
-}
-
-/// One backend call: a shared context and the questions of one kind about it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Op<'a> {
-    pub(crate) kind: OpKind<'a>,
-    pub(crate) query: &'a str,
-    pub(crate) candidates: &'a [Candidate],
-    /// Each candidate's [`text_key`], computed once per request.
-    pub(crate) texts: &'a [u128],
-}
-
-/// A backend's answers to one call.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Values {
-    /// P(yes) per candidate.
-    Probabilities(Vec<f64>),
-    /// One distribution over the candidates.
-    Choice(Vec<f64>),
-    /// A distribution over levels per candidate.
-    Grades(Vec<Vec<f64>>),
-}
-
-/// A backend's reply to one call.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Raw {
-    pub(crate) values: Values,
-    /// Reported input tokens (`None`: estimate).
-    pub(crate) input_tokens: Option<u64>,
-    pub(crate) output_tokens: u64,
-    /// Reported cost (`None`: tokens × price).
-    pub(crate) cost_usd: Option<f64>,
-    pub(crate) low_confidence: u32,
-}
-
-#[derive(Debug)]
-enum Backend {
-    Lexical(Lexical),
-    SystemOne(SystemOne),
-    Decisions(Decisions),
-    Logprobs(Logprobs),
-    CrossEncoder(CrossEncoder),
-}
-
-impl Backend {
-    async fn call(&self, op: &Op<'_>) -> Result<Raw> {
-        match self {
-            Backend::Lexical(b) => Ok(b.call(op)),
-            Backend::SystemOne(b) => b.call(op).await,
-            Backend::Decisions(b) => b.call(op).await,
-            Backend::Logprobs(b) => b.call(op).await,
-            Backend::CrossEncoder(b) => b.call(op).await,
-        }
-    }
-}
 
 #[derive(Debug)]
 struct Inner {
@@ -102,36 +35,6 @@ struct Inner {
 #[derive(Debug, Clone)]
 pub struct Judge {
     inner: Arc<Inner>,
-}
-
-fn key_for(kind: &'static str, var: &Option<String>) -> Result<Option<ApiKey>> {
-    match var {
-        Some(v) => ApiKey::require_env(v)
-            .map(Some)
-            .map_err(|e| Error::new(ErrorKind::Config, kind, e.message)),
-        None => Ok(None),
-    }
-}
-
-fn check_endpoint(kind: &'static str, endpoint: &str, model: &str) -> Result<String> {
-    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(Error::new(
-            ErrorKind::Config,
-            kind,
-            format!(
-                "the endpoint must be an http(s) URL (--endpoint), got `{}`",
-                treenav_http::redact_url(endpoint)
-            ),
-        ));
-    }
-    if model.trim().is_empty() {
-        return Err(Error::new(
-            ErrorKind::Config,
-            kind,
-            "a model name is required (--model)",
-        ));
-    }
-    Ok(endpoint.trim_end_matches('/').to_string())
 }
 
 /// The dispatcher's numbers, checked.
@@ -187,114 +90,17 @@ impl Judge {
                 "limits need max_questions ≥ 1, max_options ≥ 2 and max_state_tokens ≥ 1",
             ));
         }
-        let client = || {
-            HttpClient::new(ClientConfig {
-                timeout: checked.timeout,
-                max_body_bytes: checked.max_reply_bytes,
-                retry: RetryPolicy {
-                    max_retries: d.max_retries,
-                    ..RetryPolicy::default()
-                },
-                ..ClientConfig::default()
-            })
-            .map_err(|e| Error::config(e.message))
+        let client = ClientConfig {
+            timeout: checked.timeout,
+            max_body_bytes: checked.max_reply_bytes,
+            retry: RetryPolicy {
+                max_retries: d.max_retries,
+                ..RetryPolicy::default()
+            },
+            ..ClientConfig::default()
         };
         let kind = options.backend.kind();
-        // An HTTP backend at `endpoint` (a base URL, with or without `/v1`) plus `path`.
-        let remote = |endpoint: &str,
-                      model: &str,
-                      api_key_env: &Option<String>,
-                      path: &str|
-         -> Result<Remote> {
-            let base = check_endpoint(kind, endpoint, model)?;
-            let url = match path.strip_prefix("/v1") {
-                Some(rest) if base.ends_with("/v1") => format!("{base}{rest}"),
-                _ => format!("{base}{path}"),
-            };
-            Ok(Remote {
-                client: client()?,
-                url,
-                model: model.to_string(),
-                key: key_for(kind, api_key_env)?,
-            })
-        };
-        let (backend, model) = match &options.backend {
-            BackendOptions::Lexical { k1, b } => {
-                let config = |e: checked::OutOfRange| Error::config(e.to_string());
-                checked::within("backend.k1", *k1, 0.0..=1000.0).map_err(config)?;
-                checked::within("backend.b", *b, 0.0..=1.0).map_err(config)?;
-                (
-                    Backend::Lexical(Lexical::new(*k1, *b, None)),
-                    format!("bm25(k1={k1}, b={b})"),
-                )
-            }
-            BackendOptions::Systemone {
-                endpoint,
-                model,
-                api_key_env,
-                path,
-            } => (
-                Backend::SystemOne(SystemOne(remote(endpoint, model, api_key_env, path)?)),
-                model.clone(),
-            ),
-            BackendOptions::OpenaiDecisions {
-                endpoint,
-                model,
-                api_key_env,
-            } => (
-                Backend::Decisions(Decisions(remote(
-                    endpoint,
-                    model,
-                    api_key_env,
-                    "/v1/decisions",
-                )?)),
-                model.clone(),
-            ),
-            BackendOptions::OpenaiLogprobs {
-                endpoint,
-                model,
-                api_key_env,
-            } => (
-                Backend::Logprobs(Logprobs(remote(
-                    endpoint,
-                    model,
-                    api_key_env,
-                    "/v1/chat/completions",
-                )?)),
-                model.clone(),
-            ),
-            BackendOptions::CrossEncoder {
-                model_dir,
-                ort_library,
-                threads,
-                batch_size,
-                max_tokens,
-            } => {
-                if *max_tokens < 16 || *max_tokens > 512 {
-                    return Err(Error::new(
-                        ErrorKind::Config,
-                        kind,
-                        "max_tokens must be in 16..=512",
-                    ));
-                }
-                let dir = model_dir
-                    .clone()
-                    .unwrap_or_else(crate::cross_encoder::default_model_dir);
-                let library = ort_library
-                    .clone()
-                    .unwrap_or_else(crate::cross_encoder::default_ort_library);
-                (
-                    Backend::CrossEncoder(CrossEncoder::load(
-                        &dir,
-                        &library,
-                        *threads,
-                        *batch_size,
-                        *max_tokens,
-                    )?),
-                    "ms-marco-MiniLM-L-12-v2 (int8 ONNX)".to_string(),
-                )
-            }
-        };
+        let (backend, model) = Backend::new(&options.backend, &client)?;
         let cache = (d.cache_capacity > 0).then(|| moka::future::Cache::new(d.cache_capacity));
         Ok(Judge {
             inner: Arc::new(Inner {
@@ -319,13 +125,13 @@ impl Judge {
     /// clone of this judge (sharing its cache and limits). The lexical judge
     /// returned has a cache of its own, since its answers differ.
     pub fn with_corpus_stats(&self, stats: Arc<CorpusStats>) -> Result<Judge> {
-        let Backend::Lexical(lexical) = &self.inner.backend else {
+        let Some(backend) = self.inner.backend.with_corpus_stats(stats) else {
             return Ok(self.clone());
         };
         let fresh = Judge::new(&self.inner.options)?;
         let mut inner = Arc::try_unwrap(fresh.inner)
             .map_err(|_| Error::config("a freshly built judge is shared"))?;
-        inner.backend = Backend::Lexical(Lexical::new(lexical.k1, lexical.b, Some(stats)));
+        inner.backend = backend;
         inner.model = format!("{} with corpus statistics", inner.model);
         Ok(Judge {
             inner: Arc::new(inner),
@@ -341,7 +147,7 @@ impl Judge {
     /// its scores are then comparable across calls without calibration
     /// references.
     pub fn pointwise(&self) -> bool {
-        matches!(self.inner.backend, Backend::CrossEncoder(_))
+        self.inner.backend.pointwise()
     }
 
     /// The model (or, for the lexical judge, its formula).
@@ -555,10 +361,7 @@ impl Judge {
         let mut start = 0;
         let mut tokens = base;
         for (i, c) in candidates.iter().enumerate() {
-            let t = (c.id.len().min(200) + c.text.len().min(4 * crate::render::MAX_CANDIDATE_CHARS))
-                as u64
-                / 4
-                + 6;
+            let t = candidate_line_tokens(c);
             if i > start && (i - start >= max || tokens + t > limit) {
                 out.push(start..i);
                 start = i;
@@ -648,16 +451,7 @@ impl Judge {
         );
         let raw = self.inner.backend.call(&op).instrument(span).await?;
         let raw = Arc::new(check_reported_usage(self.inner.kind, raw)?);
-        // Without a reported count: characters / 4 of the state as rendered
-        // (texts capped), plus a question's worth per candidate.
-        let chars: usize = op.query.len()
-            + op.candidates
-                .iter()
-                .map(|c| {
-                    20 + c.id.len().min(200) + c.text.len().min(crate::render::MAX_CANDIDATE_CHARS)
-                })
-                .sum::<usize>();
-        let estimated = (chars as u64).div_ceil(4) + 20 * op.candidates.len() as u64;
+        let estimated = call_tokens(op.query, op.candidates);
         let input_tokens = raw.input_tokens.filter(|t| *t > 0).unwrap_or(estimated);
         let cost_usd = raw.cost_usd.unwrap_or(
             input_tokens as f64 * self.inner.price_in / 1e6

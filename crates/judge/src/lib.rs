@@ -36,26 +36,22 @@
 //! ```
 #![warn(missing_docs)]
 
+mod backend;
 pub mod checked;
-mod cross_encoder;
 mod dispatch;
 mod error;
-mod lexical;
-mod logprobs;
-mod openai_decisions;
 mod options;
 pub mod rank;
-mod remote;
 mod render;
-mod systemone;
 
-pub use cross_encoder::{default_model_dir, default_ort_library, onnx_runtime_build};
+pub use backend::{
+    bm25_scores, default_model_dir, default_ort_library, onnx_runtime_build, CorpusStats,
+};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
-pub use lexical::{bm25_scores, CorpusStats};
 pub use options::{BackendOptions, DispatchOptions, JudgeOptions, Limits};
 pub use rank::{BatchScores, RankOptions, Ranking};
-pub use render::render_state;
+pub use render::{estimate_tokens, render_state};
 
 use serde::{Deserialize, Serialize};
 

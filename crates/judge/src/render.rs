@@ -83,9 +83,31 @@ pub fn grade_question(i: usize, c: &Candidate, scale: &Scale) -> String {
     )
 }
 
-/// A rough token count (characters / 4) for limits and for servers that report none.
+// Token estimates, all here: characters / 4, the rule of thumb for English
+// with BPE tokenizers. Used where no tokenizer is at hand: the dispatcher's
+// state limits and the usage of servers that report no counts.
+
+/// A rough token count (characters / 4) of a text.
 pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
+}
+
+/// An upper bound of the tokens one candidate's line adds to the state
+/// (bytes, not characters, so never under), for splitting work to a
+/// backend's state limit.
+pub(crate) fn candidate_line_tokens(c: &Candidate) -> u64 {
+    (c.id.len().min(200) + c.text.len().min(4 * MAX_CANDIDATE_CHARS)) as u64 / 4 + 6
+}
+
+/// The input tokens of one call when the server reports none: the state as
+/// rendered (texts capped) plus a question's worth per candidate.
+pub(crate) fn call_tokens(query: &str, candidates: &[Candidate]) -> u64 {
+    let chars: usize = query.len()
+        + candidates
+            .iter()
+            .map(|c| 20 + c.id.len().min(200) + c.text.len().min(MAX_CANDIDATE_CHARS))
+            .sum::<usize>();
+    (chars as u64).div_ceil(4) + 20 * candidates.len() as u64
 }
 
 #[cfg(test)]

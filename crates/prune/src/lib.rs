@@ -179,7 +179,9 @@ impl TokenCounter {
     /// Tokens of a text (no special tokens).
     pub fn count(&self, text: &str) -> Result<usize> {
         match self {
-            TokenCounter::CharsOver4 => Ok(text.chars().count().div_ceil(4)),
+            TokenCounter::CharsOver4 => {
+                Ok(usize::try_from(treenav_judge::estimate_tokens(text)).unwrap_or(usize::MAX))
+            }
             TokenCounter::Tokenizer(t) => t
                 .encode(text, false)
                 .map(|e| e.len())

@@ -5,7 +5,7 @@
 //! as plain data) the IDF is the corpus's; without, it is computed over the
 //! candidates of the context. Deterministic and offline: the default judge.
 
-use crate::dispatch::{Op, Raw, Values};
+use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::{expected_level, Candidate};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -59,7 +59,7 @@ pub fn bm25_scores(
     stats: Option<Arc<CorpusStats>>,
 ) -> Vec<f64> {
     let keys: Vec<u128> = candidates.iter().map(|c| text_key(&c.text)).collect();
-    Lexical::new(k1, b, stats).scores(query, candidates, &keys)
+    Lexical { k1, b, stats }.scores(query, candidates, &keys)
 }
 
 /// The key of a candidate text in the term cache (and in the dispatcher's).
@@ -123,8 +123,20 @@ pub(crate) struct Lexical {
 }
 
 impl Lexical {
-    pub(crate) fn new(k1: f64, b: f64, stats: Option<Arc<CorpusStats>>) -> Lexical {
-        Lexical { k1, b, stats }
+    /// A lexical judge with BM25's `k1` and `b`, range-checked.
+    pub(crate) fn checked(k1: f64, b: f64) -> crate::Result<Lexical> {
+        let config = |e: crate::checked::OutOfRange| crate::Error::config(e.to_string());
+        crate::checked::within("backend.k1", k1, 0.0..=1000.0).map_err(config)?;
+        crate::checked::within("backend.b", b, 0.0..=1.0).map_err(config)?;
+        Ok(Lexical { k1, b, stats: None })
+    }
+
+    /// The same judge with corpus statistics for its IDF.
+    pub(crate) fn with_stats(&self, stats: Arc<CorpusStats>) -> Lexical {
+        Lexical {
+            stats: Some(stats),
+            ..self.clone()
+        }
     }
 
     /// BM25 score of each candidate against the query; `keys` are the
@@ -174,9 +186,9 @@ impl Lexical {
     pub(crate) fn call(&self, op: &Op<'_>) -> Raw {
         let scores = self.scores(op.query, op.candidates, op.texts);
         let values = match op.kind {
-            crate::dispatch::OpKind::Judge => Values::Probabilities(relative(&scores)),
-            crate::dispatch::OpKind::Choose => Values::Choice(softmax(&scores)),
-            crate::dispatch::OpKind::Grade(scale) => Values::Grades(
+            OpKind::Judge => Values::Probabilities(relative(&scores)),
+            OpKind::Choose => Values::Choice(softmax(&scores)),
+            OpKind::Grade(scale) => Values::Grades(
                 relative(&scores)
                     .into_iter()
                     .map(|p| level_distribution(p, scale.levels.len()))

@@ -15,11 +15,13 @@
 //! so a pair's padding depends on its batch-mates as little as it can.
 //! Inference runs on the blocking thread pool.
 
-use crate::dispatch::{Op, OpKind, Raw, Values};
+use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 
 const NAME: &str = "cross-encoder";
+/// The model the backend runs, as reported in usage and `doctor`.
+pub(crate) const MODEL: &str = "ms-marco-MiniLM-L-12-v2 (int8 ONNX)";
 
 /// The default model folder: `$TREENAV_CACHE_DIR/models/reranker_en`
 /// (`~/.cache/treenav/…`), where `scripts/fetch-models.sh` puts it.
@@ -339,6 +341,22 @@ pub use engine::onnx_runtime_build;
 pub(crate) use engine::CrossEncoder;
 
 impl CrossEncoder {
+    /// Checks the options and loads the model (default folder and library
+    /// when not given).
+    pub(crate) fn from_options(
+        model_dir: Option<&Path>,
+        ort_library: Option<&Path>,
+        threads: usize,
+        batch_size: usize,
+        max_tokens: usize,
+    ) -> Result<CrossEncoder> {
+        crate::checked::count("backend.max_tokens", max_tokens, 16..=512)
+            .map_err(|e| Error::new(ErrorKind::Config, NAME, e.to_string()))?;
+        let dir = model_dir.map_or_else(default_model_dir, Path::to_path_buf);
+        let library = ort_library.map_or_else(default_ort_library, Path::to_path_buf);
+        CrossEncoder::load(&dir, &library, threads, batch_size, max_tokens)
+    }
+
     pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
         let texts: Vec<String> = op.candidates.iter().map(|c| c.text.clone()).collect();
         let (logits, tokens) = self.logits(op.query, texts).await?;

@@ -5,14 +5,16 @@
 //! all its token variants (`Yes`, ` yes`, `YES`…); the answer is renormalised
 //! over the labels, and flagged when the labels hold less than half the mass.
 
-use crate::dispatch::{Op, OpKind, Raw, Values};
+use crate::backend::op::{Op, OpKind, Raw, Values};
+use crate::backend::remote::Remote;
 use crate::error::{Error, Result};
-use crate::remote::Remote;
 use crate::render::{choose_question, grade_question, judge_question, render_state};
 use serde::Deserialize;
 use serde_json::json;
 
 const NAME: &str = "openai-logprobs";
+/// Where chat completions live below the base URL.
+pub(crate) const PATH: &str = "/v1/chat/completions";
 /// Below this label mass an answer is flagged as unreliable.
 pub(crate) const MIN_LABEL_MASS: f64 = 0.5;
 
@@ -173,8 +175,14 @@ impl Logprobs {
                 .await?
             }
         };
-        let input_tokens = answers.iter().map(|a| a.input_tokens).sum::<u64>();
-        let output_tokens = answers.iter().map(|a| a.output_tokens).sum();
+        // Saturating: the counts are the server's, checked by the dispatcher
+        // only after this sum (a wrapped sum could slip under its check).
+        let input_tokens = answers
+            .iter()
+            .fold(0u64, |sum, a| sum.saturating_add(a.input_tokens));
+        let output_tokens = answers
+            .iter()
+            .fold(0u64, |sum, a| sum.saturating_add(a.output_tokens));
         let low_confidence = answers.iter().filter(|a| a.flagged).count() as u32;
         let values = match op.kind {
             OpKind::Judge => {

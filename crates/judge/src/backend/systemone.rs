@@ -1,0 +1,139 @@
+//! The System One format: `POST {base}/v1/systemone` with a state and a map of
+//! typed questions; answers come back keyed by question id.
+
+use crate::backend::op::{Op, OpKind, Raw, Values};
+use crate::backend::remote::{offered_choice, typed_answer, Remote, ReplyUsage};
+use crate::error::{probability, Error, Result};
+use crate::render::{
+    choice_description, choice_label, choose_question, grade_question, judge_question, render_state,
+};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+const NAME: &str = "systemone";
+
+#[derive(Debug)]
+pub(crate) struct SystemOne(pub(crate) Remote);
+
+#[derive(Deserialize)]
+struct Reply {
+    answers: Map<String, Value>,
+    #[serde(default)]
+    usage: Option<ReplyUsage>,
+}
+
+/// Reads `{"label": p, …}` into a vector over `labels`; a label not offered is an error.
+pub(crate) fn label_map(what: &str, map: &Value, labels: &[String]) -> Result<Vec<f64>> {
+    let Some(obj) = map.as_object() else {
+        return Err(Error::malformed(
+            NAME,
+            format!("{what}: `probabilities` is not an object"),
+        ));
+    };
+    let index: HashMap<&str, usize> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.as_str(), i))
+        .collect();
+    let mut out = vec![0.0; labels.len()];
+    for (label, p) in obj {
+        let Some(&i) = index.get(label.as_str()) else {
+            return Err(Error::malformed(
+                NAME,
+                format!("{what}: label `{label}` was not offered"),
+            ));
+        };
+        out[i] = probability(NAME, what, p.as_f64())?;
+    }
+    Ok(out)
+}
+
+/// The answer to question `id`, of type `ty`.
+fn answer<'a>(answers: &'a Map<String, Value>, id: &str, ty: &str) -> Result<&'a Value> {
+    let a = answers
+        .get(id)
+        .ok_or_else(|| Error::malformed(NAME, format!("no answer to question `{id}`")))?;
+    typed_answer(NAME, a, id, ty)
+}
+
+/// The typed questions of `op`, keyed by id (`q{i}`, `choice`, `g{i}`).
+fn questions(op: &Op<'_>) -> Map<String, Value> {
+    let mut questions = Map::new();
+    match op.kind {
+        OpKind::Judge => {
+            for (i, c) in op.candidates.iter().enumerate() {
+                questions.insert(
+                    format!("q{i}"),
+                    json!({"type": "noul", "instructions": judge_question(i, c)}),
+                );
+            }
+        }
+        OpKind::Choose => {
+            let criteria: Map<String, Value> = op
+                .candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (choice_label(i), Value::String(choice_description(i, c))))
+                .collect();
+            questions.insert(
+                "choice".into(),
+                json!({"type": "choice", "instructions": choose_question(), "criteria": criteria}),
+            );
+        }
+        OpKind::Grade(scale) => {
+            for (i, c) in op.candidates.iter().enumerate() {
+                questions.insert(
+                    format!("g{i}"),
+                    json!({"type": "score", "instructions": grade_question(i, c, scale), "criteria": scale.levels}),
+                );
+            }
+        }
+    }
+    questions
+}
+
+/// The values the answers give for `op`'s questions.
+fn values(op: &Op<'_>, a: &Map<String, Value>) -> Result<Values> {
+    let n = op.candidates.len();
+    Ok(match op.kind {
+        OpKind::Judge => Values::Probabilities(
+            (0..n)
+                .map(|i| {
+                    let id = format!("q{i}");
+                    let p = answer(a, &id, "noul")?.get("noul").and_then(Value::as_f64);
+                    probability(NAME, &id, p)
+                })
+                .collect::<Result<_>>()?,
+        ),
+        OpKind::Choose => {
+            let labels: Vec<String> = (0..n).map(choice_label).collect();
+            let ans = answer(a, "choice", "choice")?;
+            offered_choice(NAME, ans, &labels)?;
+            let p = ans.get("probabilities").unwrap_or(&Value::Null);
+            Values::Choice(label_map("choice", p, &labels)?)
+        }
+        OpKind::Grade(scale) => {
+            let labels: Vec<String> = (0..scale.levels.len()).map(|i| i.to_string()).collect();
+            Values::Grades(
+                (0..n)
+                    .map(|i| {
+                        let id = format!("g{i}");
+                        let p = answer(a, &id, "score")?.get("probabilities");
+                        label_map(&id, p.unwrap_or(&Value::Null), &labels)
+                    })
+                    .collect::<Result<_>>()?,
+            )
+        }
+    })
+}
+
+impl SystemOne {
+    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+        let state = render_state(op.query, op.candidates);
+        let body = json!({"model": self.0.model, "state": state, "questions": questions(op)});
+        let reply = self.0.post::<Reply>(NAME, &body).await?;
+        let values = values(op, &reply.answers)?;
+        Ok(reply.usage.unwrap_or_default().into_raw(values))
+    }
+}
