@@ -8,7 +8,9 @@
 //! * [`tree`]: embedders, k-means levels, summaries, the tree and its file;
 //! * [`http`]: the one HTTP client setup (timeouts, retries, keys);
 //! * [`judge`]: decision models (judge, choose, grade), backends and the dispatcher;
-//! * [`navigator`]: level-by-level shared-context retrieval over a tree.
+//! * [`navigator`]: level-by-level shared-context retrieval over a tree;
+//! * [`eval`]: benchmark datasets, metrics, baselines and the bench runner;
+//! * [`prune`]: the context pruner.
 #![warn(missing_docs)]
 
 pub use treenav_corpus as corpus;
@@ -16,6 +18,7 @@ pub use treenav_eval as eval;
 pub use treenav_http as http;
 pub use treenav_judge as judge;
 pub use treenav_navigator as navigator;
+pub use treenav_prune as prune;
 pub use treenav_tree as tree;
 
 /// The bundled sample corpus (a CC BY-SA 4.0 slice of XQuAD, SQuAD v1.1 JSON;

@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
-use treenav_eval::bench::{self, BenchSetup, SystemKind};
-use treenav_eval::dataset::{self, DatasetOptions};
+use treenav::eval::bench::{self, BenchSetup, SystemKind};
+use treenav::eval::dataset::{self, DatasetOptions};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenseEmbedder {
@@ -356,13 +356,13 @@ fn setup_judge_name(args: &BenchArgs) -> String {
 
 async fn run_prune(
     args: &BenchArgs,
-    mut data: treenav_eval::dataset::Dataset,
+    mut data: treenav::eval::dataset::Dataset,
     tree: Option<Arc<treenav::tree::Tree>>,
     navigator: treenav::navigator::ValidConfig,
     judge: treenav::judge::JudgeOptions,
     bars: &crate::progress::Bars,
 ) -> Result<()> {
-    use treenav_eval::prune_curve::{self, Retriever};
+    use treenav::eval::prune_curve::{self, Retriever};
     if let Some(n) = args.limit {
         if n == 0 {
             bail!("--limit must be at least 1");

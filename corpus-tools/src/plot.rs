@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
-use treenav_eval::prune_curve::Curve;
+use treenav::eval::prune_curve::Curve;
 
 /// Fonts tried for the labels when --font is not given.
 const FONTS: &[&str] = &[
@@ -158,14 +158,14 @@ pub fn png(curve: &Curve, title: &str, path: &Path, font: Option<&Path>) -> Resu
 /// the judged candidates (y) against candidates judged per query (x), one
 /// line per system.
 pub fn sweep_png(
-    budgets: &[treenav_eval::sweep::BudgetReport],
+    budgets: &[treenav::eval::sweep::BudgetReport],
     title: &str,
     path: &Path,
     font: Option<&Path>,
 ) -> Result<()> {
     let x_max = budgets.iter().map(|b| b.budget).max().unwrap_or(1) as f64 * 1.05;
-    let series = |f: &dyn Fn(&treenav_eval::bench::SystemReport) -> f64| {
-        treenav_eval::sweep::SYSTEMS
+    let series = |f: &dyn Fn(&treenav::eval::bench::SystemReport) -> f64| {
+        treenav::eval::sweep::SYSTEMS
             .iter()
             .map(|name| {
                 let pts = budgets

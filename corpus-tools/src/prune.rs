@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use std::io::Read as _;
 use std::path::PathBuf;
 use treenav::judge::Judge;
-use treenav_prune::{input, Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
+use treenav::prune::{input, Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrategyKind {
