@@ -7,9 +7,9 @@ use clap::ValueEnum;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
 use treenav::eval::bench::{self, BenchSetup, SystemKind};
 use treenav::eval::dataset::{self, DatasetOptions};
+use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenseEmbedder {
@@ -166,25 +166,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
             systems.push(kind);
         }
     }
-    if systems.is_empty() {
-        bail!("--systems is empty");
-    }
     let navigator = args.nav.config()?.check()?;
-    let m = if navigator.shortlist() >= 2 {
-        navigator.shortlist()
-    } else {
-        0
-    };
-    if let Some(b) = args
-        .judge_budgets
-        .iter()
-        .find(|b| **b <= m.max(1) || **b > 100_000)
-    {
-        bail!(
-            "--judge-budgets: {b} must be in {}..=100000 (above the shortlist of {m})",
-            m.max(1) + 1
-        );
-    }
     if args.prune && !args.judge_budgets.is_empty() {
         bail!("--prune and --judge-budgets measure different things: run them separately");
     }
@@ -201,18 +183,11 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         }
     }
     let judge = args.judge.options()?;
-    let concurrency = match args.concurrency {
-        Some(n) if !(1..=1024).contains(&n) => bail!("--concurrency must be in 1..=1024"),
-        Some(n) => n,
-        None => default_concurrency(&judge),
-    };
+    // Ranges are checked once, by `BenchSetup::check`.
+    let concurrency = args
+        .concurrency
+        .unwrap_or_else(|| default_concurrency(&judge));
     let embedder_opts = embedder_options(args)?;
-    if systems.iter().any(|s| s.uses_embedder()) && embedder_opts.is_none() {
-        bail!("dense and hybrid need --embedder minilm (build with --features minilm) or --embedder openai");
-    }
-    if args.rerank_n == 0 {
-        bail!("--rerank-n must be at least 1");
-    }
     if let Some(dir) = args.json.as_deref().and_then(Path::parent) {
         if !dir.as_os_str().is_empty() && !dir.is_dir() {
             bail!("--json: folder {} does not exist", dir.display());

@@ -14,9 +14,14 @@
 
 pub mod baselines;
 pub mod bench;
+mod context;
 pub mod dataset;
+mod gold;
 pub mod metrics;
+mod outcome;
 pub mod prune_curve;
+mod report;
+mod setup;
 pub mod sweep;
 
 use std::path::PathBuf;

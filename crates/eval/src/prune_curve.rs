@@ -10,10 +10,9 @@
 //! * **compression**: the share of retrieved chunks dropped (over all questions).
 
 use crate::baselines::{Bm25, Collection};
-use crate::dataset::{Dataset, GoldLevel};
+use crate::dataset::Dataset;
 use crate::{Error, Result};
 use serde::Serialize;
-use std::collections::HashSet;
 use std::sync::Arc;
 use treenav_judge::{Judge, JudgeOptions};
 use treenav_navigator::{Navigator, ValidConfig};
@@ -125,6 +124,146 @@ fn knob(s: &Strategy) -> (&'static str, f64) {
     }
 }
 
+/// The strategy kinds the model is asked once per question: each sweep
+/// point reuses its kind's scores.
+fn kinds(depth: usize) -> [Strategy; 4] {
+    [
+        Strategy::Grade { threshold: 4.0 },
+        Strategy::Keep { threshold: 0.5 },
+        Strategy::BudgetSelect {
+            extra: 0,
+            threshold: 0.5,
+        },
+        Strategy::TopN { n: depth },
+    ]
+}
+
+/// The first stage: BM25 or the navigator, `depth` passages deep.
+struct FirstStage {
+    bm25: Option<Bm25>,
+    navigator: Option<Navigator>,
+    depth: usize,
+}
+
+impl FirstStage {
+    fn new(retriever: &Retriever, judge: &Judge, c: &Collection, depth: usize) -> Result<Self> {
+        let bm25 = matches!(retriever, Retriever::Bm25).then(|| Bm25::new(c));
+        let navigator = match retriever {
+            Retriever::Tree { tree, config } => {
+                let config = config
+                    .settings()
+                    .clone()
+                    .returned_passages(depth)
+                    .check()
+                    .map_err(|e| Error::Config(e.to_string()))?;
+                let navigator =
+                    Navigator::new(tree.clone(), judge.clone(), config).map_err(|source| {
+                        Error::Navigate {
+                            query: "-".into(),
+                            source,
+                        }
+                    })?;
+                Some(navigator)
+            }
+            Retriever::Bm25 => None,
+        };
+        Ok(FirstStage {
+            bm25,
+            navigator,
+            depth,
+        })
+    }
+
+    /// The passages (indices) retrieved for `q`.
+    async fn retrieve(&self, q: &crate::dataset::Query, c: &Collection) -> Result<Vec<usize>> {
+        Ok(match (&self.bm25, &self.navigator) {
+            (Some(b), _) => b.search(&q.text, self.depth),
+            (None, Some(n)) => n
+                .retrieve(&q.text)
+                .await
+                .map_err(|source| Error::Navigate {
+                    query: q.id.clone(),
+                    source,
+                })?
+                .passages
+                .iter()
+                .filter_map(|p| c.index.get(&p.id).copied())
+                .take(self.depth)
+                .collect(),
+            (None, None) => Vec::new(),
+        })
+    }
+}
+
+/// Sums over the questions, per sweep point and per kind.
+struct Tally {
+    retained: Vec<usize>,
+    dropped: Vec<usize>,
+    dropped_tokens: Vec<usize>,
+    total_chunks: usize,
+    total_tokens: usize,
+    gold_retrieved: usize,
+    latency: Vec<f64>,
+    calls: Vec<f64>,
+}
+
+impl Tally {
+    fn new(points: usize, kinds: usize) -> Tally {
+        Tally {
+            retained: vec![0; points],
+            dropped: vec![0; points],
+            dropped_tokens: vec![0; points],
+            total_chunks: 0,
+            total_tokens: 0,
+            gold_retrieved: 0,
+            latency: vec![0.0; kinds],
+            calls: vec![0.0; kinds],
+        }
+    }
+
+    /// The curve: each point's rates over all questions.
+    fn curve(
+        self,
+        strategies: &[Strategy],
+        kinds: &[Strategy],
+        questions: usize,
+        depth: usize,
+    ) -> Curve {
+        let n = questions.max(1) as f64;
+        let points = strategies
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (knob, value) = knob(s);
+                CurvePoint {
+                    strategy: s.name(),
+                    knob,
+                    value,
+                    recall_retention: self.retained[i] as f64 / self.gold_retrieved.max(1) as f64,
+                    compression: self.dropped[i] as f64 / self.total_chunks.max(1) as f64,
+                    token_compression: self.dropped_tokens[i] as f64
+                        / self.total_tokens.max(1) as f64,
+                }
+            })
+            .collect();
+        let per_kind = |values: &[f64]| {
+            kinds
+                .iter()
+                .zip(values)
+                .map(|(k, v)| (k.name().to_string(), v / n))
+                .collect()
+        };
+        Curve {
+            questions,
+            gold_retrieved: self.gold_retrieved,
+            depth,
+            points,
+            latency_ms: per_kind(&self.latency),
+            judge_calls: per_kind(&self.calls),
+        }
+    }
+}
+
 /// Runs the evaluation: retrieve `depth` chunks per question, score them
 /// once per strategy kind, sweep every knob of [`sweep`].
 pub async fn run(
@@ -141,92 +280,26 @@ pub async fn run(
         ));
     }
     let collection = Collection::new(&dataset.corpus);
-    let stats = dataset.corpus_stats();
     let judge = Judge::new(judge_options)
-        .and_then(|j| j.with_corpus_stats(stats))
+        .and_then(|j| j.with_corpus_stats(dataset.corpus_stats()))
         .map_err(|source| Error::Judge {
             system: "prune".into(),
             query: "-".into(),
             source,
         })?;
-    let pruner = Pruner::new(
-        judge.clone(),
-        PruneOptions {
-            keep_top_k,
-            ..PruneOptions::default()
-        },
-    )
-    .map_err(|e| Error::Config(e.to_string()))?;
-    let bm25 = matches!(retriever, Retriever::Bm25).then(|| Bm25::new(&collection));
-    let navigator = match retriever {
-        Retriever::Tree { tree, config } => {
-            let config = config
-                .settings()
-                .clone()
-                .returned_passages(depth)
-                .check()
-                .map_err(|e| Error::Config(e.to_string()))?;
-            Some(
-                Navigator::new(tree.clone(), judge.clone(), config).map_err(|source| {
-                    Error::Navigate {
-                        query: "-".into(),
-                        source,
-                    }
-                })?,
-            )
-        }
-        Retriever::Bm25 => None,
+    let options = PruneOptions {
+        keep_top_k,
+        ..PruneOptions::default()
     };
+    let pruner = Pruner::new(judge.clone(), options).map_err(|e| Error::Config(e.to_string()))?;
+    let first = FirstStage::new(retriever, &judge, &collection, depth)?;
     let strategies = sweep(depth);
-    let kinds = [
-        Strategy::Grade { threshold: 4.0 },
-        Strategy::Keep { threshold: 0.5 },
-        Strategy::BudgetSelect {
-            extra: 0,
-            threshold: 0.5,
-        },
-        Strategy::TopN { n: depth },
-    ];
-    // Per strategy point: (retained, dropped chunks, dropped tokens).
-    let mut retained = vec![0usize; strategies.len()];
-    let mut dropped = vec![0usize; strategies.len()];
-    let mut dropped_tokens = vec![0usize; strategies.len()];
-    let mut total_chunks = 0usize;
-    let mut total_tokens = 0usize;
-    let mut gold_retrieved = 0usize;
-    let mut latency = vec![0.0f64; kinds.len()];
-    let mut calls = vec![0.0f64; kinds.len()];
+    let kinds = kinds(depth);
+    let mut tally = Tally::new(strategies.len(), kinds.len());
     progress.stage("prune", dataset.queries.len() as u64);
     for q in &dataset.queries {
-        let gold: HashSet<usize> = match dataset.gold_level {
-            GoldLevel::Passage => q
-                .gold
-                .iter()
-                .filter_map(|id| collection.index.get(id).copied())
-                .collect(),
-            GoldLevel::Document => q
-                .gold
-                .iter()
-                .filter_map(|id| collection.documents.iter().position(|d| d == id))
-                .flat_map(|d| collection.passages_of[d].iter().copied())
-                .collect(),
-        };
-        let retrieved: Vec<usize> = match (&bm25, &navigator) {
-            (Some(b), _) => b.search(&q.text, depth),
-            (None, Some(n)) => n
-                .retrieve(&q.text)
-                .await
-                .map_err(|source| Error::Navigate {
-                    query: q.id.clone(),
-                    source,
-                })?
-                .passages
-                .iter()
-                .filter_map(|p| collection.index.get(&p.id).copied())
-                .take(depth)
-                .collect(),
-            (None, None) => Vec::new(),
-        };
+        let gold = crate::gold::resolve(q, dataset.gold_level, &collection)?.passages();
+        let retrieved = first.retrieve(q, &collection).await?;
         progress.inc(1);
         if retrieved.is_empty() {
             continue;
@@ -237,22 +310,20 @@ pub async fn run(
             .collect();
         let is_gold = |id: &str| collection.index.get(id).is_some_and(|i| gold.contains(i));
         let retrieved_gold = chunks.iter().any(|c| is_gold(&c.id));
-        if retrieved_gold {
-            gold_retrieved += 1;
-        }
+        tally.gold_retrieved += usize::from(retrieved_gold);
         let mut scored = Vec::with_capacity(kinds.len());
         for (k, kind) in kinds.iter().enumerate() {
             let s = pruner
                 .score_for(&q.text, &chunks, kind)
                 .await
                 .map_err(|e| Error::Config(format!("prune: query `{}`: {e}", q.id)))?;
-            latency[k] += s.latency_ms;
-            calls[k] += f64::from(s.usage.calls);
+            tally.latency[k] += s.latency_ms;
+            tally.calls[k] += f64::from(s.usage.calls);
             scored.push(s);
         }
         let tokens: usize = scored[0].tokens.iter().sum();
-        total_chunks += chunks.len();
-        total_tokens += tokens;
+        tally.total_chunks += chunks.len();
+        tally.total_tokens += tokens;
         for (i, strategy) in strategies.iter().enumerate() {
             let k = kinds
                 .iter()
@@ -261,43 +332,12 @@ pub async fn run(
             let pruned = pruner
                 .select(&chunks, &scored[k], strategy)
                 .map_err(|e| Error::Config(e.to_string()))?;
-            dropped[i] += chunks.len() - pruned.kept.len();
-            dropped_tokens[i] += tokens - pruned.stats.tokens_out;
+            tally.dropped[i] += chunks.len() - pruned.kept.len();
+            tally.dropped_tokens[i] += tokens - pruned.stats.tokens_out;
             if retrieved_gold && pruned.kept.iter().any(|c| is_gold(&c.id)) {
-                retained[i] += 1;
+                tally.retained[i] += 1;
             }
         }
     }
-    let n = dataset.queries.len().max(1) as f64;
-    let points = strategies
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let (knob, value) = knob(s);
-            CurvePoint {
-                strategy: s.name(),
-                knob,
-                value,
-                recall_retention: retained[i] as f64 / gold_retrieved.max(1) as f64,
-                compression: dropped[i] as f64 / total_chunks.max(1) as f64,
-                token_compression: dropped_tokens[i] as f64 / total_tokens.max(1) as f64,
-            }
-        })
-        .collect();
-    Ok(Curve {
-        questions: dataset.queries.len(),
-        gold_retrieved,
-        depth,
-        points,
-        latency_ms: kinds
-            .iter()
-            .zip(&latency)
-            .map(|(k, l)| (k.name().to_string(), l / n))
-            .collect(),
-        judge_calls: kinds
-            .iter()
-            .zip(&calls)
-            .map(|(k, c)| (k.name().to_string(), c / n))
-            .collect(),
-    })
+    Ok(tally.curve(&strategies, &kinds, dataset.queries.len(), depth))
 }

@@ -11,25 +11,14 @@
 //! Each system gets a fresh judge at each budget, so none reads another's
 //! cache.
 
-use crate::bench::{gar_config, summarize, tree_config, Context, Runner, SystemReport};
+use crate::context::{gar_config, tree_config, Context, Runner};
+use crate::report::summarize;
+pub use crate::report::{markdown, BudgetReport, SYSTEMS};
 use crate::{Error, Result};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use treenav_judge::rank::BatchPlan;
 use treenav_tree::Progress;
-
-/// The systems of the sweep, in the order run.
-pub const SYSTEMS: [&str; 3] = ["tree", "rerank", "gar"];
-
-/// The figures of one budget.
-#[derive(Debug, Clone, Serialize)]
-pub struct BudgetReport {
-    /// The judgment budget B.
-    pub budget: usize,
-    /// `tree`, `rerank` and `gar` at B.
-    pub systems: BTreeMap<String, SystemReport>,
-}
 
 /// Runs the sweep over `ctx.setup.judge_budgets` (none: an empty list).
 pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<Vec<BudgetReport>> {
@@ -79,38 +68,4 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
         out.push(BudgetReport { budget, systems });
     }
     Ok(out)
-}
-
-/// The sweep as a Markdown table (empty without a sweep).
-pub fn markdown(budgets: &[BudgetReport]) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    if budgets.is_empty() {
-        return o;
-    }
-    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | calls/q | rounds | s/q |\n");
-    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for b in budgets {
-        for name in SYSTEMS {
-            let Some(s) = b.systems.get(name) else {
-                continue;
-            };
-            let _ = writeln!(
-                o,
-                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {:.3} |",
-                b.budget,
-                s.candidates_judged,
-                s.document.judged_recall.unwrap_or(0.0),
-                s.document.hit_at_1,
-                s.document.ndcg_at_10,
-                s.document.mrr_at_10,
-                s.passage.hit_at_1,
-                s.passage.ndcg_at_10,
-                s.judge_calls,
-                s.rounds,
-                s.seconds_per_query
-            );
-        }
-    }
-    o
 }

@@ -1,0 +1,496 @@
+//! Everything a run needs, built once (queries, gold, collection,
+//! first-stage indexes), and the systems run over it.
+
+use crate::baselines::{judge_rank, rrf, Bm25, Collection, Dense};
+use crate::dataset::{Dataset, Query};
+use crate::gold::{resolve, Gold};
+use crate::outcome::{Outcome, StepCost};
+use crate::setup::{BenchSetup, SystemKind};
+use crate::{Error, Result};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+use treenav_judge::{Judge, Usage};
+use treenav_navigator::{Navigator, Retrieval, ValidConfig};
+use treenav_tree::{NodeId, Progress, Tree};
+
+/// Everything a run needs, built once: the sampled queries, their gold,
+/// the flattened collection and the first-stage indexes.
+pub(crate) struct Context {
+    pub(crate) setup: BenchSetup,
+    pub(crate) queries: Vec<Query>,
+    pub(crate) golds: Vec<Gold>,
+    pub(crate) collection: Collection,
+    bm25: Option<Bm25>,
+    dense: Option<Dense>,
+    stats: Arc<treenav_judge::CorpusStats>,
+    /// Document id → document index.
+    document_index: HashMap<String, usize>,
+}
+
+/// A system ready to run over the queries.
+pub(crate) enum Runner {
+    Bm25,
+    Dense,
+    Hybrid,
+    /// A list judged by the judge: BM25's top `n` passages, or every passage.
+    Judged {
+        judge: Judge,
+        pool: Option<usize>,
+        how: treenav_judge::RankOptions,
+    },
+    /// The navigator over the tree.
+    Tree(Box<Navigator>),
+}
+
+impl Context {
+    /// Samples the queries, resolves their gold and builds the indexes the
+    /// systems (and the budget sweep) need.
+    pub(crate) async fn new(
+        dataset: &Dataset,
+        setup: &BenchSetup,
+        progress: &dyn Progress,
+    ) -> Result<Context> {
+        let mut sampled = dataset.clone();
+        if let Some(n) = setup.limit {
+            sampled.sample(n, setup.seed);
+        }
+        if let Some(tree) = &setup.tree {
+            check_tree_corpus(tree, &dataset.corpus)?;
+        }
+        let collection = Collection::new(&dataset.corpus);
+        let golds: Vec<Gold> = sampled
+            .queries
+            .iter()
+            .map(|q| resolve(q, dataset.gold_level, &collection))
+            .collect::<Result<_>>()?;
+        let sweep = !setup.judge_budgets.is_empty();
+        let bm25 = (sweep
+            || setup.systems.iter().any(|s| {
+                matches!(
+                    s,
+                    SystemKind::Bm25 | SystemKind::Hybrid | SystemKind::Rerank
+                )
+            }))
+        .then(|| Bm25::new(&collection));
+        // `BenchSetup::check` made sure the systems that embed have an embedder.
+        let dense = match &setup.embedder {
+            Some(embedder) if setup.systems.iter().any(|s| s.uses_embedder()) => {
+                Some(Dense::new(embedder.clone(), &collection, progress).await?)
+            }
+            _ => None,
+        };
+        let document_index = collection
+            .documents
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.clone(), i))
+            .collect();
+        Ok(Context {
+            setup: setup.clone(),
+            queries: sampled.queries,
+            golds,
+            collection,
+            bm25,
+            dense,
+            stats: dataset.corpus_stats(),
+            document_index,
+        })
+    }
+
+    /// A fresh judge (no system reads another's cache).
+    pub(crate) fn judge(&self, system: &str) -> Result<Judge> {
+        Judge::new(&self.setup.judge)
+            .and_then(|j| j.with_corpus_stats(self.stats.clone()))
+            .map_err(|source| Error::Judge {
+                system: system.into(),
+                query: "-".into(),
+                source,
+            })
+    }
+
+    /// How judged lists are ranked: the navigator's batch size, calibration
+    /// and shortlist.
+    pub(crate) fn rank_options(&self) -> treenav_judge::RankOptions {
+        treenav_judge::RankOptions {
+            batch_size: self.setup.navigator.batch_size(),
+            calibration: self.setup.navigator.calibration(),
+            shortlist: self.setup.navigator.shortlist(),
+        }
+    }
+
+    /// A navigator over the bench's tree with `config`.
+    pub(crate) fn navigator(&self, system: &str, config: ValidConfig) -> Result<Runner> {
+        let Some(tree) = &self.setup.tree else {
+            return Err(Error::Config(format!("the {system} system needs a tree")));
+        };
+        let judge = self.judge(system)?;
+        let navigator =
+            Navigator::new(tree.clone(), judge, config).map_err(|source| Error::Navigate {
+                query: "-".into(),
+                source,
+            })?;
+        Ok(Runner::Tree(Box::new(navigator)))
+    }
+
+    pub(crate) fn runner(&self, system: SystemKind) -> Result<Runner> {
+        let judged = |pool: Option<usize>| -> Result<Runner> {
+            Ok(Runner::Judged {
+                judge: self.judge(system.name())?,
+                pool,
+                how: self.rank_options(),
+            })
+        };
+        match system {
+            SystemKind::Bm25 => Ok(Runner::Bm25),
+            SystemKind::Dense => Ok(Runner::Dense),
+            SystemKind::Hybrid => Ok(Runner::Hybrid),
+            SystemKind::Rerank => judged(Some(self.setup.rerank_n)),
+            SystemKind::Flat => judged(None),
+            SystemKind::Tree => self.navigator("tree", self.setup.navigator.clone()),
+            SystemKind::Gar => {
+                let config = gar_config(
+                    &self.setup.navigator,
+                    self.setup.navigator.best_first().judge_budget,
+                )?;
+                self.navigator("gar", config)
+            }
+        }
+    }
+
+    /// Runs one system over every query, `setup.concurrency` queries at
+    /// once (each on its own task, so in-process judges use every core).
+    /// Returns the outcomes in query order and the wall time in seconds.
+    pub(crate) async fn outcomes(
+        self: &Arc<Self>,
+        name: &str,
+        runner: Runner,
+        progress: &dyn Progress,
+    ) -> Result<(Vec<Outcome>, f64)> {
+        progress.stage(name, self.queries.len() as u64);
+        let tree_index = match (&runner, &self.setup.tree) {
+            (Runner::Tree(_), Some(tree)) => Some(Arc::new(TreeIndex::new(tree.clone()))),
+            _ => None,
+        };
+        let runner = Arc::new(runner);
+        let started = Instant::now();
+        let mut slots: Vec<Option<Outcome>> = self.queries.iter().map(|_| None).collect();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut next = 0;
+        while next < slots.len() || !tasks.is_empty() {
+            while next < slots.len() && tasks.len() < self.setup.concurrency.max(1) {
+                let (ctx, runner, index, name) = (
+                    self.clone(),
+                    runner.clone(),
+                    tree_index.clone(),
+                    name.to_string(),
+                );
+                let i = next;
+                tasks.spawn(async move {
+                    let start = Instant::now();
+                    let outcome = ctx.one(&name, &runner, index.as_deref(), i).await;
+                    let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+                    (i, outcome.map(|o| Outcome { latency_ms, ..o }))
+                });
+                next += 1;
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let (i, outcome) =
+                joined.map_err(|e| Error::Config(format!("a {name} query task failed: {e}")))?;
+            slots[i] = Some(outcome?);
+            progress.inc(1);
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        Ok((slots.into_iter().flatten().collect(), seconds))
+    }
+
+    pub(crate) async fn one(
+        &self,
+        name: &str,
+        runner: &Runner,
+        tree_index: Option<&TreeIndex>,
+        i: usize,
+    ) -> Result<Outcome> {
+        let c = &self.collection;
+        let (q, gold) = (&self.queries[i], &self.golds[i]);
+        Ok(match runner {
+            Runner::Bm25 => plain(bm25_top(&self.bm25, &q.text, 100)),
+            Runner::Dense => plain(dense_top(&self.dense, &q.text, 100).await?),
+            Runner::Hybrid => {
+                let lists = vec![
+                    bm25_top(&self.bm25, &q.text, 100),
+                    dense_top(&self.dense, &q.text, 100).await?,
+                ];
+                plain(rrf(&lists, self.setup.rrf_k, 100))
+            }
+            Runner::Judged { judge, pool, how } => {
+                let pool: Vec<usize> = match pool {
+                    Some(n) => bm25_top(&self.bm25, &q.text, *n),
+                    None => (0..c.len()).collect(),
+                };
+                let judged =
+                    judge_rank(judge, &q.text, c, &pool, *how)
+                        .await
+                        .map_err(|source| Error::Judge {
+                            system: name.into(),
+                            query: q.id.clone(),
+                            source,
+                        })?;
+                let docs: HashSet<usize> = pool.iter().map(|i| c.document_of[*i]).collect();
+                Outcome {
+                    ranking: judged.ranking,
+                    candidates_judged: judged.candidates_judged,
+                    usage: judged.usage,
+                    titles_read: docs.len() as f64 / c.documents.len().max(1) as f64,
+                    latency_ms: 0.0,
+                    kept: None,
+                    rounds: if how.shortlist >= 2 && pool.len() >= 2 {
+                        2
+                    } else {
+                        1
+                    },
+                    judged_documents: docs,
+                    steps: Vec::new(),
+                }
+            }
+            Runner::Tree(navigator) => self.navigate(navigator, tree_index, q, gold).await?,
+        })
+    }
+
+    /// One query through the navigator, with what the trace says was judged.
+    pub(crate) async fn navigate(
+        &self,
+        navigator: &Navigator,
+        tree_index: Option<&TreeIndex>,
+        q: &Query,
+        gold: &Gold,
+    ) -> Result<Outcome> {
+        let c = &self.collection;
+        let found = navigator
+            .retrieve(&q.text)
+            .await
+            .map_err(|source| Error::Navigate {
+                query: q.id.clone(),
+                source,
+            })?;
+        let ranking = found
+            .passages
+            .iter()
+            .map(|p| {
+                c.index.get(&p.id).copied().ok_or_else(|| {
+                    Error::Config(format!(
+                        "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
+                        p.id
+                    ))
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let kept = tree_index.map(|index| index.kept_by_level(&found, gold, c));
+        let judged_documents = tree_index
+            .map(|index| index.judged_documents(&found, c, &self.document_index))
+            .unwrap_or_default();
+        let t = &found.trace;
+        Ok(Outcome {
+            ranking,
+            candidates_judged: t.candidates_judged,
+            usage: t.usage.clone(),
+            titles_read: t.titles_read,
+            latency_ms: 0.0,
+            kept: kept.filter(|k| !k.is_empty()),
+            rounds: t.levels.len() + t.rounds.len() + usize::from(t.rerank.is_some()),
+            judged_documents,
+            steps: steps_of(t),
+        })
+    }
+}
+
+/// A navigated query's steps: each level, or all best-first rounds as one,
+/// then the shortlist rerank.
+pub(crate) fn steps_of(t: &treenav_navigator::Trace) -> Vec<StepCost> {
+    let step = |name: String, candidates: usize, usage: &Usage, judge_ms: f64| StepCost {
+        step: name,
+        candidates: candidates as f64,
+        input_tokens: usage.input_tokens as f64,
+        judge_ms,
+        share: 0.0,
+    };
+    let mut steps: Vec<StepCost> = t
+        .levels
+        .iter()
+        .map(|l| {
+            step(
+                format!("{} {}", l.depth, l.kind),
+                l.candidates.len(),
+                &l.usage,
+                l.judge_ms,
+            )
+        })
+        .collect();
+    if !t.rounds.is_empty() {
+        let mut usage = Usage::default();
+        for r in &t.rounds {
+            usage.add(&r.usage);
+        }
+        let shown = t.rounds.iter().map(|r| r.candidates.len()).sum();
+        let ms = t.rounds.iter().map(|r| r.judge_ms).sum();
+        steps.push(step("rounds".into(), shown, &usage, ms));
+    }
+    if let Some(u) = &t.rerank {
+        let before: usize = steps.iter().map(|s| s.candidates as usize).sum();
+        let shown = t.candidates_judged.saturating_sub(before);
+        steps.push(step("rerank".into(), shown, u, u.latency_ms));
+    }
+    steps
+}
+
+/// The `gar` ablation's settings: best-first over the BM25 list and the
+/// stored neighbour lists only (no clusters, no cards), at `budget`.
+pub(crate) fn gar_config(base: &ValidConfig, budget: usize) -> Result<ValidConfig> {
+    let bf = treenav_navigator::BestFirstConfig {
+        judge_budget: budget,
+        clusters: false,
+        cards: false,
+        neighbours: true,
+        ..base.best_first().clone()
+    };
+    base.settings()
+        .clone()
+        .strategy(treenav_navigator::Strategy::BestFirst)
+        .best_first(bf)
+        .check()
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+/// Refuses a tree built from another corpus than the dataset's: its
+/// passages would not be the dataset's and every figure would be wrong.
+/// Trees older than format version 3 carry no fingerprint: a warning.
+pub(crate) fn check_tree_corpus(tree: &Tree, corpus: &treenav_corpus::Corpus) -> Result<()> {
+    let meta = tree.meta();
+    let Some(built_from) = &meta.corpus else {
+        tracing::warn!(
+            "the tree records no corpus fingerprint (built before format version 3): \
+             cannot check that it was built from this dataset"
+        );
+        return Ok(());
+    };
+    let dataset = corpus.fingerprint();
+    if *built_from != dataset {
+        return Err(Error::TreeMismatch {
+            source_path: meta.source.clone(),
+            tree: built_from.clone(),
+            dataset,
+        });
+    }
+    Ok(())
+}
+
+/// The `tree` system's settings in the budget sweep: best-first at `budget`.
+pub(crate) fn tree_config(base: &ValidConfig, budget: usize) -> Result<ValidConfig> {
+    base.settings()
+        .clone()
+        .strategy(treenav_navigator::Strategy::BestFirst)
+        .judge_budget(budget)
+        .check()
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
+    Outcome {
+        ranking,
+        candidates_judged: 0,
+        usage: Usage::default(),
+        titles_read: 0.0,
+        latency_ms: 0.0,
+        kept: None,
+        rounds: 0,
+        judged_documents: HashSet::new(),
+        steps: Vec::new(),
+    }
+}
+
+pub(crate) fn bm25_top(bm25: &Option<Bm25>, query: &str, n: usize) -> Vec<usize> {
+    bm25.as_ref()
+        .map(|b| b.search(query, n))
+        .unwrap_or_default()
+}
+
+pub(crate) async fn dense_top(dense: &Option<Dense>, query: &str, n: usize) -> Result<Vec<usize>> {
+    let Some(dense) = dense else {
+        return Ok(Vec::new());
+    };
+    let q = dense.embed_queries(vec![query.to_string()]).await?;
+    Ok(dense.search(q.row(0), n))
+}
+
+/// Passage id → node, for tracing the gold through a tree.
+pub(crate) struct TreeIndex {
+    tree: Arc<Tree>,
+    passage_node: HashMap<String, NodeId>,
+}
+
+impl TreeIndex {
+    pub(crate) fn new(tree: Arc<Tree>) -> TreeIndex {
+        let passage_node = tree
+            .passages()
+            .filter_map(|id| match tree.get(id).map(|n| &n.kind) {
+                Some(treenav_tree::NodeKind::Passage { id: pid, .. }) => Some((pid.clone(), id)),
+                _ => None,
+            })
+            .collect();
+        TreeIndex { tree, passage_node }
+    }
+
+    /// Documents (indices) of every node shown to the judge (references and
+    /// cards aside).
+    pub(crate) fn judged_documents(
+        &self,
+        found: &Retrieval,
+        c: &Collection,
+        document_index: &HashMap<String, usize>,
+    ) -> HashSet<usize> {
+        let t = &found.trace;
+        t.levels
+            .iter()
+            .flat_map(|l| l.candidates.iter())
+            .chain(t.rounds.iter().flat_map(|r| r.candidates.iter()))
+            .filter(|cand| cand.route != treenav_navigator::Route::Reference)
+            .filter_map(|cand| match self.tree.get(cand.node).map(|n| &n.kind) {
+                Some(treenav_tree::NodeKind::Passage { id, .. }) => {
+                    c.index.get(id).map(|i| c.document_of[*i])
+                }
+                Some(treenav_tree::NodeKind::Document { id, .. }) => {
+                    document_index.get(id).copied()
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether a gold ancestor (or gold passage) was kept at each level walked.
+    pub(crate) fn kept_by_level(
+        &self,
+        found: &Retrieval,
+        gold: &Gold,
+        c: &Collection,
+    ) -> Vec<bool> {
+        let ancestors: HashSet<NodeId> = gold
+            .passage_unit
+            .keys()
+            .filter_map(|i| self.passage_node.get(&c.ids[*i]))
+            .flat_map(|node| self.tree.path(*node))
+            .collect();
+        found
+            .trace
+            .levels
+            .iter()
+            .map(|level| {
+                level
+                    .candidates
+                    .iter()
+                    .any(|cand| cand.kept && ancestors.contains(&cand.node))
+            })
+            .collect()
+    }
+}

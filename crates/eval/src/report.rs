@@ -1,0 +1,473 @@
+//! The bench report: figures per system, navigation loss, time by step,
+//! the budget sweep, and their Markdown.
+
+use crate::baselines::Collection;
+use crate::dataset::{DatasetFormat, GoldLevel};
+use crate::gold::{metrics, Gold};
+use crate::metrics::{quantile, Mean, Metrics};
+use crate::outcome::{Outcome, StepCost};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use treenav_tree::{NodeId, Tree};
+
+/// The schema tag written in every report.
+pub const SCHEMA: &str = "treenav-bench/2";
+
+/// One system's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemReport {
+    /// Passage-level means.
+    pub passage: Metrics,
+    /// Document-level means.
+    pub document: Metrics,
+    /// Candidates shown to the judge per query: calibration references and
+    /// the shortlist rerank included.
+    pub candidates_judged: f64,
+    /// Sequential judge rounds per query (calls that wait on one another;
+    /// the shortlist rerank is one).
+    pub rounds: f64,
+    /// Judge calls per query (cache hits excluded).
+    pub judge_calls: f64,
+    /// Judge calls answered from the cache per query.
+    pub cache_hits: f64,
+    /// Share of all documents whose title (or passage) the judge read.
+    pub titles_read: f64,
+    /// Input tokens per query.
+    pub input_tokens: f64,
+    /// Estimated cost per query in USD.
+    pub cost_usd: f64,
+    /// Mean wall time per query in seconds.
+    pub seconds_per_query: f64,
+    /// Median latency per query.
+    pub latency_p50_ms: f64,
+    /// 95th percentile latency per query.
+    pub latency_p95_ms: f64,
+    /// Throughput: queries answered per second of the system's wall time,
+    /// with `concurrency` queries at once.
+    pub queries_per_second: f64,
+    /// Where the gold was lost on the way down (tree only).
+    pub navigation: Option<NavigationLoss>,
+    /// Where a query's time goes, step by step (tree and gar: each level or
+    /// the best-first rounds, then the shortlist rerank); empty for systems
+    /// that do not navigate.
+    pub time_by_step: Vec<StepCost>,
+}
+
+/// Navigation loss by level.
+#[derive(Debug, Clone, Serialize)]
+pub struct NavigationLoss {
+    /// Share of queries whose gold reached the passage level: a gold
+    /// passage's parent document was expanded (through the tree or the
+    /// lexical entry).
+    pub reached_leaves: f64,
+    /// Share of queries with a gold passage among the returned passages.
+    pub returned: f64,
+    /// Share of queries lost at each level.
+    pub levels: Vec<LevelLoss>,
+}
+
+/// Queries lost at one level.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelLoss {
+    /// Depth (1 = the root's children).
+    pub depth: usize,
+    /// Node kind at that depth.
+    pub kind: String,
+    /// Share of queries whose gold ancestor was kept at this level.
+    pub kept: f64,
+    /// Share of queries lost here for good: kept at the level above (or
+    /// this is the first level) and at no level below.
+    pub lost: f64,
+}
+
+/// Facts about the dataset run.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetInfo {
+    /// Path given.
+    pub path: String,
+    /// Short name.
+    pub name: String,
+    /// Format.
+    pub format: DatasetFormat,
+    /// BEIR split.
+    pub split: Option<String>,
+    /// What the gold names.
+    pub gold: GoldLevel,
+    /// Documents in the corpus.
+    pub documents: usize,
+    /// Passages in the corpus.
+    pub passages: usize,
+    /// Queries run.
+    pub queries: usize,
+    /// Queries in the split before sampling.
+    pub queries_total: usize,
+}
+
+/// A bench run's report (see the module docs for the schema).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The dataset.
+    pub dataset: DatasetInfo,
+    /// Seed of the sample.
+    pub seed: u64,
+    /// Sample size asked for.
+    pub limit: Option<usize>,
+    /// Settings used.
+    pub config: serde_json::Value,
+    /// Systems in the order run.
+    pub order: Vec<String>,
+    /// Figures per system.
+    pub systems: BTreeMap<String, SystemReport>,
+    /// Systems not run, and why.
+    pub skipped: BTreeMap<String, String>,
+    /// The judgment-budget sweep (empty without `--judge-budgets`).
+    pub judge_budgets: Vec<BudgetReport>,
+}
+
+pub(crate) fn summarize(
+    outcomes: &[Outcome],
+    golds: &[Gold],
+    c: &Collection,
+    tree: Option<&Tree>,
+    judged: bool,
+) -> SystemReport {
+    let (mut passage, mut document) = (Mean::default(), Mean::default());
+    let mut judged_recall = 0.0;
+    for (o, g) in outcomes.iter().zip(golds) {
+        let (p, d) = metrics(&o.ranking, g, c);
+        passage.add(&p);
+        document.add(&d);
+        let found = g
+            .documents
+            .iter()
+            .filter(|d| o.judged_documents.contains(d))
+            .count();
+        judged_recall += found as f64 / g.documents.len().max(1) as f64;
+    }
+    let n = outcomes.len().max(1) as f64;
+    let mut document = document.get();
+    if judged {
+        document.judged_recall = Some(judged_recall / n);
+    }
+    let mean = |f: &dyn Fn(&Outcome) -> f64| outcomes.iter().map(f).sum::<f64>() / n;
+    let latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
+    let navigation = tree
+        .filter(|_| outcomes.iter().any(|o| o.kept.is_some()))
+        .map(|tree| navigation_loss(outcomes, tree));
+    SystemReport {
+        passage: passage.get(),
+        document,
+        candidates_judged: mean(&|o| o.candidates_judged as f64),
+        rounds: mean(&|o| o.rounds as f64),
+        judge_calls: mean(&|o| f64::from(o.usage.calls)),
+        cache_hits: mean(&|o| f64::from(o.usage.cache_hits)),
+        titles_read: mean(&|o| o.titles_read),
+        input_tokens: mean(&|o| o.usage.input_tokens as f64),
+        cost_usd: mean(&|o| o.usage.cost_usd),
+        seconds_per_query: mean(&|o| o.latency_ms) / 1000.0,
+        latency_p50_ms: quantile(&latencies, 0.5),
+        latency_p95_ms: quantile(&latencies, 0.95),
+        queries_per_second: 0.0,
+        navigation,
+        time_by_step: time_by_step(outcomes),
+    }
+}
+
+/// Where the gold was lost on the way down, over the outcomes that walked
+/// the tree level by level.
+pub(crate) fn navigation_loss(outcomes: &[Outcome], tree: &Tree) -> NavigationLoss {
+    let n = outcomes.len().max(1) as f64;
+    let kinds = level_kinds(tree);
+    let mut lost = vec![0usize; kinds.len() + 1];
+    let mut kept = vec![0usize; kinds.len()];
+    let mut reached = 0;
+    for o in outcomes {
+        let Some(k) = &o.kept else { continue };
+        for (i, was) in k.iter().enumerate() {
+            if *was && i < kept.len() {
+                kept[i] += 1;
+            }
+        }
+        match lost_at(k) {
+            Some(depth) if depth <= kinds.len() => lost[depth] += 1,
+            Some(_) => {}
+            None => {}
+        }
+        // Reached the leaves: kept at the last level above them.
+        if k.len() >= 2 && k[k.len() - 2] {
+            reached += 1;
+        }
+    }
+    NavigationLoss {
+        reached_leaves: reached as f64 / n,
+        returned: kept.last().copied().unwrap_or(0) as f64 / n,
+        levels: kinds
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| LevelLoss {
+                depth: i + 1,
+                kind: kind.clone(),
+                kept: kept[i] as f64 / n,
+                lost: lost[i + 1] as f64 / n,
+            })
+            .collect(),
+    }
+}
+
+/// Per-query means of each step's candidates, tokens and judge time, in
+/// the order the steps first appear; `share` is of the mean query latency.
+pub(crate) fn time_by_step(outcomes: &[Outcome]) -> Vec<StepCost> {
+    let n = outcomes.len().max(1) as f64;
+    let latency: f64 = outcomes.iter().map(|o| o.latency_ms).sum::<f64>() / n;
+    let mut steps: Vec<StepCost> = Vec::new();
+    for step in outcomes.iter().flat_map(|o| &o.steps) {
+        let i = match steps.iter().position(|s| s.step == step.step) {
+            Some(i) => i,
+            None => {
+                steps.push(StepCost {
+                    step: step.step.clone(),
+                    ..StepCost::default()
+                });
+                steps.len() - 1
+            }
+        };
+        let s = &mut steps[i];
+        s.candidates += step.candidates / n;
+        s.input_tokens += step.input_tokens / n;
+        s.judge_ms += step.judge_ms / n;
+    }
+    for s in &mut steps {
+        s.share = if latency > 0.0 {
+            s.judge_ms / latency
+        } else {
+            0.0
+        };
+    }
+    steps
+}
+
+/// The kind of each depth below the root (a depth mixes kinds only in
+/// unusual trees; the first node's kind names it).
+pub(crate) fn level_kinds(tree: &Tree) -> Vec<String> {
+    let mut kinds = Vec::new();
+    let mut frontier = vec![tree.root()];
+    loop {
+        let next: Vec<NodeId> = frontier
+            .iter()
+            .flat_map(|id| tree.children(*id).to_vec())
+            .collect();
+        let Some(kind) = next
+            .first()
+            .and_then(|id| tree.get(*id))
+            .map(|n| n.kind.name())
+        else {
+            break;
+        };
+        kinds.push(kind.to_string());
+        frontier = next;
+    }
+    kinds
+}
+
+/// A rate with three significant digits or one decimal (a cross-encoder
+/// bench runs well under one query a second).
+pub(crate) fn rate(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Where the gold was lost, given whether it was kept at each level: after
+/// the last level that kept it (a document can come back through the
+/// lexical entry after its cluster was dropped). `None` when the last
+/// level kept it.
+pub(crate) fn lost_at(kept: &[bool]) -> Option<usize> {
+    match kept.iter().rposition(|k| *k) {
+        Some(last) if last + 1 == kept.len() => None,
+        Some(last) => Some(last + 2),
+        None => Some(1),
+    }
+}
+
+impl Report {
+    /// One line per navigated system: its judge time by step.
+    fn time_lines(&self) -> String {
+        let mut o = String::new();
+        for name in &self.order {
+            let Some(steps) = self.systems.get(name).map(|s| &s.time_by_step) else {
+                continue;
+            };
+            if steps.iter().any(|s| s.judge_ms > 0.0) {
+                let parts: Vec<String> = steps
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} {:.0}% ({:.0} candidates, {:.0} tokens, {:.1} ms)",
+                            s.step,
+                            s.share * 100.0,
+                            s.candidates,
+                            s.input_tokens,
+                            s.judge_ms
+                        )
+                    })
+                    .collect();
+                o.push_str(&format!(
+                    "\n{name}: judge time by step: {}\n",
+                    parts.join(" · ")
+                ));
+            }
+        }
+        o
+    }
+
+    /// The report as a Markdown table (plus navigation loss for `tree`).
+    pub fn markdown(&self) -> String {
+        use std::fmt::Write as _;
+        let d = &self.dataset;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{}{} · {} queries{} · {} documents · {} passages · gold: {:?}\n",
+            d.name,
+            d.split
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default(),
+            d.queries,
+            if d.queries < d.queries_total {
+                format!(" of {} (seed {})", d.queries_total, self.seed)
+            } else {
+                String::new()
+            },
+            d.documents,
+            d.passages,
+            d.gold
+        );
+        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | titles read | q/s | p50 ms | p95 ms |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for name in &self.order {
+            let Some(s) = self.systems.get(name) else {
+                continue;
+            };
+            let _ = writeln!(
+                o,
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {} | {:.1} | {:.1}% | {} | {:.1} | {:.1} |",
+                s.passage.hit_at_1,
+                s.passage.hit_at_5,
+                s.passage.recall_at_10,
+                s.passage.mrr_at_10,
+                s.passage.ndcg_at_10,
+                s.document.hit_at_1,
+                s.document.recall_at_10,
+                s.document.ndcg_at_10,
+                s.candidates_judged,
+                s.document
+                    .judged_recall
+                    .map_or("—".to_string(), |r| format!("{r:.3}")),
+                s.judge_calls,
+                s.titles_read * 100.0,
+                rate(s.queries_per_second),
+                s.latency_p50_ms,
+                s.latency_p95_ms
+            );
+        }
+        o.push_str(&self.time_lines());
+        for name in &self.order {
+            if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {
+                let levels: Vec<String> = nav
+                    .levels
+                    .iter()
+                    .map(|l| {
+                        format!(
+                            "{} {}: kept {:.1}%, lost {:.1}%",
+                            l.depth,
+                            l.kind,
+                            l.kept * 100.0,
+                            l.lost * 100.0
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "\n{name}: gold reached the passage level for {:.1}% of queries and was returned for {:.1}%; by level: {}",
+                    nav.reached_leaves * 100.0,
+                    nav.returned * 100.0,
+                    levels.join(" · ")
+                );
+            }
+        }
+        for (name, why) in &self.skipped {
+            let _ = writeln!(o, "\n{name} skipped: {why}");
+        }
+        o.push_str(&markdown(&self.judge_budgets));
+        o
+    }
+}
+
+/// The figures of one budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetReport {
+    /// The judgment budget B.
+    pub budget: usize,
+    /// `tree`, `rerank` and `gar` at B.
+    pub systems: BTreeMap<String, SystemReport>,
+}
+
+/// The sweep as a Markdown table (empty without a sweep).
+pub fn markdown(budgets: &[BudgetReport]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    if budgets.is_empty() {
+        return o;
+    }
+    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | calls/q | rounds | s/q |\n");
+    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for b in budgets {
+        for name in SYSTEMS {
+            let Some(s) = b.systems.get(name) else {
+                continue;
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {:.3} |",
+                b.budget,
+                s.candidates_judged,
+                s.document.judged_recall.unwrap_or(0.0),
+                s.document.hit_at_1,
+                s.document.ndcg_at_10,
+                s.document.mrr_at_10,
+                s.passage.hit_at_1,
+                s.passage.ndcg_at_10,
+                s.judge_calls,
+                s.rounds,
+                s.seconds_per_query
+            );
+        }
+    }
+    o
+}
+
+/// The systems of the sweep, in the order run.
+pub const SYSTEMS: [&str; 3] = ["tree", "rerank", "gar"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_is_where_the_gold_left_for_good() {
+        assert_eq!(lost_at(&[true, true, true]), None);
+        assert_eq!(lost_at(&[true, false, false]), Some(2));
+        assert_eq!(lost_at(&[true, true, false]), Some(3));
+        // Cluster dropped, document brought back by the lexical entry.
+        assert_eq!(lost_at(&[false, true, true]), None);
+        assert_eq!(lost_at(&[false, true, false]), Some(3));
+        assert_eq!(lost_at(&[false, false, false]), Some(1));
+    }
+}

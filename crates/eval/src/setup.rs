@@ -1,0 +1,215 @@
+//! What a bench run is asked to do: the systems and their settings.
+
+use crate::{Error, Result};
+use serde::Serialize;
+use std::sync::Arc;
+use treenav_judge::JudgeOptions;
+use treenav_navigator::ValidConfig;
+use treenav_tree::{Embedder, Tree};
+
+/// A retrieval system the bench can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemKind {
+    /// The navigator over the tree.
+    Tree,
+    /// Flat BM25 over all passages.
+    Bm25,
+    /// Brute-force cosine over passage embeddings.
+    Dense,
+    /// BM25 and dense fused by Reciprocal Rank Fusion.
+    Hybrid,
+    /// BM25 top N judged by the judge, then the shortlist rerank.
+    Rerank,
+    /// The judge over every passage, then the shortlist rerank.
+    Flat,
+    /// Best-first over the BM25 list and the tree's neighbour lists, without
+    /// the clusters (the ablation that shows what the tree adds).
+    Gar,
+}
+
+impl SystemKind {
+    /// Every system, in the order they are run.
+    pub const ALL: [SystemKind; 7] = [
+        SystemKind::Tree,
+        SystemKind::Bm25,
+        SystemKind::Dense,
+        SystemKind::Hybrid,
+        SystemKind::Rerank,
+        SystemKind::Flat,
+        SystemKind::Gar,
+    ];
+
+    /// Its name in reports and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemKind::Tree => "tree",
+            SystemKind::Bm25 => "bm25",
+            SystemKind::Dense => "dense",
+            SystemKind::Hybrid => "hybrid",
+            SystemKind::Rerank => "rerank",
+            SystemKind::Flat => "flat",
+            SystemKind::Gar => "gar",
+        }
+    }
+
+    /// Whether it asks the judge.
+    pub fn uses_judge(self) -> bool {
+        matches!(
+            self,
+            SystemKind::Tree | SystemKind::Rerank | SystemKind::Flat | SystemKind::Gar
+        )
+    }
+
+    /// Whether it needs an embedder.
+    pub fn uses_embedder(self) -> bool {
+        matches!(self, SystemKind::Dense | SystemKind::Hybrid)
+    }
+}
+
+impl std::str::FromStr for SystemKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<SystemKind> {
+        SystemKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown system `{s}` (systems: tree, bm25, dense, hybrid, rerank, flat, gar)"
+                ))
+            })
+    }
+}
+
+/// What the bench runs with.
+#[derive(Debug, Clone)]
+pub struct BenchSetup {
+    /// Systems to run, in order.
+    pub systems: Vec<SystemKind>,
+    /// The judge (a fresh one is built per system, so no system reads
+    /// another's cache).
+    pub judge: JudgeOptions,
+    /// The navigator's settings; `rerank` and `flat` use its batch size,
+    /// calibration and shortlist too.
+    pub navigator: ValidConfig,
+    /// The tree, for `tree`.
+    pub tree: Option<Arc<Tree>>,
+    /// The embedder, for `dense` and `hybrid`.
+    pub embedder: Option<Embedder>,
+    /// BM25 candidates `rerank` judges. By default, 100.
+    pub rerank_n: usize,
+    /// `flat` is skipped above this many passages. By default, 20,000.
+    pub flat_max_passages: usize,
+    /// RRF's k. By default, 60.
+    pub rrf_k: f64,
+    /// Seed of the query sample.
+    pub seed: u64,
+    /// Query sample size, if any.
+    pub limit: Option<usize>,
+    /// Settings recorded in the report's `config` as given.
+    pub config: serde_json::Value,
+    /// Judgment budgets to sweep `tree`, `rerank` and `gar` over (empty: no sweep).
+    pub judge_budgets: Vec<usize>,
+    /// Queries run at once (at least 1). Metric values do not depend on it.
+    pub concurrency: usize,
+}
+
+impl BenchSetup {
+    /// Checks the settings, once, before anything runs; every number is
+    /// range-checked here (the CLI passes its flags through unchanged).
+    pub fn check(&self) -> Result<()> {
+        use treenav_judge::checked;
+        let config = |e: checked::OutOfRange| Error::Config(e.to_string());
+        if self.systems.is_empty() {
+            return Err(Error::Config(
+                "no system to run (--systems is empty)".into(),
+            ));
+        }
+        checked::count("concurrency (--concurrency)", self.concurrency, 1..=1024)
+            .map_err(config)?;
+        checked::count("rerank_n (--rerank-n)", self.rerank_n, 1..=100_000).map_err(config)?;
+        if let Some(n) = self.limit {
+            checked::count("limit (--limit)", n, 1..=usize::MAX).map_err(config)?;
+        }
+        checked::within("rrf_k", self.rrf_k, 0.0..=1e9).map_err(config)?;
+        let shortlist = match self.navigator.shortlist() {
+            m if m >= 2 => m,
+            _ => 0,
+        };
+        for &budget in &self.judge_budgets {
+            checked::count(
+                "a judge budget (--judge-budgets)",
+                budget,
+                shortlist.max(1) + 1..=100_000,
+            )
+            .map_err(config)?;
+        }
+        if self.embedder.is_none() && self.systems.iter().any(|s| s.uses_embedder()) {
+            return Err(Error::Config(
+                "dense and hybrid need an embedder (--embedder minilm, built with --features minilm, or --embedder openai)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> BenchSetup {
+        BenchSetup {
+            systems: vec![SystemKind::Bm25],
+            judge: JudgeOptions::default(),
+            navigator: treenav_navigator::NavigatorConfig::default()
+                .check()
+                .expect("defaults"),
+            tree: None,
+            embedder: None,
+            rerank_n: 20,
+            flat_max_passages: 20_000,
+            rrf_k: 60.0,
+            seed: 1,
+            limit: None,
+            config: serde_json::json!({}),
+            judge_budgets: Vec::new(),
+            concurrency: 1,
+        }
+    }
+
+    /// Every setting is checked in one place, naming the field.
+    #[test]
+    fn check_names_the_bad_setting() {
+        assert!(setup().check().is_ok());
+        type Spoil = fn(&mut BenchSetup);
+        let bad: [(Spoil, &str); 7] = [
+            (|s| s.systems.clear(), "no system"),
+            (
+                |s| s.concurrency = 0,
+                "concurrency (--concurrency) must be in 1..=1024",
+            ),
+            (|s| s.rerank_n = 0, "rerank_n (--rerank-n) must be in"),
+            (|s| s.limit = Some(0), "limit (--limit) must be in"),
+            (|s| s.rrf_k = f64::NAN, "rrf_k must be in"),
+            (
+                |s| s.judge_budgets = vec![1],
+                "(--judge-budgets) must be in",
+            ),
+            (|s| s.systems = vec![SystemKind::Dense], "need an embedder"),
+        ];
+        for (spoil, says) in bad {
+            let mut s = setup();
+            spoil(&mut s);
+            let e = s.check().expect_err(says);
+            assert!(e.to_string().contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn system_names_round_trip() {
+        for kind in SystemKind::ALL {
+            assert_eq!(kind.name().parse::<SystemKind>().ok(), Some(kind));
+        }
+        assert!("vector".parse::<SystemKind>().is_err());
+    }
+}
