@@ -397,11 +397,15 @@ async fn routing(data: &SciFact) {
             let ancestors: HashSet<treenav::tree::NodeId> =
                 gold_nodes.iter().flat_map(|n| data.tree.path(*n)).collect();
             let kept_at = |kind: &str| {
-                r.trace.levels.iter().filter(|l| l.kind == kind).all(|l| {
-                    l.candidates
-                        .iter()
-                        .any(|c| c.kept && ancestors.contains(&c.node))
-                })
+                r.trace
+                    .levels
+                    .iter()
+                    .filter(|l| l.kind.name() == kind)
+                    .all(|l| {
+                        l.candidates
+                            .iter()
+                            .any(|c| c.kept && ancestors.contains(&c.node))
+                    })
             };
             cluster_ok += usize::from(kept_at("cluster"));
             doc_ok += usize::from(kept_at("document"));

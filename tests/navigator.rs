@@ -12,8 +12,8 @@ use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
 use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use treenav::tree::{
-    build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
-    Tree, TreeParams,
+    build_tree, Embedder, EmbedderOptions, LevelKind, NoProgress, NodeKind, Summarizer,
+    SummarizerOptions, Tree, TreeParams,
 };
 
 async fn sample_tree() -> Arc<Tree> {
@@ -104,7 +104,7 @@ async fn finds_the_answer_deterministically_within_budgets() {
         for batch in 0..level.batches {
             assert!(level.candidates.iter().filter(|c| c.batch == batch).count() <= 5);
         }
-        if level.kind == "document" {
+        if level.kind == LevelKind::Document {
             expanded_docs.extend(level.candidates.iter().filter(|c| c.kept).map(|c| c.node));
         }
     }
@@ -134,7 +134,7 @@ async fn finds_the_answer_deterministically_within_budgets() {
     let docs_shown = t
         .levels
         .iter()
-        .filter(|l| l.kind == "document")
+        .filter(|l| l.kind == LevelKind::Document)
         .map(|l| l.candidates.len())
         .sum::<usize>() as f64;
     assert!((t.titles_read - docs_shown / docs_total).abs() < 1e-12);
@@ -155,7 +155,7 @@ async fn lexical_entry_adds_documents_and_marks_their_route() {
         .trace
         .levels
         .iter()
-        .find(|l| l.kind == "document")
+        .find(|l| l.kind == LevelKind::Document)
         .expect("document level");
     assert!(docs
         .candidates

@@ -24,6 +24,8 @@ pub(crate) struct Context {
     bm25: Option<Bm25>,
     dense: Option<Dense>,
     stats: Arc<treenav_judge::CorpusStats>,
+    /// The tree's statistics, computed once for every navigator built.
+    tree_stats: std::sync::OnceLock<Arc<treenav_judge::CorpusStats>>,
     /// Document id → document index.
     document_index: HashMap<String, usize>,
 }
@@ -94,6 +96,7 @@ impl Context {
             bm25,
             dense,
             stats: dataset.corpus_stats(),
+            tree_stats: std::sync::OnceLock::new(),
             document_index,
         })
     }
@@ -125,11 +128,16 @@ impl Context {
             return Err(Error::Config(format!("the {system} system needs a tree")));
         };
         let judge = self.judge(system)?;
-        let navigator =
-            Navigator::new(tree.clone(), judge, config).map_err(|source| Error::Navigate {
+        let stats = self
+            .tree_stats
+            .get_or_init(|| Navigator::corpus_stats(tree))
+            .clone();
+        let navigator = Navigator::with_stats(tree.clone(), judge, config, stats).map_err(
+            |source| Error::Navigate {
                 query: "-".into(),
                 source,
-            })?;
+            },
+        )?;
         Ok(Runner::Tree(Box::new(navigator)))
     }
 

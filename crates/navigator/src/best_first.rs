@@ -322,7 +322,7 @@ impl Search<'_> {
     fn error(&self, slate: usize, source: treenav_judge::Error) -> Error {
         Error::Judge {
             level: self.rounds.len() + 1,
-            kind: "best-first round",
+            kind: crate::Judging::BestFirstRound,
             batch: slate,
             source,
         }

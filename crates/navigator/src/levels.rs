@@ -4,12 +4,12 @@
 use crate::config::OnJudgeError;
 use crate::navigate::{cut, Navigator};
 use crate::view::Probabilities;
-use crate::{Error, LevelTrace, Result, Retrieval, Route, Trace, TraceCandidate};
+use crate::{Error, Judging, LevelTrace, Result, Retrieval, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 use treenav_judge::rank::BatchPlan;
 use treenav_judge::{Candidate, Usage};
-use treenav_tree::NodeId;
+use treenav_tree::{LevelKind, NodeId};
 
 /// One level's judged candidates.
 struct Judged {
@@ -20,117 +20,163 @@ struct Judged {
     usage: Usage,
 }
 
+/// The walk so far: what each level showed and kept.
+struct Walk {
+    probabilities: Probabilities,
+    levels: Vec<LevelTrace>,
+    usage: Usage,
+    docs_shown: HashSet<NodeId>,
+}
+
+/// One level's frontier: each candidate node and how it got there.
+type Frontier = Vec<(NodeId, Route)>;
+
 impl Navigator {
+    /// The `levels` walk: at each depth, the frontier (plus the lexical
+    /// entry's documents at the document level) is judged, the best are
+    /// selected and traced, and their children become the next frontier,
+    /// down to the passages; then the shortlist is reranked.
     pub(crate) async fn walk(&self, query: &str) -> Result<Retrieval> {
-        let s = self.config.settings();
-        let mut frontier: Vec<(NodeId, Route)> = self
+        let mut walk = Walk {
+            probabilities: Probabilities::new(),
+            levels: Vec::new(),
+            usage: Usage::default(),
+            docs_shown: HashSet::new(),
+        };
+        let mut frontier: Frontier = self
             .tree
             .children(self.tree.root())
             .iter()
             .map(|c| (*c, Route::Tree))
             .collect();
-        let mut probabilities = Probabilities::new();
-        let mut levels = Vec::new();
-        let mut usage = Usage::default();
-        let mut docs_shown: HashSet<NodeId> = HashSet::new();
         let mut depth = 1;
-        let kept_passages: Vec<(NodeId, f64)> = loop {
-            let kind = frontier
-                .first()
-                .and_then(|(id, _)| self.tree.get(*id))
-                .map(|n| n.kind.name())
-                .ok_or_else(|| Error::Tree(format!("level {depth} has no candidate")))?;
-            if kind == "document" {
-                if let Some(index) = &self.index {
-                    let position: HashMap<NodeId, usize> = frontier
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (id, _))| (*id, i))
-                        .collect();
-                    for id in index.search(query, s.lexical_entry) {
-                        match position.get(&id) {
-                            Some(&i) => frontier[i].1 = Route::Both,
-                            None => frontier.push((id, Route::Lexical)),
-                        }
-                    }
-                }
-                docs_shown.extend(frontier.iter().map(|(id, _)| *id));
+        let kept_passages = loop {
+            let kind = self.level_kind(&frontier, depth)?;
+            if kind == LevelKind::Document {
+                self.enter_lexically(query, &mut frontier);
+                walk.docs_shown.extend(frontier.iter().map(|(id, _)| *id));
             }
-            let leaf = kind == "passage";
-            let budget = if leaf {
-                s.returned_passages
-            } else {
-                self.config.budget(depth - 1)
+            let budget = match kind {
+                LevelKind::Passage => self.config.settings().returned_passages,
+                LevelKind::Cluster | LevelKind::Document => self.config.budget(depth - 1),
             };
             let started = Instant::now();
             let judged = self.judge_level(query, &frontier, depth, kind).await?;
             let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
-            usage.add(&judged.usage);
-            self.check_cost(&usage, depth)?;
-            let mut order: Vec<usize> = (0..frontier.len()).collect();
-            order.sort_by(|a, b| {
-                judged.scores[*b]
-                    .total_cmp(&judged.scores[*a])
-                    .then(frontier[*a].0.cmp(&frontier[*b].0))
-            });
-            order.truncate(budget);
-            // Documents brought by the lexical entry are always expanded, so
-            // navigation can only add recall to flat lexical retrieval.
-            let protected: Vec<usize> = (0..frontier.len())
-                .filter(|i| {
-                    matches!(frontier[*i].1, Route::Lexical | Route::Both) && !order.contains(i)
-                })
-                .collect();
-            let budget = budget + protected.len();
-            order.extend(protected);
-            let kept: HashSet<usize> = order.iter().copied().collect();
+            walk.usage.add(&judged.usage);
+            self.check_cost(&walk.usage, depth)?;
+            let (order, budget) = select(&frontier, &judged.scores, budget);
             for (i, (id, _)) in frontier.iter().enumerate() {
-                probabilities.insert(*id, judged.scores[i]);
+                walk.probabilities.insert(*id, judged.scores[i]);
             }
-            let candidates = frontier
-                .iter()
-                .enumerate()
-                .map(|(i, (id, route))| TraceCandidate {
-                    node: *id,
-                    label: cut(&self.label(*id), 300),
-                    via: None,
-                    priority: None,
-                    probability: judged.scores[i],
-                    kept: kept.contains(&i),
-                    route: *route,
-                    batch: judged.batch_of[i],
-                    fallback: judged.fallback[i],
-                })
-                .collect();
-            levels.push(LevelTrace {
-                depth,
-                kind,
-                budget,
-                kept: order.len(),
-                batches: judged.batches,
-                candidates,
-                usage: judged.usage,
-                judge_ms,
-            });
+            let trace = self.trace_level(&frontier, &judged, &order, depth, kind, budget);
+            walk.levels.push(LevelTrace { judge_ms, ..trace });
             let chosen: Vec<(NodeId, f64)> = order
                 .iter()
                 .map(|i| (frontier[*i].0, judged.scores[*i]))
                 .collect();
-            if leaf {
+            if kind == LevelKind::Passage {
                 break chosen;
             }
-            frontier = chosen
-                .iter()
-                .flat_map(|(id, _)| self.tree.children(*id).iter().map(|c| (*c, Route::Tree)))
-                .collect();
+            frontier = self.expand(&chosen);
             depth += 1;
         };
+        self.finish_walk(query, walk, &kept_passages).await
+    }
 
-        let (passages, rerank, shown) = self.finish(query, &kept_passages, &probabilities).await?;
-        if let Some(u) = &rerank {
-            usage.add(u);
+    /// The kind of the level `frontier` holds.
+    fn level_kind(&self, frontier: &Frontier, depth: usize) -> Result<LevelKind> {
+        frontier
+            .first()
+            .and_then(|(id, _)| self.tree.get(*id))
+            .and_then(|n| n.kind.level())
+            .ok_or_else(|| Error::Tree(format!("level {depth} has no candidate")))
+    }
+
+    /// Adds the lexical entry's documents to the document level (marking
+    /// those the tree brought too).
+    fn enter_lexically(&self, query: &str, frontier: &mut Frontier) {
+        let Some(index) = &self.index else {
+            return;
+        };
+        let position: HashMap<NodeId, usize> = frontier
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
+        for id in index.search(query, self.config.settings().lexical_entry) {
+            match position.get(&id) {
+                Some(&i) => frontier[i].1 = Route::Both,
+                None => frontier.push((id, Route::Lexical)),
+            }
         }
-        let candidates_judged = levels.iter().map(|l| l.candidates.len()).sum::<usize>() + shown;
+    }
+
+    /// One level's trace (its judge time is filled in by the caller).
+    fn trace_level(
+        &self,
+        frontier: &Frontier,
+        judged: &Judged,
+        order: &[usize],
+        depth: usize,
+        kind: LevelKind,
+        budget: usize,
+    ) -> LevelTrace {
+        let kept: HashSet<usize> = order.iter().copied().collect();
+        let candidates = frontier
+            .iter()
+            .enumerate()
+            .map(|(i, (id, route))| TraceCandidate {
+                node: *id,
+                label: cut(&self.label(*id), 300),
+                via: None,
+                priority: None,
+                probability: judged.scores[i],
+                kept: kept.contains(&i),
+                route: *route,
+                batch: judged.batch_of[i],
+                fallback: judged.fallback[i],
+            })
+            .collect();
+        LevelTrace {
+            depth,
+            kind,
+            budget,
+            kept: order.len(),
+            batches: judged.batches,
+            candidates,
+            usage: judged.usage.clone(),
+            judge_ms: 0.0,
+        }
+    }
+
+    /// The next frontier: the children of the chosen nodes, in order.
+    fn expand(&self, chosen: &[(NodeId, f64)]) -> Frontier {
+        chosen
+            .iter()
+            .flat_map(|(id, _)| self.tree.children(*id).iter().map(|c| (*c, Route::Tree)))
+            .collect()
+    }
+
+    /// Reranks the kept passages and assembles the retrieval and its trace.
+    async fn finish_walk(
+        &self,
+        query: &str,
+        mut walk: Walk,
+        kept_passages: &[(NodeId, f64)],
+    ) -> Result<Retrieval> {
+        let (passages, rerank, shown) = self
+            .finish(query, kept_passages, &walk.probabilities)
+            .await?;
+        if let Some(u) = &rerank {
+            walk.usage.add(u);
+        }
+        let candidates_judged = walk
+            .levels
+            .iter()
+            .map(|l| l.candidates.len())
+            .sum::<usize>()
+            + shown;
         Ok(Retrieval {
             query: query.to_string(),
             passages,
@@ -138,11 +184,11 @@ impl Navigator {
                 strategy: "levels",
                 judge_budget: None,
                 neighbourhoods: false,
-                levels,
+                levels: walk.levels,
                 rounds: Vec::new(),
                 rerank,
-                usage,
-                titles_read: docs_shown.len() as f64 / self.documents.max(1) as f64,
+                usage: walk.usage,
+                titles_read: walk.docs_shown.len() as f64 / self.documents.max(1) as f64,
                 candidates_judged,
                 latency_ms: 0.0,
             },
@@ -157,7 +203,7 @@ impl Navigator {
         query: &str,
         frontier: &[(NodeId, Route)],
         depth: usize,
-        kind: &'static str,
+        kind: LevelKind,
     ) -> Result<Judged> {
         let s = self.config.settings();
         let candidates: Vec<Candidate> =
@@ -189,7 +235,7 @@ impl Navigator {
                         .await
                         .map_err(|source| Error::Judge {
                             level: depth,
-                            kind,
+                            kind: Judging::Level(kind),
                             batch: b,
                             source,
                         })?;
@@ -200,7 +246,7 @@ impl Navigator {
                 Err(source) => {
                     return Err(Error::Judge {
                         level: depth,
-                        kind,
+                        kind: Judging::Level(kind),
                         batch: b,
                         source,
                     })
@@ -209,7 +255,7 @@ impl Navigator {
         }
         let scores = plan.combine(&per_batch).map_err(|(b, msg)| Error::Judge {
             level: depth,
-            kind,
+            kind: Judging::Level(kind),
             batch: b,
             source: treenav_judge::Error::config(msg),
         })?;
@@ -223,4 +269,24 @@ impl Navigator {
             usage,
         })
     }
+}
+
+/// The candidates kept (indices into the frontier, best first, ties to the
+/// lower node id): the best `budget`, then every document the lexical entry
+/// brought that is not among them, so navigation can only add recall to
+/// flat lexical retrieval. Returns the order and the budget that applied.
+fn select(frontier: &Frontier, scores: &[f64], budget: usize) -> (Vec<usize>, usize) {
+    let mut order: Vec<usize> = (0..frontier.len()).collect();
+    order.sort_by(|a, b| {
+        scores[*b]
+            .total_cmp(&scores[*a])
+            .then(frontier[*a].0.cmp(&frontier[*b].0))
+    });
+    order.truncate(budget);
+    let protected: Vec<usize> = (0..frontier.len())
+        .filter(|i| matches!(frontier[*i].1, Route::Lexical | Route::Both) && !order.contains(i))
+        .collect();
+    let budget = budget + protected.len();
+    order.extend(protected);
+    (order, budget)
 }

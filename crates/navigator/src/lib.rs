@@ -56,7 +56,7 @@ pub use navigate::Navigator;
 
 use serde::Serialize;
 use treenav_judge::Usage;
-use treenav_tree::NodeId;
+use treenav_tree::{LevelKind, NodeId};
 
 /// Result of the navigator crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -70,10 +70,10 @@ pub enum Error {
     /// A judge call failed after retries (and no fallback was allowed).
     #[error("judging level {level} ({kind}), batch {batch} failed: {source}")]
     Judge {
-        /// Depth of the level (1 = the root's children).
+        /// Depth of the level (1 = the root's children), or the round.
         level: usize,
-        /// Node kind of the level.
-        kind: &'static str,
+        /// What was being judged.
+        kind: Judging,
         /// Batch index within the level.
         batch: usize,
         /// The judge's error (see `retryable()`).
@@ -190,13 +190,31 @@ pub struct RoundTrace {
     pub judge_ms: f64,
 }
 
+/// What a failed judge call was judging.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judging {
+    /// A level of the `levels` walk.
+    Level(LevelKind),
+    /// A round of `best-first`.
+    BestFirstRound,
+}
+
+impl std::fmt::Display for Judging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Judging::Level(kind) => kind.fmt(f),
+            Judging::BestFirstRound => f.write_str("best-first round"),
+        }
+    }
+}
+
 /// One level of the walk.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LevelTrace {
     /// Depth (1 = the root's children).
     pub depth: usize,
-    /// Node kind at this level.
-    pub kind: &'static str,
+    /// Node kind at this level (serialised as its name).
+    pub kind: LevelKind,
     /// The budget that applied (k_l, or r at the leaves), plus the documents
     /// the lexical entry added, which are always kept.
     pub budget: usize,

@@ -30,11 +30,30 @@ impl Navigator {
     /// statistics; with `lexical_entry` on (or under `best-first`, whose
     /// frontier it seeds), a BM25 index over the documents is built here, once.
     pub fn new(tree: Arc<Tree>, judge: Judge, config: ValidConfig) -> Result<Navigator> {
+        let stats = Navigator::corpus_stats(&tree);
+        Navigator::with_stats(tree, judge, config, stats)
+    }
+
+    /// The corpus statistics (IDF) of a tree's passages, which the lexical
+    /// judge, the fallback and the lexical entry use. Compute once and pass
+    /// to [`Navigator::with_stats`] when building several navigators over
+    /// one tree.
+    pub fn corpus_stats(tree: &Tree) -> Arc<CorpusStats> {
+        Arc::new(CorpusStats::from_texts(view::passage_texts(tree)))
+    }
+
+    /// [`Navigator::new`] with the tree's statistics already computed
+    /// ([`Navigator::corpus_stats`]).
+    pub fn with_stats(
+        tree: Arc<Tree>,
+        judge: Judge,
+        config: ValidConfig,
+        stats: Arc<CorpusStats>,
+    ) -> Result<Navigator> {
         let documents = tree.documents().count();
         if documents == 0 || tree.passages().next().is_none() {
             return Err(Error::Tree("the tree has no document or passage".into()));
         }
-        let stats = Arc::new(CorpusStats::from_texts(view::passage_texts(&tree)));
         let judge = judge
             .with_corpus_stats(stats.clone())
             .map_err(|e| Error::Config(e.to_string()))?;

@@ -46,7 +46,7 @@ pub mod summary;
 
 pub use build::{build_tree, default_clusters, TreeParams, ValidTreeParams};
 pub use embed::{Embedder, EmbedderOptions};
-pub use model::{LevelStats, Node, NodeId, NodeKind, Tree, TreeMeta};
+pub use model::{LevelKind, LevelStats, Node, NodeId, NodeKind, Tree, TreeMeta};
 pub use petgraph;
 pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_text as text;

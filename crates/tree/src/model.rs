@@ -52,7 +52,47 @@ pub enum NodeKind {
     },
 }
 
+/// The kind of a level of the tree below the root: what a walk judges at
+/// that depth. Serialised as its name (`"cluster"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LevelKind {
+    /// Topic clusters.
+    Cluster,
+    /// Documents (or document parts).
+    Document,
+    /// Passages, the leaves.
+    Passage,
+}
+
+impl LevelKind {
+    /// Its name: `cluster`, `document` or `passage`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LevelKind::Cluster => "cluster",
+            LevelKind::Document => "document",
+            LevelKind::Passage => "passage",
+        }
+    }
+}
+
+impl std::fmt::Display for LevelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl NodeKind {
+    /// The level kind of nodes like this one (`None` for the root).
+    pub fn level(&self) -> Option<LevelKind> {
+        match self {
+            NodeKind::Root => None,
+            NodeKind::Cluster { .. } => Some(LevelKind::Cluster),
+            NodeKind::Document { .. } => Some(LevelKind::Document),
+            NodeKind::Passage { .. } => Some(LevelKind::Passage),
+        }
+    }
+
     /// A short name for the kind: `root`, `cluster`, `document` or `passage`.
     pub fn name(&self) -> &'static str {
         match self {
