@@ -132,12 +132,13 @@ impl Context {
             .tree_stats
             .get_or_init(|| Navigator::corpus_stats(tree))
             .clone();
-        let navigator = Navigator::with_stats(tree.clone(), judge, config, stats).map_err(
-            |source| Error::Navigate {
-                query: "-".into(),
-                source,
-            },
-        )?;
+        let navigator =
+            Navigator::with_stats(tree.clone(), judge, config, stats).map_err(|source| {
+                Error::Navigate {
+                    query: "-".into(),
+                    source,
+                }
+            })?;
         Ok(Runner::Tree(Box::new(navigator)))
     }
 

@@ -313,29 +313,7 @@ fn text_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, String)>> {
 fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
     let qrels_path = dir.join("qrels").join(format!("{}.tsv", options.split));
     if !qrels_path.is_file() {
-        let mut splits: Vec<String> = std::fs::read_dir(dir.join("qrels"))
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter_map(|e| {
-                        let name = e.file_name().to_string_lossy().into_owned();
-                        name.strip_suffix(".tsv").map(str::to_string)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        splits.sort();
-        return Err(Error::Dataset {
-            path: qrels_path,
-            problem: format!(
-                "no qrels for split `{}` (splits here: {})",
-                options.split,
-                if splits.is_empty() {
-                    "none".to_string()
-                } else {
-                    splits.join(", ")
-                }
-            ),
-        });
+        return Err(missing_split(dir, qrels_path, &options.split));
     }
     let corpus = treenav_corpus::load(
         &dir.join("corpus.jsonl"),
@@ -346,14 +324,69 @@ fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
         },
     )?;
     let documents: HashSet<&str> = corpus.documents.iter().map(|d| d.id.as_str()).collect();
+    let (mut texts, order) = beir_queries(&dir.join("queries.jsonl"))?;
+    let (mut gold, dangling) = beir_qrels(&qrels_path, &texts, &documents)?;
+    let queries: Vec<Query> = order
+        .into_iter()
+        .filter_map(|id| {
+            let g = gold.remove(&id)?;
+            let (_, text) = texts.remove(&id)?;
+            Some(Query { id, text, gold: g })
+        })
+        .collect();
+    if queries.is_empty() {
+        return Err(Error::Dataset {
+            path: qrels_path,
+            problem: "no query has a relevant document in this split".into(),
+        });
+    }
+    Ok(Dataset {
+        name: stem(dir),
+        path: dir.to_path_buf(),
+        format: DatasetFormat::Beir,
+        split: Some(options.split.clone()),
+        corpus,
+        queries_total: queries.len(),
+        queries,
+        gold_level: GoldLevel::Document,
+        dangling_qrels: dangling,
+    })
+}
 
-    // queries.jsonl: {"_id", "text"}
-    let queries_path = dir.join("queries.jsonl");
+/// The error for a split without qrels, listing the splits there are.
+fn missing_split(dir: &Path, qrels_path: PathBuf, split: &str) -> Error {
+    let mut splits: Vec<String> = std::fs::read_dir(dir.join("qrels"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".tsv").map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    splits.sort();
+    let here = if splits.is_empty() {
+        "none".to_string()
+    } else {
+        splits.join(", ")
+    };
+    Error::Dataset {
+        path: qrels_path,
+        problem: format!("no qrels for split `{split}` (splits here: {here})"),
+    }
+}
+
+/// Query id → (line, text), and the ids in file order.
+type BeirQueries = (HashMap<String, (usize, String)>, Vec<String>);
+
+/// `queries.jsonl`: `{"_id", "text"}` per line; ids unique, texts non-empty.
+fn beir_queries(path: &Path) -> Result<BeirQueries> {
     let mut texts: HashMap<String, (usize, String)> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
-    for (line, text) in text_lines(&queries_path, &read(&queries_path)?)? {
+    for (line, text) in text_lines(path, &read(path)?)? {
         let bad = |problem: String| Error::Record {
-            path: queries_path.clone(),
+            path: path.to_path_buf(),
             line,
             problem,
         };
@@ -381,14 +414,20 @@ fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
         texts.insert(id.clone(), (line, query));
         order.push(id);
     }
+    Ok((texts, order))
+}
 
-    // qrels/{split}.tsv: query-id, corpus-id, score; an optional header.
+/// `qrels/{split}.tsv`: query-id, corpus-id, score, an optional header.
+/// Returns each query's relevant documents (score > 0) and how many lines
+/// named a query or document the files lack (skipped, with a warning).
+fn beir_qrels(
+    path: &Path,
+    queries: &HashMap<String, (usize, String)>,
+    documents: &HashSet<&str>,
+) -> Result<(HashMap<String, Vec<String>>, usize)> {
     let mut gold: HashMap<String, Vec<String>> = HashMap::new();
     let mut dangling = 0;
-    for (n, (line, text)) in text_lines(&qrels_path, &read(&qrels_path)?)?
-        .into_iter()
-        .enumerate()
-    {
+    for (n, (line, text)) in text_lines(path, &read(path)?)?.into_iter().enumerate() {
         let cols: Vec<&str> = text.split('\t').map(str::trim).collect();
         if n == 0
             && cols
@@ -398,7 +437,7 @@ fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
             continue;
         }
         let bad = |problem: String| Error::Record {
-            path: qrels_path.clone(),
+            path: path.to_path_buf(),
             line,
             problem,
         };
@@ -411,10 +450,10 @@ fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
         let score: f64 = cols[2]
             .parse()
             .map_err(|_| bad(format!("score `{}` is not a number", cols[2])))?;
-        if score <= 0.0 {
-            continue;
+        if score.is_nan() || score <= 0.0 {
+            continue; // not relevant (a NaN score is no relevance either)
         }
-        if !texts.contains_key(cols[0]) || !documents.contains(cols[1]) {
+        if !queries.contains_key(cols[0]) || !documents.contains(cols[1]) {
             dangling += 1;
             continue;
         }
@@ -425,34 +464,10 @@ fn load_beir(dir: &Path, options: &DatasetOptions) -> Result<Dataset> {
     }
     if dangling > 0 {
         tracing::warn!(
-            file = %qrels_path.display(),
+            file = %path.display(),
             dangling,
             "qrels lines name a query or document the files lack; skipped"
         );
     }
-    let queries: Vec<Query> = order
-        .into_iter()
-        .filter_map(|id| {
-            let g = gold.remove(&id)?;
-            let (_, text) = texts.remove(&id)?;
-            Some(Query { id, text, gold: g })
-        })
-        .collect();
-    if queries.is_empty() {
-        return Err(Error::Dataset {
-            path: qrels_path,
-            problem: "no query has a relevant document in this split".into(),
-        });
-    }
-    Ok(Dataset {
-        name: stem(dir),
-        path: dir.to_path_buf(),
-        format: DatasetFormat::Beir,
-        split: Some(options.split.clone()),
-        corpus,
-        queries_total: queries.len(),
-        queries,
-        gold_level: GoldLevel::Document,
-        dangling_qrels: dangling,
-    })
+    Ok((gold, dangling))
 }

@@ -296,6 +296,25 @@ pub(crate) fn lost_at(kept: &[bool]) -> Option<usize> {
 }
 
 impl Report {
+    /// The dataset line above the table.
+    fn heading(&self) -> String {
+        let d = &self.dataset;
+        let split = d
+            .split
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let sampled = if d.queries < d.queries_total {
+            format!(" of {} (seed {})", d.queries_total, self.seed)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}{split} · {} queries{sampled} · {} documents · {} passages · gold: {:?}\n\n",
+            d.name, d.queries, d.documents, d.passages, d.gold
+        )
+    }
+
     /// One line per navigated system: its judge time by step.
     fn time_lines(&self) -> String {
         let mut o = String::new();
@@ -329,26 +348,7 @@ impl Report {
     /// The report as a Markdown table (plus navigation loss for `tree`).
     pub fn markdown(&self) -> String {
         use std::fmt::Write as _;
-        let d = &self.dataset;
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "{}{} · {} queries{} · {} documents · {} passages · gold: {:?}\n",
-            d.name,
-            d.split
-                .as_deref()
-                .map(|s| format!(" ({s})"))
-                .unwrap_or_default(),
-            d.queries,
-            if d.queries < d.queries_total {
-                format!(" of {} (seed {})", d.queries_total, self.seed)
-            } else {
-                String::new()
-            },
-            d.documents,
-            d.passages,
-            d.gold
-        );
+        let mut o = self.heading();
         o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | titles read | q/s | p50 ms | p95 ms |\n");
         o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for name in &self.order {

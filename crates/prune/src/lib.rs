@@ -42,9 +42,15 @@
 #![warn(missing_docs)]
 
 pub mod input;
+mod select;
+mod strategy;
+mod tokens;
+
+pub use strategy::Strategy;
+pub use tokens::TokenCounter;
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 use treenav_judge::{Candidate, Judge, Scale, Usage};
 
@@ -89,111 +95,6 @@ impl Chunk {
         Chunk {
             id: id.into(),
             text: text.into(),
-        }
-    }
-}
-
-/// How chunks are chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Strategy {
-    /// Grade every chunk 1–5 in one shared context; keep expected grade ≥ threshold.
-    Grade {
-        /// Lowest expected grade kept (1–5). By default, 4.
-        threshold: f64,
-    },
-    /// Ask per chunk whether it is needed; keep P(yes) ≥ threshold.
-    Keep {
-        /// Lowest P(yes) kept (0–1). By default, 0.5.
-        threshold: f64,
-    },
-    /// Keep the first `keep_top_k`; the model adds at most `extra` of its yes answers.
-    BudgetSelect {
-        /// Chunks the model may add.
-        extra: usize,
-        /// Lowest P(yes) the model's additions need. By default, 0.5.
-        threshold: f64,
-    },
-    /// Positional truncation: keep the first `n` (the baseline).
-    TopN {
-        /// Chunks kept.
-        n: usize,
-    },
-}
-
-impl Strategy {
-    /// Its name: grade, keep, budget-select or top-n.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Strategy::Grade { .. } => "grade",
-            Strategy::Keep { .. } => "keep",
-            Strategy::BudgetSelect { .. } => "budget-select",
-            Strategy::TopN { .. } => "top-n",
-        }
-    }
-
-    fn check(&self) -> Result<()> {
-        match *self {
-            Strategy::Grade { threshold } if !(1.0..=5.0).contains(&threshold) => Err(
-                Error::Config(format!("grade threshold must be in 1..=5, got {threshold}")),
-            ),
-            Strategy::Keep { threshold } | Strategy::BudgetSelect { threshold, .. }
-                if !(0.0..=1.0).contains(&threshold) =>
-            {
-                Err(Error::Config(format!(
-                    "probability threshold must be in 0..=1, got {threshold}"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Default for Strategy {
-    fn default() -> Self {
-        Strategy::Grade { threshold: 4.0 }
-    }
-}
-
-/// How tokens are counted for the budget.
-#[derive(Debug, Clone, Default)]
-pub enum TokenCounter {
-    /// Characters / 4, rounded up: a stated fallback when no tokenizer is given.
-    #[default]
-    CharsOver4,
-    /// A real tokenizer (`tokenizer.json`).
-    Tokenizer(Box<tokenizers::Tokenizer>),
-}
-
-impl TokenCounter {
-    /// Loads a `tokenizer.json`.
-    pub fn from_file(path: &Path) -> Result<TokenCounter> {
-        tokenizers::Tokenizer::from_file(path)
-            .map(|t| TokenCounter::Tokenizer(Box::new(t)))
-            .map_err(|e| Error::Tokenizer {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
-    }
-
-    /// Tokens of a text (no special tokens).
-    pub fn count(&self, text: &str) -> Result<usize> {
-        match self {
-            TokenCounter::CharsOver4 => {
-                Ok(usize::try_from(treenav_judge::estimate_tokens(text)).unwrap_or(usize::MAX))
-            }
-            TokenCounter::Tokenizer(t) => t
-                .encode(text, false)
-                .map(|e| e.len())
-                .map_err(|e| Error::Input(format!("cannot tokenize a chunk: {e}"))),
-        }
-    }
-
-    /// `tokenizer` or `chars/4`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            TokenCounter::CharsOver4 => "chars/4",
-            TokenCounter::Tokenizer(_) => "tokenizer",
         }
     }
 }
@@ -420,150 +321,12 @@ impl Pruner {
             latency_ms: start.elapsed().as_secs_f64() * 1000.0,
         })
     }
-
-    /// Applies `strategy`'s rule (and keep-top-k, the budget, the placement)
-    /// to scores from [`Pruner::score_for`] with the same strategy kind.
-    pub fn select(&self, chunks: &[Chunk], scored: &Scored, strategy: &Strategy) -> Result<Pruned> {
-        strategy.check()?;
-        if scored.tokens.len() != chunks.len() {
-            return Err(Error::Input(format!(
-                "{} scores for {} chunks",
-                scored.tokens.len(),
-                chunks.len()
-            )));
-        }
-        let n = chunks.len();
-        let k = self.options.keep_top_k.min(n);
-        let grade = |i: usize| scored.grades.as_ref().and_then(|g| g.get(i).copied());
-        let prob = |i: usize| {
-            scored
-                .probabilities
-                .as_ref()
-                .and_then(|p| p.get(i).copied())
-                .filter(|p| !p.is_nan())
-        };
-        let need = |what: &str| {
-            Error::Input(format!(
-                "{} needs {what} from score_for with the same strategy",
-                strategy.name()
-            ))
-        };
-        // Strength of each chunk: what the budget admits first and what
-        // edge placement puts at the edges.
-        let strength: Vec<f64> = match strategy {
-            Strategy::Grade { .. } => (0..n)
-                .map(|i| grade(i).ok_or_else(|| need("grades")))
-                .collect::<Result<_>>()?,
-            Strategy::Keep { .. } => (0..n)
-                .map(|i| prob(i).ok_or_else(|| need("probabilities")))
-                .collect::<Result<_>>()?,
-            Strategy::BudgetSelect { .. } => (0..n)
-                .map(|i| {
-                    if i < k {
-                        Ok(f64::INFINITY)
-                    } else {
-                        prob(i).ok_or_else(|| need("probabilities"))
-                    }
-                })
-                .collect::<Result<_>>()?,
-            Strategy::TopN { .. } => (0..n).map(|i| (n - i) as f64).collect(),
-        };
-        let passes: Vec<bool> = match *strategy {
-            Strategy::Grade { threshold } | Strategy::Keep { threshold } => {
-                strength.iter().map(|s| *s >= threshold).collect()
-            }
-            Strategy::BudgetSelect { extra, threshold } => {
-                let mut rest: Vec<usize> = (k..n).filter(|i| strength[*i] >= threshold).collect();
-                rest.sort_by(|a, b| strength[*b].total_cmp(&strength[*a]).then(a.cmp(b)));
-                rest.truncate(extra);
-                (0..n).map(|i| rest.contains(&i)).collect()
-            }
-            Strategy::TopN { n: top } => (0..n).map(|i| i < top).collect(),
-        };
-        // Candidates best first: the forced ones in rank order, then the
-        // passing ones by strength.
-        let mut admitted: Vec<usize> = (0..k).collect();
-        let mut passing: Vec<usize> = (k..n).filter(|i| passes[*i]).collect();
-        passing.sort_by(|a, b| strength[*b].total_cmp(&strength[*a]).then(a.cmp(b)));
-        admitted.extend(passing);
-        if let Some(budget) = self.options.token_budget {
-            let mut used = 0;
-            let fits = admitted
-                .iter()
-                .take_while(|i| {
-                    used += scored.tokens[**i];
-                    used <= budget
-                })
-                .count();
-            admitted.truncate(fits);
-        }
-        let order = if self.options.edge_placement {
-            edge_order(&admitted, &strength)
-        } else {
-            let mut a = admitted.clone();
-            a.sort_unstable();
-            a
-        };
-        let kept: Vec<KeptChunk> = order
-            .iter()
-            .map(|&i| KeptChunk {
-                id: chunks[i].id.clone(),
-                text: chunks[i].text.clone(),
-                rank: i,
-                grade: grade(i),
-                probability: prob(i),
-                forced: i < k,
-                tokens: scored.tokens[i],
-            })
-            .collect();
-        let tokens_in: usize = scored.tokens.iter().sum();
-        let tokens_out: usize = kept.iter().map(|c| c.tokens).sum();
-        Ok(Pruned {
-            strategy: strategy.name(),
-            stats: Stats {
-                chunks_in: n,
-                chunks_out: kept.len(),
-                tokens_in,
-                tokens_out,
-                compression: if tokens_in == 0 {
-                    0.0
-                } else {
-                    1.0 - tokens_out as f64 / tokens_in as f64
-                },
-                token_counter: self.options.counter.name(),
-                judge_calls: scored.usage.calls,
-                input_tokens: scored.usage.input_tokens,
-                cost_usd: scored.usage.cost_usd,
-                latency_ms: scored.latency_ms,
-            },
-            kept,
-        })
-    }
-}
-
-/// Edge placement: the strongest first, the second strongest last, the
-/// third second, the fourth second to last, … (forced chunks count as
-/// strongest, in rank order).
-fn edge_order(admitted: &[usize], strength: &[f64]) -> Vec<usize> {
-    let mut by_strength = admitted.to_vec();
-    by_strength.sort_by(|a, b| strength[*b].total_cmp(&strength[*a]).then(a.cmp(b)));
-    let mut front = Vec::new();
-    let mut back = Vec::new();
-    for (j, i) in by_strength.into_iter().enumerate() {
-        if j % 2 == 0 {
-            front.push(i);
-        } else {
-            back.push(i);
-        }
-    }
-    back.reverse();
-    front.extend(back);
-    front
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::select::edge_order;
     use treenav_judge::JudgeOptions;
 
     fn chunks(n: usize) -> Vec<Chunk> {

@@ -392,6 +392,35 @@ struct Clusters<'a> {
     doc_counts: Vec<u32>,
 }
 
+/// The node arena being laid out.
+struct Arena {
+    nodes: Vec<Node>,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        Arena {
+            nodes: vec![Node {
+                kind: NodeKind::Root,
+                parent: None,
+                children: Vec::new(),
+            }],
+        }
+    }
+
+    /// Adds a node under `parent` (listed last among its children).
+    fn push(&mut self, kind: NodeKind, parent: NodeId) -> NodeId {
+        let id = NodeId(self.nodes.len() as u32);
+        self.nodes.push(Node {
+            kind,
+            parent: Some(parent),
+            children: Vec::new(),
+        });
+        self.nodes[parent.index()].children.push(id);
+        id
+    }
+}
+
 /// Lays out the arena top-down: root, clusters level by level, documents, passages.
 fn assemble(
     mut corpus: Corpus,
@@ -400,79 +429,13 @@ fn assemble(
     near: &[Vec<usize>],
     meta: TreeMeta,
 ) -> Result<Tree> {
-    let Clusters {
-        levels,
-        summaries,
-        terms,
-        doc_counts,
-    } = clusters;
-    // Offsets of each level's clusters in the flat summaries list.
-    let mut offsets = Vec::with_capacity(levels.len());
-    let mut total = 0;
-    for groups in levels {
-        offsets.push(total);
-        total += groups.len();
-    }
-    if summaries.len() != total || terms.len() != total {
-        return Err(Error::Cluster(format!(
-            "{} summaries for {total} clusters",
-            summaries.len()
-        )));
-    }
-    let mut nodes = vec![Node {
-        kind: NodeKind::Root,
-        parent: None,
-        children: Vec::new(),
-    }];
-    let push = |nodes: &mut Vec<Node>, kind: NodeKind, parent: NodeId| -> NodeId {
-        let id = NodeId(nodes.len() as u32);
-        nodes.push(Node {
-            kind,
-            parent: Some(parent),
-            children: Vec::new(),
-        });
-        nodes[parent.index()].children.push(id);
-        id
-    };
-    let cluster_kind = |flat: usize| NodeKind::Cluster {
-        summary: summaries[flat].clone(),
-        terms: terms[flat].clone(),
-        documents: doc_counts[flat],
-    };
-    let top = levels.len() - 1;
-    // ids[i] = node of item i of the level being laid out.
-    let mut ids: Vec<NodeId> = levels[top]
-        .iter()
-        .enumerate()
-        .map(|(c, _)| push(&mut nodes, cluster_kind(offsets[top] + c), NodeId(0)))
-        .collect();
-    for l in (0..top).rev() {
-        let mut next = vec![NodeId(0); levels[l].len()];
-        for (g, group) in levels[l + 1].iter().enumerate() {
-            for &child in group {
-                next[child] = push(&mut nodes, cluster_kind(offsets[l] + child), ids[g]);
-            }
-        }
-        ids = next;
-    }
+    let mut arena = Arena::new();
+    let bottom = lay_clusters(&mut arena, &clusters)?;
     let mut unit_nodes: Vec<(usize, NodeId)> = Vec::with_capacity(units.len());
-    for (g, group) in levels[0].iter().enumerate() {
+    for (g, group) in clusters.levels[0].iter().enumerate() {
         for &u in group {
-            let unit = &units[u];
-            let d = &corpus.documents[unit.doc];
-            let lead = d
-                .passages
-                .get(unit.passages.start)
-                .map(|p| chunk::first_sentences(&p.text, 1))
-                .unwrap_or_default();
-            let kind = NodeKind::Document {
-                id: d.id.clone(),
-                title: d.title.clone(),
-                lead,
-                part: unit.part,
-                metadata: d.metadata.clone(),
-            };
-            unit_nodes.push((u, push(&mut nodes, kind, ids[g])));
+            let kind = document_kind(&corpus, &units[u]);
+            unit_nodes.push((u, arena.push(kind, bottom[g])));
         }
     }
     let mut node_of_unit = vec![NodeId(0); units.len()];
@@ -483,6 +446,7 @@ fn assemble(
         let unit = &units[u];
         let passages = &mut corpus.documents[unit.doc].passages;
         for p in unit.passages.clone() {
+            // Moved, not copied: the corpus is consumed.
             let passage = std::mem::replace(
                 &mut passages[p],
                 treenav_corpus::Passage {
@@ -490,24 +454,78 @@ fn assemble(
                     text: String::new(),
                 },
             );
-            push(
-                &mut nodes,
-                NodeKind::Passage {
-                    id: passage.id,
-                    text: passage.text,
-                },
-                node,
-            );
+            let kind = NodeKind::Passage {
+                id: passage.id,
+                text: passage.text,
+            };
+            arena.push(kind, node);
         }
     }
     let mut neighbours = Vec::new();
     if near.iter().any(|l| !l.is_empty()) {
-        neighbours = vec![Vec::new(); nodes.len()];
+        neighbours = vec![Vec::new(); arena.nodes.len()];
         for (u, list) in near.iter().enumerate() {
             neighbours[node_of_unit[u].index()] = list.iter().map(|v| node_of_unit[*v]).collect();
         }
     }
-    Tree::with_neighbours(meta, nodes, neighbours)
+    Tree::with_neighbours(meta, arena.nodes, neighbours)
+}
+
+/// Lays out the cluster levels, top first, each cluster labelled with its
+/// summary and terms; returns the nodes of the bottom level's clusters.
+fn lay_clusters(arena: &mut Arena, clusters: &Clusters<'_>) -> Result<Vec<NodeId>> {
+    let levels = clusters.levels;
+    // Offsets of each level's clusters in the flat summaries list.
+    let mut offsets = Vec::with_capacity(levels.len());
+    let mut total = 0;
+    for groups in levels {
+        offsets.push(total);
+        total += groups.len();
+    }
+    if clusters.summaries.len() != total || clusters.terms.len() != total {
+        return Err(Error::Cluster(format!(
+            "{} summaries for {total} clusters",
+            clusters.summaries.len()
+        )));
+    }
+    let cluster_kind = |flat: usize| NodeKind::Cluster {
+        summary: clusters.summaries[flat].clone(),
+        terms: clusters.terms[flat].clone(),
+        documents: clusters.doc_counts[flat],
+    };
+    let top = levels.len() - 1;
+    // ids[i] = node of item i of the level being laid out.
+    let mut ids: Vec<NodeId> = (0..levels[top].len())
+        .map(|c| arena.push(cluster_kind(offsets[top] + c), NodeId(0)))
+        .collect();
+    for l in (0..top).rev() {
+        let mut next = vec![NodeId(0); levels[l].len()];
+        for (g, group) in levels[l + 1].iter().enumerate() {
+            for &child in group {
+                next[child] = arena.push(cluster_kind(offsets[l] + child), ids[g]);
+            }
+        }
+        ids = next;
+    }
+    Ok(ids)
+}
+
+/// The document node of a unit: its document's id, title, metadata and the
+/// first sentence of the unit's first passage.
+fn document_kind(corpus: &Corpus, unit: &Unit) -> NodeKind {
+    let d = &corpus.documents[unit.doc];
+    let lead = d
+        .passages
+        .get(unit.passages.start)
+        .map(|p| chunk::first_sentences(&p.text, 1))
+        .unwrap_or_default();
+    NodeKind::Document {
+        id: d.id.clone(),
+        title: d.title.clone(),
+        lead,
+        part: unit.part,
+        metadata: d.metadata.clone(),
+    }
 }
 
 #[cfg(test)]

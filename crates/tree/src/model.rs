@@ -409,34 +409,7 @@ impl Tree {
                 ));
             }
             for &c in &node.children {
-                let Some(child) = self.nodes.get(c.index()) else {
-                    return invalid(format!("node {} lists a missing child {}", id.0, c.0));
-                };
-                if seen[c.index()] {
-                    return invalid(format!("node {} is reached twice", c.0));
-                }
-                if child.parent != Some(id) {
-                    return invalid(format!("node {} does not name {} as its parent", c.0, id.0));
-                }
-                let ok = matches!(
-                    (&node.kind, &child.kind),
-                    (
-                        NodeKind::Root | NodeKind::Cluster { .. },
-                        NodeKind::Cluster { .. }
-                    ) | (
-                        NodeKind::Root | NodeKind::Cluster { .. },
-                        NodeKind::Document { .. }
-                    ) | (NodeKind::Document { .. }, NodeKind::Passage { .. })
-                );
-                if !ok {
-                    return invalid(format!(
-                        "a {} (node {}) under a {} (node {})",
-                        child.kind.name(),
-                        c.0,
-                        node.kind.name(),
-                        id.0
-                    ));
-                }
+                self.check_edge(id, c, &seen)?;
                 seen[c.index()] = true;
                 visited += 1;
                 stack.push((c, depth + 1));
@@ -452,6 +425,39 @@ impl Tree {
             return invalid("the tree has no document".into());
         }
         self.validate_neighbours()
+    }
+
+    /// One parent → child edge: the child exists, is reached once, names the
+    /// parent, and its kind may sit under the parent's.
+    fn check_edge(&self, id: NodeId, c: NodeId, seen: &[bool]) -> Result<()> {
+        let invalid = |msg: String| Err(Error::InvalidTree(msg));
+        let node = &self.nodes[id.index()];
+        let Some(child) = self.nodes.get(c.index()) else {
+            return invalid(format!("node {} lists a missing child {}", id.0, c.0));
+        };
+        if seen[c.index()] {
+            return invalid(format!("node {} is reached twice", c.0));
+        }
+        if child.parent != Some(id) {
+            return invalid(format!("node {} does not name {} as its parent", c.0, id.0));
+        }
+        let ok = matches!(
+            (&node.kind, &child.kind),
+            (
+                NodeKind::Root | NodeKind::Cluster { .. },
+                NodeKind::Cluster { .. } | NodeKind::Document { .. }
+            ) | (NodeKind::Document { .. }, NodeKind::Passage { .. })
+        );
+        if !ok {
+            return invalid(format!(
+                "a {} (node {}) under a {} (node {})",
+                child.kind.name(),
+                c.0,
+                node.kind.name(),
+                id.0
+            ));
+        }
+        Ok(())
     }
 
     /// Neighbour lists: none at all, or one per node, listing only other

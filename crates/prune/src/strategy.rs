@@ -1,0 +1,66 @@
+//! How chunks are chosen: the strategies and their settings.
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// How chunks are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Grade every chunk 1–5 in one shared context; keep expected grade ≥ threshold.
+    Grade {
+        /// Lowest expected grade kept (1–5). By default, 4.
+        threshold: f64,
+    },
+    /// Ask per chunk whether it is needed; keep P(yes) ≥ threshold.
+    Keep {
+        /// Lowest P(yes) kept (0–1). By default, 0.5.
+        threshold: f64,
+    },
+    /// Keep the first `keep_top_k`; the model adds at most `extra` of its yes answers.
+    BudgetSelect {
+        /// Chunks the model may add.
+        extra: usize,
+        /// Lowest P(yes) the model's additions need. By default, 0.5.
+        threshold: f64,
+    },
+    /// Positional truncation: keep the first `n` (the baseline).
+    TopN {
+        /// Chunks kept.
+        n: usize,
+    },
+}
+
+impl Strategy {
+    /// Its name: grade, keep, budget-select or top-n.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Strategy::Grade { .. } => "grade",
+            Strategy::Keep { .. } => "keep",
+            Strategy::BudgetSelect { .. } => "budget-select",
+            Strategy::TopN { .. } => "top-n",
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        match *self {
+            Strategy::Grade { threshold } if !(1.0..=5.0).contains(&threshold) => Err(
+                Error::Config(format!("grade threshold must be in 1..=5, got {threshold}")),
+            ),
+            Strategy::Keep { threshold } | Strategy::BudgetSelect { threshold, .. }
+                if !(0.0..=1.0).contains(&threshold) =>
+            {
+                Err(Error::Config(format!(
+                    "probability threshold must be in 0..=1, got {threshold}"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy::Grade { threshold: 4.0 }
+    }
+}

@@ -1,0 +1,47 @@
+//! How tokens are counted for the budget.
+
+use crate::{Error, Result};
+use std::path::Path;
+
+/// How tokens are counted for the budget.
+#[derive(Debug, Clone, Default)]
+pub enum TokenCounter {
+    /// Characters / 4, rounded up: a stated fallback when no tokenizer is given.
+    #[default]
+    CharsOver4,
+    /// A real tokenizer (`tokenizer.json`).
+    Tokenizer(Box<tokenizers::Tokenizer>),
+}
+
+impl TokenCounter {
+    /// Loads a `tokenizer.json`.
+    pub fn from_file(path: &Path) -> Result<TokenCounter> {
+        tokenizers::Tokenizer::from_file(path)
+            .map(|t| TokenCounter::Tokenizer(Box::new(t)))
+            .map_err(|e| Error::Tokenizer {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Tokens of a text (no special tokens).
+    pub fn count(&self, text: &str) -> Result<usize> {
+        match self {
+            TokenCounter::CharsOver4 => {
+                Ok(usize::try_from(treenav_judge::estimate_tokens(text)).unwrap_or(usize::MAX))
+            }
+            TokenCounter::Tokenizer(t) => t
+                .encode(text, false)
+                .map(|e| e.len())
+                .map_err(|e| Error::Input(format!("cannot tokenize a chunk: {e}"))),
+        }
+    }
+
+    /// `tokenizer` or `chars/4`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TokenCounter::CharsOver4 => "chars/4",
+            TokenCounter::Tokenizer(_) => "tokenizer",
+        }
+    }
+}
