@@ -354,6 +354,73 @@ pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duratio
     )
 }
 
+/// A remote service every caller (judge backends, embedders, summariser)
+/// sets up the same way: a checked http(s) URL, a model name, the key from
+/// the environment when a variable is named, and a client.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The full URL calls go to (never holds a key).
+    pub url: String,
+    /// The model asked for.
+    pub model: String,
+    /// The API key, when one was named.
+    pub key: Option<ApiKey>,
+    /// The client, with its timeouts, retries and body cap.
+    pub client: HttpClient,
+}
+
+impl Endpoint {
+    /// Checks and sets up an endpoint. `base` is what the user gave (a base
+    /// URL with or without `/v1`, or the full URL ending in `path`); `flag`
+    /// names where it came from in errors (`--endpoint`); `path` is the
+    /// route below the base, e.g. `/v1/embeddings`.
+    pub fn new(
+        flag: &str,
+        base: &str,
+        path: &str,
+        model: &str,
+        api_key_env: Option<&str>,
+        config: ClientConfig,
+    ) -> Result<Endpoint> {
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(HttpError::config(format!(
+                "the endpoint must be an http(s) URL ({flag}), got `{}`",
+                redact_url(base)
+            )));
+        }
+        if model.trim().is_empty() {
+            return Err(HttpError::config(format!(
+                "a model name is required for {flag} (--model)"
+            )));
+        }
+        let key = match api_key_env {
+            Some(var) => Some(ApiKey::require_env(var)?),
+            None => None,
+        };
+        Ok(Endpoint {
+            url: join_url(base, path),
+            model: model.to_string(),
+            key,
+            client: HttpClient::new(config)?,
+        })
+    }
+}
+
+/// Joins a user's endpoint and a route: the endpoint as given when it
+/// already ends with the route (with or without its `/v1`); `…/v1` + the
+/// route's rest when both carry `/v1`; else endpoint + route.
+pub fn join_url(endpoint: &str, path: &str) -> String {
+    let e = endpoint.trim_end_matches('/');
+    let rest = path.strip_prefix("/v1").filter(|r| !r.is_empty());
+    if e.ends_with(path) || rest.is_some_and(|r| e.ends_with(r)) {
+        return e.to_string();
+    }
+    match rest {
+        Some(rest) if e.ends_with("/v1") => format!("{e}{rest}"),
+        _ => format!("{e}{path}"),
+    }
+}
+
 /// Settings of the client.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -706,6 +773,56 @@ mod tests {
                 proptest::prop_assert!(d <= policy.max_server_wait.max(policy.max_delay));
             }
         }
+    }
+
+    #[test]
+    fn endpoints_join_and_check() {
+        assert_eq!(
+            join_url("http://h:1", "/v1/embeddings"),
+            "http://h:1/v1/embeddings"
+        );
+        assert_eq!(
+            join_url("http://h:1/v1/", "/v1/embeddings"),
+            "http://h:1/v1/embeddings"
+        );
+        assert_eq!(
+            join_url("http://h:1/v1/embeddings", "/v1/embeddings"),
+            "http://h:1/v1/embeddings"
+        );
+        assert_eq!(
+            join_url("https://o.ai", "/api/alpha/decisions"),
+            "https://o.ai/api/alpha/decisions"
+        );
+        let e = Endpoint::new(
+            "--endpoint",
+            "localhost:80",
+            "/v1/x",
+            "m",
+            None,
+            ClientConfig::default(),
+        )
+        .expect_err("no scheme");
+        assert!(e.message.contains("--endpoint"), "{e}");
+        let e = Endpoint::new(
+            "--endpoint",
+            "http://u:pw@h",
+            "/v1/x",
+            " ",
+            None,
+            ClientConfig::default(),
+        )
+        .expect_err("no model");
+        assert!(e.message.contains("model"), "{e}");
+        let ok = Endpoint::new(
+            "--endpoint",
+            "http://h/v1",
+            "/v1/x",
+            "m",
+            None,
+            ClientConfig::default(),
+        )
+        .expect("valid");
+        assert_eq!(ok.url, "http://h/v1/x");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use treenav_http::{ApiKey, ClientConfig, HttpClient, HttpError};
+use treenav_http::{ApiKey, ClientConfig, Endpoint, HttpClient, HttpError};
 use treenav_text::{is_displayable, stable_hash, terms};
 
 /// Terms shown in an extractive summary.
@@ -101,14 +101,7 @@ pub fn default_cache_dir() -> PathBuf {
 
 /// The chat-completions URL for an endpoint given as a base or in full.
 pub fn chat_url(endpoint: &str) -> String {
-    let e = endpoint.trim_end_matches('/');
-    if e.ends_with("/chat/completions") {
-        e.to_string()
-    } else if e.ends_with("/v1") {
-        format!("{e}/chat/completions")
-    } else {
-        format!("{e}/v1/chat/completions")
-    }
+    treenav_http::join_url(endpoint, "/v1/chat/completions")
 }
 
 impl Summarizer {
@@ -124,30 +117,23 @@ impl Summarizer {
                 concurrency,
                 timeout_secs,
             } => {
-                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(Error::Param(format!(
-                        "summary endpoint must be an http(s) URL, got `{endpoint}`"
-                    )));
-                }
-                if model.trim().is_empty() {
-                    return Err(Error::Param(
-                        "the llm summarizer needs a model name (--summary-model)".into(),
-                    ));
-                }
-                let key = match api_key_env {
-                    Some(var) => Some(ApiKey::require_env(var).map_err(Error::Http)?),
-                    None => None,
-                };
-                let client = HttpClient::new(ClientConfig {
-                    timeout: Duration::from_secs((*timeout_secs).max(1)),
-                    ..ClientConfig::default()
-                })
+                let endpoint = Endpoint::new(
+                    "--summary-endpoint",
+                    endpoint,
+                    "/v1/chat/completions",
+                    model,
+                    api_key_env.as_deref(),
+                    ClientConfig {
+                        timeout: Duration::from_secs((*timeout_secs).max(1)),
+                        ..ClientConfig::default()
+                    },
+                )
                 .map_err(Error::Http)?;
                 Ok(Summarizer::Llm(Arc::new(LlmSummarizer {
-                    client,
-                    url: chat_url(endpoint),
-                    model: model.clone(),
-                    key,
+                    client: endpoint.client,
+                    url: endpoint.url,
+                    model: endpoint.model,
+                    key: endpoint.key,
                     cache_dir: cache_dir
                         .clone()
                         .unwrap_or_else(|| default_cache_dir().join("summaries")),

@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
-use treenav_http::{ApiKey, ClientConfig, HttpClient};
+use treenav_http::{ApiKey, ClientConfig, Endpoint, HttpClient};
 
 /// A remote decision-model endpoint.
 #[derive(Debug)]
@@ -28,23 +28,20 @@ impl Remote {
         path: &str,
         client: &ClientConfig,
     ) -> Result<Remote> {
-        let base = check_endpoint(backend, endpoint, model)?;
-        let url = match path.strip_prefix("/v1") {
-            Some(rest) if base.ends_with("/v1") => format!("{base}{rest}"),
-            _ => format!("{base}{path}"),
-        };
-        let key = match api_key_env {
-            Some(v) => Some(
-                ApiKey::require_env(v)
-                    .map_err(|e| Error::new(ErrorKind::Config, backend, e.message))?,
-            ),
-            None => None,
-        };
+        let endpoint = Endpoint::new(
+            "--endpoint",
+            endpoint,
+            path,
+            model,
+            api_key_env.as_deref(),
+            client.clone(),
+        )
+        .map_err(|e| Error::new(ErrorKind::Config, backend, e.message))?;
         Ok(Remote {
-            client: HttpClient::new(client.clone()).map_err(|e| Error::config(e.message))?,
-            url,
-            model: model.to_string(),
-            key,
+            client: endpoint.client,
+            url: endpoint.url,
+            model: endpoint.model,
+            key: endpoint.key,
         })
     }
 
@@ -60,27 +57,6 @@ impl Remote {
             .map(|reply| reply.body)
             .map_err(|e| Error::http(backend, e))
     }
-}
-
-fn check_endpoint(backend: &'static str, endpoint: &str, model: &str) -> Result<String> {
-    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(Error::new(
-            ErrorKind::Config,
-            backend,
-            format!(
-                "the endpoint must be an http(s) URL (--endpoint), got `{}`",
-                treenav_http::redact_url(endpoint)
-            ),
-        ));
-    }
-    if model.trim().is_empty() {
-        return Err(Error::new(
-            ErrorKind::Config,
-            backend,
-            "a model name is required (--model)",
-        ));
-    }
-    Ok(endpoint.trim_end_matches('/').to_string())
 }
 
 /// The usage a decisions-style reply may carry.

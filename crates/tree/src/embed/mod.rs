@@ -12,7 +12,7 @@ use crate::{Error, Progress, Result};
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use treenav_http::{ApiKey, ClientConfig, HttpClient};
+use treenav_http::{ApiKey, ClientConfig, Endpoint, HttpClient};
 
 fn default_dims() -> usize {
     128
@@ -129,35 +129,28 @@ impl Embedder {
                 batch_size,
                 timeout_secs,
             } => {
-                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(Error::Param(format!(
-                        "embedding endpoint must be an http(s) URL, got `{endpoint}`"
-                    )));
-                }
-                if model.trim().is_empty() {
-                    return Err(Error::Param(
-                        "the openai embedder needs a model name (--model)".into(),
-                    ));
-                }
                 if *batch_size == 0 {
                     return Err(Error::Param(
                         "embedding batch size must be at least 1".into(),
                     ));
                 }
-                let key = match api_key_env {
-                    Some(var) => Some(ApiKey::require_env(var).map_err(Error::Http)?),
-                    None => None,
-                };
-                let client = HttpClient::new(ClientConfig {
-                    timeout: Duration::from_secs((*timeout_secs).max(1)),
-                    ..ClientConfig::default()
-                })
+                let endpoint = Endpoint::new(
+                    "--embed-endpoint",
+                    endpoint,
+                    "/v1/embeddings",
+                    model,
+                    api_key_env.as_deref(),
+                    ClientConfig {
+                        timeout: Duration::from_secs((*timeout_secs).max(1)),
+                        ..ClientConfig::default()
+                    },
+                )
                 .map_err(Error::Http)?;
                 Ok(Embedder::Openai {
-                    client,
-                    url: embeddings_url(endpoint),
-                    model: model.clone(),
-                    key,
+                    client: endpoint.client,
+                    url: endpoint.url,
+                    model: endpoint.model,
+                    key: endpoint.key,
                     batch_size: *batch_size,
                 })
             }

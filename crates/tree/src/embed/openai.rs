@@ -20,14 +20,7 @@ struct EmbeddingItem {
 /// The embeddings URL for an endpoint given as a base (`http://host:port`,
 /// `…/v1`) or as the full URL.
 pub fn embeddings_url(endpoint: &str) -> String {
-    let e = endpoint.trim_end_matches('/');
-    if e.ends_with("/embeddings") {
-        e.to_string()
-    } else if e.ends_with("/v1") {
-        format!("{e}/embeddings")
-    } else {
-        format!("{e}/v1/embeddings")
-    }
+    treenav_http::join_url(endpoint, "/v1/embeddings")
 }
 
 /// Embeds texts in batches; rows come back L2-normalised, in input order.
