@@ -29,7 +29,7 @@ mod error;
 mod load;
 
 pub use error::{Error, Problem, Result};
-pub use load::{load, load_bytes, load_str, squad_passage_id, Format, LoadOptions};
+pub use load::{load, load_bytes, load_str, squad, squad_passage_id, Format, LoadOptions};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

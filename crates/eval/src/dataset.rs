@@ -141,7 +141,7 @@ pub fn detect(path: &Path) -> Result<(DatasetFormat, PathBuf)> {
 pub fn load(path: &Path, options: &DatasetOptions) -> Result<Dataset> {
     let (format, path) = detect(path)?;
     match format {
-        DatasetFormat::Squad => load_squad(&path, options),
+        DatasetFormat::Squad => load_squad(&path),
         DatasetFormat::Beir => load_beir(&path, options),
     }
 }
@@ -191,44 +191,10 @@ impl Dataset {
     }
 }
 
-#[derive(Deserialize)]
-struct SquadFile {
-    data: Vec<SquadArticle>,
-}
-
-#[derive(Deserialize)]
-struct SquadArticle {
-    title: String,
-    paragraphs: Vec<SquadParagraph>,
-}
-
-#[derive(Deserialize)]
-struct SquadParagraph {
-    #[serde(default)]
-    qas: Vec<SquadQa>,
-}
-
-#[derive(Deserialize)]
-struct SquadQa {
-    id: String,
-    question: String,
-}
-
-fn load_squad(path: &Path, options: &DatasetOptions) -> Result<Dataset> {
-    let corpus = treenav_corpus::load(
-        path,
-        Format::Squad,
-        &LoadOptions {
-            skip_bad: options.skip_bad,
-            passage_words: options.passage_words,
-        },
-    )?;
-    let bytes = read(path)?;
-    let file: SquadFile = serde_json::from_slice(&bytes).map_err(|e| Error::Record {
-        path: path.to_path_buf(),
-        line: e.line(),
-        problem: format!("not SQuAD v1.1 JSON: {e}"),
-    })?;
+/// A SQuAD file, parsed once (the corpus owns the schema): its paragraphs
+/// are the passages, each question's gold its paragraph.
+fn load_squad(path: &Path) -> Result<Dataset> {
+    let (corpus, file) = treenav_corpus::squad::load_with_questions(path)?;
     let passages: HashSet<&str> = corpus
         .documents
         .iter()
@@ -241,27 +207,26 @@ fn load_squad(path: &Path, options: &DatasetOptions) -> Result<Dataset> {
             let gold = squad_passage_id(&article.title, j);
             for (k, qa) in paragraph.qas.iter().enumerate() {
                 let at = || format!("data[{i}].paragraphs[{j}].qas[{k}]");
-                if qa.question.trim().is_empty() {
-                    return Err(Error::Dataset {
-                        path: path.to_path_buf(),
-                        problem: format!("{}: empty question (id `{}`)", at(), qa.id),
-                    });
+                let bad = |problem: String| Error::Dataset {
+                    path: path.to_path_buf(),
+                    problem: format!("{}: {problem}", at()),
+                };
+                let Some(id) = &qa.id else {
+                    return Err(bad("missing field `id`".into()));
+                };
+                let question = qa.question.as_deref().unwrap_or_default();
+                if question.trim().is_empty() {
+                    return Err(bad(format!("empty question (id `{id}`)")));
                 }
                 if !passages.contains(gold.as_str()) {
-                    return Err(Error::Dataset {
-                        path: path.to_path_buf(),
-                        problem: format!("{}: its paragraph has no text", at()),
-                    });
+                    return Err(bad("its paragraph has no text".into()));
                 }
-                if !seen.insert(qa.id.clone()) {
-                    return Err(Error::Dataset {
-                        path: path.to_path_buf(),
-                        problem: format!("{}: duplicate question id `{}`", at(), qa.id),
-                    });
+                if !seen.insert(id.clone()) {
+                    return Err(bad(format!("duplicate question id `{id}`")));
                 }
                 queries.push(Query {
-                    id: qa.id.clone(),
-                    text: qa.question.trim().to_string(),
+                    id: id.clone(),
+                    text: question.trim().to_string(),
                     gold: vec![gold.clone()],
                 });
             }
