@@ -56,12 +56,9 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Text on one line, cut at `max` characters.
 fn snippet(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
-    }
+    treenav::tree::text::one_line(text, max)
 }
 
 /// Evenly spread picks of `n` items out of `items`.

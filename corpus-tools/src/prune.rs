@@ -147,11 +147,7 @@ fn print_text(question: &str, p: &Pruned) -> String {
             _ if c.forced => "top-k".to_string(),
             _ => "kept".to_string(),
         };
-        let flat = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let snippet = match flat.char_indices().nth(200) {
-            Some((i, _)) => format!("{}…", &flat[..i]),
-            None => flat,
-        };
+        let snippet = treenav::tree::text::one_line(&c.text, 200);
         out!(
             o,
             "#{} {} [{score}{}] {snippet}",

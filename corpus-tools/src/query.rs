@@ -137,12 +137,9 @@ impl NavArgs {
     }
 }
 
+/// Text on one line, cut at `max` characters.
 fn snippet(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
-    }
+    treenav::tree::text::one_line(text, max)
 }
 
 pub async fn run(args: &QueryArgs) -> Result<()> {

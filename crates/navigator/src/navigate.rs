@@ -250,8 +250,5 @@ impl Navigator {
 
 /// The first `max` characters of a label, for the trace.
 pub(crate) fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
+    treenav_text::truncate(text, max)
 }

@@ -225,13 +225,16 @@ pub fn one_line(text: &str, max: usize) -> String {
         }
         flat.push(c);
     }
-    cut(flat, max)
+    truncate(&flat, max)
 }
 
-fn cut(text: String, max: usize) -> String {
+/// The first `max` characters of `text`; when it is longer, cut there (and
+/// trailing whitespace dropped) with `…` appended. The one truncation
+/// helper: trace labels, model prompts and terminal snippets all use it.
+pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", text[..i].trim_end()),
-        None => text,
+        None => text.to_string(),
     }
 }
 
