@@ -206,8 +206,10 @@ impl Context {
             let Some(joined) = tasks.join_next().await else {
                 break;
             };
-            let (i, outcome) =
-                joined.map_err(|e| Error::Config(format!("a {name} query task failed: {e}")))?;
+            let (i, outcome) = joined.map_err(|e| Error::Task {
+                system: name.to_string(),
+                message: e.to_string(),
+            })?;
             slots[i] = Some(outcome?);
             progress.inc(1);
         }
@@ -288,12 +290,10 @@ impl Context {
             .passages
             .iter()
             .map(|p| {
-                c.index.get(&p.id).copied().ok_or_else(|| {
-                    Error::Config(format!(
-                        "the tree returned passage `{}`, which the dataset lacks: build the tree from this dataset",
-                        p.id
-                    ))
-                })
+                c.index
+                    .get(&p.id)
+                    .copied()
+                    .ok_or_else(|| Error::UnknownPassage(p.id.clone()))
             })
             .collect::<Result<Vec<usize>>>()?;
         let kept = tree_index.map(|index| index.kept_by_level(&found, gold, c));
@@ -369,7 +369,10 @@ pub(crate) fn gar_config(base: &ValidConfig, budget: usize) -> Result<ValidConfi
         .strategy(treenav_navigator::Strategy::BestFirst)
         .best_first(bf)
         .check()
-        .map_err(|e| Error::Config(e.to_string()))
+        .map_err(|source| Error::Navigator {
+            system: "gar".into(),
+            source,
+        })
 }
 
 /// Refuses a tree built from another corpus than the dataset's: its
@@ -402,7 +405,10 @@ pub(crate) fn tree_config(base: &ValidConfig, budget: usize) -> Result<ValidConf
         .strategy(treenav_navigator::Strategy::BestFirst)
         .judge_budget(budget)
         .check()
-        .map_err(|e| Error::Config(e.to_string()))
+        .map_err(|source| Error::Navigator {
+            system: "tree".into(),
+            source,
+        })
 }
 
 pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {

@@ -33,11 +33,10 @@ pub(crate) fn resolve(query: &Query, level: GoldLevel, c: &Collection) -> Result
             let mut passage_unit = HashMap::new();
             let mut documents = Vec::new();
             for (u, id) in query.gold.iter().enumerate() {
-                let i = *c.index.get(id).ok_or_else(|| {
-                    Error::Config(format!(
-                        "query `{}`: gold passage `{id}` is not in the corpus",
-                        query.id
-                    ))
+                let i = *c.index.get(id).ok_or_else(|| Error::MissingGold {
+                    query: query.id.clone(),
+                    level: "passage",
+                    id: id.clone(),
                 })?;
                 passage_unit.insert(i, u);
                 if !documents.contains(&c.document_of[i]) {
@@ -55,12 +54,15 @@ pub(crate) fn resolve(query: &Query, level: GoldLevel, c: &Collection) -> Result
             let mut passage_unit = HashMap::new();
             let mut documents = Vec::new();
             for (u, id) in query.gold.iter().enumerate() {
-                let d = c.documents.iter().position(|x| x == id).ok_or_else(|| {
-                    Error::Config(format!(
-                        "query `{}`: gold document `{id}` is not in the corpus",
-                        query.id
-                    ))
-                })?;
+                let d =
+                    c.documents
+                        .iter()
+                        .position(|x| x == id)
+                        .ok_or_else(|| Error::MissingGold {
+                            query: query.id.clone(),
+                            level: "document",
+                            id: id.clone(),
+                        })?;
                 documents.push(d);
                 for p in &c.passages_of[d] {
                     passage_unit.insert(*p, u);
@@ -94,4 +96,48 @@ pub(crate) fn metrics(ranking: &[usize], gold: &Gold, c: &Collection) -> (Metric
         score(&passage, gold.passage_units, gold.passage_relevant),
         score(&documents, gold.documents.len(), gold.documents.len()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use treenav_corpus::{load_str, Format, LoadOptions};
+
+    /// Gold the corpus lacks is a typed error naming the query, the level
+    /// and the id.
+    #[test]
+    fn missing_gold_is_typed() {
+        let corpus = load_str(
+            r#"{"_id":"d1","title":"T","text":"Some text here."}"#,
+            "c.jsonl",
+            Format::Beir,
+            &LoadOptions::default(),
+        )
+        .expect("corpus");
+        let c = Collection::new(&corpus);
+        let q = Query {
+            id: "q1".into(),
+            text: "text".into(),
+            gold: vec!["d9".into()],
+        };
+        match resolve(&q, GoldLevel::Document, &c) {
+            Err(Error::MissingGold { query, level, id }) => {
+                assert_eq!(
+                    (query.as_str(), level, id.as_str()),
+                    ("q1", "document", "d9")
+                );
+            }
+            other => panic!("expected MissingGold, got {:?}", other.map(|g| g.documents)),
+        }
+        let ok = resolve(
+            &Query {
+                gold: vec!["d1".into()],
+                ..q
+            },
+            GoldLevel::Document,
+            &c,
+        )
+        .expect("present");
+        assert_eq!(ok.passages().len(), 1);
+    }
 }

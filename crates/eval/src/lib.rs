@@ -85,6 +85,38 @@ pub enum Error {
     /// Building the tree or embedding failed.
     #[error(transparent)]
     Tree(#[from] treenav_tree::Error),
+    /// The navigator's settings for a system are not valid.
+    #[error("{system}: {source}")]
+    Navigator {
+        /// The system.
+        system: String,
+        /// The navigator's error.
+        source: treenav_navigator::Error,
+    },
+    /// The pruner failed or refused its input.
+    #[error("prune: {0}")]
+    Prune(#[from] treenav_prune::Error),
+    /// A query's gold names a passage or document the corpus lacks.
+    #[error("query `{query}`: gold {level} `{id}` is not in the corpus")]
+    MissingGold {
+        /// The query id.
+        query: String,
+        /// `passage` or `document`.
+        level: &'static str,
+        /// The gold id.
+        id: String,
+    },
+    /// The tree returned a passage the dataset lacks.
+    #[error("the tree returned passage `{0}`, which the dataset lacks: build the tree from this dataset")]
+    UnknownPassage(String),
+    /// A query task panicked or was cancelled.
+    #[error("a {system} query task failed: {message}")]
+    Task {
+        /// The system.
+        system: String,
+        /// What the runtime said.
+        message: String,
+    },
     /// The tree was built from another corpus than the dataset's.
     #[error(
         "the tree was built from a different corpus than this dataset's \

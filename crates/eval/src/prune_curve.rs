@@ -155,7 +155,10 @@ impl FirstStage {
                     .clone()
                     .returned_passages(depth)
                     .check()
-                    .map_err(|e| Error::Config(e.to_string()))?;
+                    .map_err(|source| Error::Navigator {
+                        system: "prune".into(),
+                        source,
+                    })?;
                 let navigator =
                     Navigator::new(tree.clone(), judge.clone(), config).map_err(|source| {
                         Error::Navigate {
@@ -291,7 +294,7 @@ pub async fn run(
         keep_top_k,
         ..PruneOptions::default()
     };
-    let pruner = Pruner::new(judge.clone(), options).map_err(|e| Error::Config(e.to_string()))?;
+    let pruner = Pruner::new(judge.clone(), options)?;
     let first = FirstStage::new(retriever, &judge, &collection, depth)?;
     let strategies = sweep(depth);
     let kinds = kinds(depth);
@@ -316,7 +319,14 @@ pub async fn run(
             let s = pruner
                 .score_for(&q.text, &chunks, kind)
                 .await
-                .map_err(|e| Error::Config(format!("prune: query `{}`: {e}", q.id)))?;
+                .map_err(|e| match e {
+                    treenav_prune::Error::Judge(source) => Error::Judge {
+                        system: "prune".into(),
+                        query: q.id.clone(),
+                        source,
+                    },
+                    other => Error::Prune(other),
+                })?;
             tally.latency[k] += s.latency_ms;
             tally.calls[k] += f64::from(s.usage.calls);
             scored.push(s);
@@ -329,9 +339,7 @@ pub async fn run(
                 .iter()
                 .position(|x| x.name() == strategy.name())
                 .unwrap_or(0);
-            let pruned = pruner
-                .select(&chunks, &scored[k], strategy)
-                .map_err(|e| Error::Config(e.to_string()))?;
+            let pruned = pruner.select(&chunks, &scored[k], strategy)?;
             tally.dropped[i] += chunks.len() - pruned.kept.len();
             tally.dropped_tokens[i] += tokens - pruned.stats.tokens_out;
             if retrieved_gold && pruned.kept.iter().any(|c| is_gold(&c.id)) {

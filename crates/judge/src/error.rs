@@ -105,7 +105,9 @@ impl Error {
         }
     }
 
-    pub(crate) fn malformed(backend: &'static str, message: impl Into<String>) -> Error {
+    /// A reply that does not hold what was asked (wrong answer count, a
+    /// value out of range), from `backend`.
+    pub fn malformed(backend: &'static str, message: impl Into<String>) -> Error {
         Error::new(ErrorKind::MalformedResponse, backend, message)
     }
 

@@ -299,11 +299,14 @@ impl Search<'_> {
             if j.probabilities.len() != shown[b].len() {
                 return Err(self.error(
                     b,
-                    treenav_judge::Error::config(format!(
-                        "{} answers for {} candidates",
-                        j.probabilities.len(),
-                        shown[b].len()
-                    )),
+                    treenav_judge::Error::malformed(
+                        self.nav.judge.kind(),
+                        format!(
+                            "{} answers for {} candidates",
+                            j.probabilities.len(),
+                            shown[b].len()
+                        ),
+                    ),
                 ));
             }
             usage.add(&j.usage);

@@ -257,7 +257,7 @@ impl Navigator {
             level: depth,
             kind: Judging::Level(kind),
             batch: b,
-            source: treenav_judge::Error::config(msg),
+            source: treenav_judge::Error::malformed(self.judge.kind(), msg),
         })?;
         let batch_of: Vec<usize> = (0..candidates.len()).map(|i| plan.batch_of(i)).collect();
         let fallback = batch_of.iter().map(|b| fell_back[*b]).collect();

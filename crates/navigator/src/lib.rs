@@ -79,9 +79,12 @@ pub enum Error {
         /// The judge's error (see `retryable()`).
         source: treenav_judge::Error,
     },
+    /// The judge could not be set up for this tree (its corpus statistics).
+    #[error("cannot set up the judge for this tree: {0}")]
+    JudgeSetup(#[source] treenav_judge::Error),
     /// The shortlist rerank failed.
     #[error("the shortlist rerank failed: {0}")]
-    Rerank(treenav_judge::Error),
+    Rerank(#[source] treenav_judge::Error),
     /// The query's deadline passed.
     #[error("the query's deadline of {0:.1} s passed before navigation finished")]
     Deadline(f64),

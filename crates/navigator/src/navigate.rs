@@ -56,10 +56,10 @@ impl Navigator {
         }
         let judge = judge
             .with_corpus_stats(stats.clone())
-            .map_err(|e| Error::Config(e.to_string()))?;
+            .map_err(Error::JudgeSetup)?;
         let fallback = Judge::new(&JudgeOptions::default())
             .and_then(|j| j.with_corpus_stats(stats.clone()))
-            .map_err(|e| Error::Config(e.to_string()))?;
+            .map_err(Error::JudgeSetup)?;
         let lexical =
             config.settings().lexical_entry > 0 || config.strategy() == Strategy::BestFirst;
         let index = lexical.then(|| LexicalIndex::build(&tree));
