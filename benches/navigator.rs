@@ -33,28 +33,7 @@ use std::time::{Duration, Instant};
 use treenav::corpus::{load, load_str, Format, LoadOptions};
 use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
 use treenav::navigator::{Navigator, NavigatorConfig, Strategy};
-use treenav::tree::{
-    build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
-    Tree, TreeParams,
-};
-
-async fn tree_of(corpus: treenav::corpus::Corpus) -> Arc<Tree> {
-    let params = TreeParams::default().check().expect("params");
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
-    Arc::new(
-        build_tree(
-            corpus,
-            "bench",
-            &params,
-            &embedder,
-            &summarizer,
-            &NoProgress,
-        )
-        .await
-        .expect("tree"),
-    )
-}
+use treenav::tree::{NoProgress, NodeKind, Tree};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -73,7 +52,7 @@ async fn scifact() -> Option<SciFact> {
         return None;
     }
     let corpus = load(&dir, Format::Beir, &LoadOptions::default()).expect("scifact");
-    let tree = tree_of(corpus).await;
+    let tree = support::tree_of(corpus, None).await;
     let mut gold: HashMap<String, HashSet<String>> = HashMap::new();
     for line in std::fs::read_to_string(dir.join("qrels/test.tsv"))
         .expect("qrels")
@@ -140,7 +119,7 @@ async fn critical_path() {
         &LoadOptions::default(),
     )
     .expect("sample");
-    let tree = tree_of(corpus).await;
+    let tree = support::tree_of(corpus, None).await;
     let judge = Judge::new(&JudgeOptions {
         backend: BackendOptions::Systemone {
             endpoint: base,
@@ -249,7 +228,7 @@ async fn at_concurrency(
     levels: &[usize],
 ) {
     use treenav::eval::bench::{self, BenchSetup, SystemKind};
-    let tree = tree_of(data.corpus.clone()).await;
+    let tree = support::tree_of(data.corpus.clone(), None).await;
     let mut setup = BenchSetup {
         systems: vec![SystemKind::Tree],
         judge,

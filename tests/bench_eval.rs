@@ -10,9 +10,7 @@ use treenav::eval::bench::{self, BenchSetup, SystemKind};
 use treenav::eval::dataset::{self, DatasetOptions, GoldLevel};
 use treenav::judge::JudgeOptions;
 use treenav::navigator::NavigatorConfig;
-use treenav::tree::{
-    build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
-};
+use treenav::tree::NoProgress;
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -166,22 +164,6 @@ fn bad_squad_names_the_line_or_question() {
     assert!(err.contains("not a dataset"), "{err}");
 }
 
-/// The dataset's tree, built with the defaults.
-async fn sample_tree(d: &dataset::Dataset) -> anyhow::Result<treenav::tree::Tree> {
-    let params = TreeParams::default().check()?;
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
-    Ok(build_tree(
-        d.corpus.clone(),
-        "sample",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await?)
-}
-
 fn sample_dataset() -> anyhow::Result<(tempfile::TempDir, dataset::Dataset)> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("sample.json");
@@ -217,7 +199,7 @@ fn sampling_is_seeded_and_keeps_file_order() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
-    let tree = sample_tree(&d).await?;
+    let tree = std::sync::Arc::unwrap_or_clone(support::tree_of(d.corpus.clone(), None).await);
     let setup = BenchSetup {
         systems: vec![
             SystemKind::Tree,
@@ -415,7 +397,7 @@ async fn prune_curve_on_the_sample_is_consistent() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
-    let tree = sample_tree(&d).await?;
+    let tree = std::sync::Arc::unwrap_or_clone(support::tree_of(d.corpus.clone(), None).await);
     let mut setup = BenchSetup {
         systems: vec![
             SystemKind::Tree,
@@ -469,7 +451,8 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
     other.corpus.documents[0].passages[0]
         .text
         .push_str(" One more sentence.");
-    let foreign = sample_tree(&other).await?;
+    let foreign =
+        std::sync::Arc::unwrap_or_clone(support::tree_of(other.corpus.clone(), None).await);
     let setup = |tree: treenav::tree::Tree| BenchSetup {
         systems: vec![SystemKind::Tree],
         judge: JudgeOptions::default(),
@@ -495,7 +478,7 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
     assert!(err.to_string().contains("different corpus"), "{err}");
 
     // The fingerprint survives the file; an old file has none and benches.
-    let own = sample_tree(&d).await?;
+    let own = std::sync::Arc::unwrap_or_clone(support::tree_of(d.corpus.clone(), None).await);
     let path = dir.path().join("own.tree");
     treenav::tree::file::save(&own, &path)?;
     let loaded = treenav::tree::file::load(&path)?;

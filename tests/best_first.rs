@@ -362,37 +362,13 @@ async fn rounds_run_their_slates_concurrently() {
         dispatch: DispatchOptions::default(),
     })
     .expect("judge");
-    let corpus = treenav::corpus::load_str(
-        treenav::SAMPLE_CORPUS,
-        "xquad-sample.json",
-        treenav::corpus::Format::Squad,
-        &treenav::corpus::LoadOptions::default(),
-    )
-    .expect("sample");
-    let params = treenav::tree::TreeParams::default()
-        .branching(8)
-        .check()
-        .expect("params");
-    let embedder =
-        treenav::tree::Embedder::new(&Default::default(), params.seed()).expect("embedder");
-    let summarizer = treenav::tree::Summarizer::new(&treenav::tree::SummarizerOptions::Extractive)
-        .expect("summarizer");
-    let tree = treenav::tree::build_tree(
-        corpus,
-        "sample",
-        &params,
-        &embedder,
-        &summarizer,
-        &treenav::tree::NoProgress,
-    )
-    .await
-    .expect("tree");
+    let tree = support::sample_tree().await;
     let config = NavigatorConfig::default()
         .strategy(Strategy::BestFirst)
         .judge_budget(100)
         .check()
         .expect("config");
-    let nav = Navigator::new(Arc::new(tree), judge, config).expect("navigator");
+    let nav = Navigator::new(tree, judge, config).expect("navigator");
     let start = Instant::now();
     let found = nav
         .retrieve("Where did Tesla work after leaving Edison's company?")

@@ -8,38 +8,9 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
-use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
 use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
-use treenav::tree::{
-    build_tree, Embedder, EmbedderOptions, LevelKind, NoProgress, NodeKind, Summarizer,
-    SummarizerOptions, Tree, TreeParams,
-};
-
-async fn sample_tree() -> Arc<Tree> {
-    let corpus = load_str(
-        treenav::SAMPLE_CORPUS,
-        "xquad-sample.json",
-        Format::Squad,
-        &LoadOptions::default(),
-    )
-    .expect("sample");
-    let params = TreeParams::default().branching(8).check().expect("params");
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
-    Arc::new(
-        build_tree(
-            corpus,
-            "sample",
-            &params,
-            &embedder,
-            &summarizer,
-            &NoProgress,
-        )
-        .await
-        .expect("tree"),
-    )
-}
+use treenav::tree::{LevelKind, NodeKind};
 
 fn lexical() -> Judge {
     Judge::new(&JudgeOptions::default()).expect("judge")
@@ -62,7 +33,7 @@ const QUERY: &str = "Where did Tesla work after leaving Edison's company?";
 
 #[tokio::test]
 async fn finds_the_answer_deterministically_within_budgets() {
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let config = NavigatorConfig::default()
         .retention_budgets([3, 4, 6])
         .batch_size(5)
@@ -143,7 +114,7 @@ async fn finds_the_answer_deterministically_within_budgets() {
 
 #[tokio::test]
 async fn lexical_entry_adds_documents_and_marks_their_route() {
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let config = NavigatorConfig::default()
         .retention_budgets([1])
         .lexical_entry(3)
@@ -166,7 +137,7 @@ async fn lexical_entry_adds_documents_and_marks_their_route() {
 
 #[tokio::test]
 async fn calibration_shows_references_in_every_batch() {
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let config = NavigatorConfig::default()
         .batch_size(4)
         .calibration(true)
@@ -191,7 +162,7 @@ async fn calibration_shows_references_in_every_batch() {
 
 #[tokio::test]
 async fn the_shortlist_rerank_reorders_when_the_model_says_so() {
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let base = support::scripted_systemone(Duration::ZERO).await.0;
     let run = |m: usize| {
         let tree = tree.clone();
@@ -222,7 +193,7 @@ async fn the_shortlist_rerank_reorders_when_the_model_says_so() {
 
 #[tokio::test]
 async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let port = support::free_port();
     let dead = format!("http://127.0.0.1:{port}");
     let quick = DispatchOptions {
@@ -287,7 +258,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
 
 #[tokio::test]
 async fn deadline_and_cost_cap_stop_cleanly() {
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let base = support::scripted_systemone(Duration::ZERO).await.0;
     let config = NavigatorConfig::default()
         .deadline_secs(Some(0.3))
@@ -318,7 +289,7 @@ async fn deadline_and_cost_cap_stop_cleanly() {
 #[tokio::test]
 async fn an_empty_query_is_an_error() {
     let nav = Navigator::new(
-        sample_tree().await,
+        support::sample_tree().await,
         lexical(),
         NavigatorConfig::default().check().expect("config"),
     )
@@ -361,7 +332,7 @@ async fn navigates_end_to_end_with_a_real_sparrow_decider() {
     ) else {
         return;
     };
-    let tree = sample_tree().await;
+    let tree = support::sample_tree().await;
     let config = NavigatorConfig::default()
         .retention_budgets([2, 3])
         .check()

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: real servers on 127.0.0.1.
 #![allow(dead_code)]
 
+pub mod scripted;
+
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -91,66 +93,11 @@ pub struct Load {
     pub peak: std::sync::atomic::AtomicUsize,
 }
 
-/// A System One server of our own, for what no real server can be made to
-/// do: answers after a fixed `delay`; `noul` falls with the candidate's
-/// number, `choice` always picks the last option; `/slow/…` answers after
-/// 2 s. Returns its base URL and its load counters.
+/// The one scripted judge server of our own (see [`scripted`]), for what
+/// no real server can be made to do. Returns its base URL and load counters.
 pub async fn scripted_systemone(delay: Duration) -> (String, std::sync::Arc<Load>) {
-    use axum::routing::post;
-    use axum::{Json, Router};
-    use serde_json::{json, Value};
-    use std::sync::atomic::Ordering;
-    fn answer(body: Value) -> Value {
-        let answers: serde_json::Map<String, Value> = body["questions"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(id, q)| {
-                let a = if q["type"] == "choice" {
-                    let labels: Vec<String> = q["criteria"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-                    let last = labels.iter().max_by_key(|l| l.parse::<usize>().unwrap_or(0)).cloned().unwrap_or_default();
-                    let probs: serde_json::Map<String, Value> = labels.iter().map(|l| (l.clone(), json!(if *l == last { 0.9 } else { 0.1 / (labels.len() - 1) as f64 }))).collect();
-                    json!({"type": "choice", "choice": last, "probabilities": probs, "confidence": 0.5})
-                } else {
-                    let n: f64 = id.trim_start_matches('q').parse().unwrap_or(0.0);
-                    json!({"type": "noul", "noul": (0.99 - n * 0.01).max(0.0)})
-                };
-                (id, a)
-            })
-            .collect();
-        json!({"answers": answers, "usage": {"input_tokens": 100, "output_tokens": 0}})
-    }
-    let load = std::sync::Arc::new(Load::default());
-    let counted = load.clone();
-    let app = Router::new()
-        .route(
-            "/v1/systemone",
-            post(move |Json(b): Json<Value>| {
-                let load = counted.clone();
-                async move {
-                    load.requests.fetch_add(1, Ordering::SeqCst);
-                    let now = load.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    load.peak.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(delay).await;
-                    load.in_flight.fetch_sub(1, Ordering::SeqCst);
-                    Json(answer(b))
-                }
-            }),
-        )
-        .route(
-            "/slow/v1/systemone",
-            post(|Json(b): Json<Value>| async move {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                Json(answer(b))
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}"), load)
+    let s = scripted::start(delay).await;
+    (s.base, s.load)
 }
 
 /// A bench report without timing and cache counts (two queries in flight may
@@ -183,4 +130,53 @@ pub fn bench_figures(report: &treenav::eval::bench::Report) -> serde_json::Value
         }
     }
     json
+}
+
+/// A tree of `corpus` as `treenav build` makes it by default (TF-IDF
+/// embedder, extractive summaries, the default seed), with at most
+/// `branching` children per node when given.
+pub async fn tree_of(
+    corpus: treenav::corpus::Corpus,
+    branching: Option<usize>,
+) -> std::sync::Arc<treenav::tree::Tree> {
+    use treenav::tree::{
+        build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions,
+        TreeParams,
+    };
+    let mut params = TreeParams::default();
+    if let Some(b) = branching {
+        params = params.branching(b);
+    }
+    let params = params.check().expect("params");
+    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
+    let tree = build_tree(
+        corpus,
+        "sample",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    )
+    .await
+    .expect("tree");
+    std::sync::Arc::new(tree)
+}
+
+/// The bundled sample corpus (48 SQuAD articles).
+pub fn sample_corpus() -> treenav::corpus::Corpus {
+    use treenav::corpus::{load_str, Format, LoadOptions};
+    load_str(
+        treenav::SAMPLE_CORPUS,
+        "xquad-sample.json",
+        Format::Squad,
+        &LoadOptions::default(),
+    )
+    .expect("the bundled sample loads")
+}
+
+/// The bundled sample's tree with at most 8 children per node, so it has
+/// more than one cluster level: the tree the navigator tests walk.
+pub async fn sample_tree() -> std::sync::Arc<treenav::tree::Tree> {
+    tree_of(sample_corpus(), Some(8)).await
 }
