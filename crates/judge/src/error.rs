@@ -70,13 +70,23 @@ impl ErrorKind {
     }
 }
 
+/// `systemone ` before `judge: …`, nothing for the judge's own settings.
+fn backend_prefix(backend: &str) -> String {
+    if backend.is_empty() {
+        String::new()
+    } else {
+        format!("{backend} ")
+    }
+}
+
 /// A decision-model failure: its kind, the backend, and what happened.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{backend} judge: {message}")]
+#[error("{}judge: {message}", backend_prefix(backend))]
 pub struct Error {
     /// The class of failure.
     pub kind: ErrorKind,
-    /// The backend (`lexical`, `systemone`, …).
+    /// The backend (`lexical`, `systemone`, …); empty for an error of the
+    /// judge's own settings.
     pub backend: &'static str,
     /// What happened (never holds an API key).
     pub message: String,
@@ -88,11 +98,11 @@ impl Error {
         self.kind.retryable()
     }
 
-    /// A configuration error.
+    /// A configuration error of the judge's own settings.
     pub fn config(message: impl Into<String>) -> Error {
         Error {
             kind: ErrorKind::Config,
-            backend: "judge",
+            backend: "",
             message: message.into(),
         }
     }
@@ -121,4 +131,20 @@ pub(crate) fn probability(backend: &'static str, what: &str, p: Option<f64>) -> 
     let p = p.ok_or_else(|| Error::malformed(backend, format!("{what}: no probability")))?;
     crate::checked::within("probability", p, 0.0..=1.0)
         .map_err(|e| Error::malformed(backend, format!("{what}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A settings error reads `judge: …` (it read `judge judge: …`); a
+    /// backend's error names the backend.
+    #[test]
+    fn messages_name_the_backend_once() {
+        assert_eq!(Error::config("bad").to_string(), "judge: bad");
+        assert_eq!(
+            Error::malformed("systemone", "no answer").to_string(),
+            "systemone judge: no answer"
+        );
+    }
 }
