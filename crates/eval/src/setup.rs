@@ -129,7 +129,7 @@ impl BenchSetup {
             .map_err(config)?;
         checked::count("rerank_n (--rerank-n)", self.rerank_n, 1..=100_000).map_err(config)?;
         if let Some(n) = self.limit {
-            checked::count("limit (--limit)", n, 1..=usize::MAX).map_err(config)?;
+            checked::at_least("limit (--limit)", n, 1).map_err(config)?;
         }
         checked::within("rrf_k", self.rrf_k, 0.0..=1e9).map_err(config)?;
         let shortlist = match self.navigator.shortlist() {
@@ -189,7 +189,7 @@ mod tests {
                 "concurrency (--concurrency) must be in 1..=1024",
             ),
             (|s| s.rerank_n = 0, "rerank_n (--rerank-n) must be in"),
-            (|s| s.limit = Some(0), "limit (--limit) must be in"),
+            (|s| s.limit = Some(0), "limit (--limit) must be at least 1"),
             (|s| s.rrf_k = f64::NAN, "rrf_k must be in"),
             (
                 |s| s.judge_budgets = vec![1],

@@ -83,6 +83,19 @@ pub fn count<T: PartialOrd + Display>(
     }
 }
 
+/// A count with a lower bound only.
+pub fn at_least<T: PartialOrd + Display>(field: &str, value: T, min: T) -> Result<T, OutOfRange> {
+    if value >= min {
+        Ok(value)
+    } else {
+        Err(OutOfRange {
+            field: field.to_string(),
+            range: format!("at least {min}"),
+            value: value.to_string(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +118,10 @@ mod tests {
         }
         assert!(within("p", 1.0, 0.0..=1.0).is_ok());
         assert!(within("p", f64::NAN, 0.0..=1.0).is_err());
+        assert_eq!(
+            at_least("limit", 0usize, 1).map_err(|e| e.to_string()),
+            Err("limit must be at least 1, got 0".to_string())
+        );
         assert_eq!(
             count("rounds", 0usize, 1..=100).map_err(|e| e.to_string()),
             Err("rounds must be in 1..=100, got 0".to_string())

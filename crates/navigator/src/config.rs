@@ -245,50 +245,33 @@ impl NavigatorConfig {
     pub fn check(self) -> Result<ValidConfig> {
         let bad = |m: String| Err(Error::Config(m));
         let bf = &self.best_first;
-        if bf.judge_budget <= self.shortlist.max(1) || bf.judge_budget > 100_000 {
-            return bad(format!(
-                "judge_budget must be in {}..=100000 (more than the shortlist of {}), got {}",
-                self.shortlist.max(1) + 1,
-                self.shortlist,
-                bf.judge_budget
-            ));
-        }
-        if !(2..=200).contains(&bf.slate_size) {
-            return bad(format!(
-                "slate_size must be in 2..=200, got {}",
-                bf.slate_size
-            ));
-        }
-        if !(1..=100).contains(&bf.rounds) {
-            return bad(format!("rounds must be in 1..=100, got {}", bf.rounds));
-        }
+        let budgets = self.shortlist.max(1) + 1..=100_000;
+        checked::count(
+            "judge_budget (above the shortlist)",
+            bf.judge_budget,
+            budgets,
+        )
+        .map_err(out_of_range)?;
+        checked::count("slate_size", bf.slate_size, 2..=200).map_err(out_of_range)?;
+        checked::count("rounds", bf.rounds, 1..=100).map_err(out_of_range)?;
         for (name, w) in [
             ("path_weight", bf.path_weight),
             ("neighbour_weight", bf.neighbour_weight),
         ] {
             checked::within(name, w, 0.0..=1.0).map_err(out_of_range)?;
         }
-        if !(1..=200).contains(&self.batch_size) {
-            return bad(format!(
-                "batch_size must be in 1..=200, got {}",
-                self.batch_size
-            ));
+        checked::count("batch_size", self.batch_size, 1..=200).map_err(out_of_range)?;
+        for &k in &self.retention_budgets {
+            checked::at_least("a retention budget", k, 1).map_err(out_of_range)?;
         }
-        if self.retention_budgets.contains(&0) {
-            return bad("retention budgets must be at least 1".into());
-        }
-        if self.returned_passages == 0 {
-            return bad("returned_passages must be at least 1".into());
-        }
+        checked::at_least("returned_passages", self.returned_passages, 1).map_err(out_of_range)?;
         if self.shortlist > self.returned_passages {
             return bad(format!(
                 "shortlist ({}) must not exceed returned_passages ({})",
                 self.shortlist, self.returned_passages
             ));
         }
-        if self.lead_sentences == 0 {
-            return bad("lead_sentences must be at least 1".into());
-        }
+        checked::at_least("lead_sentences", self.lead_sentences, 1).map_err(out_of_range)?;
         if let Some(s) = self.deadline_secs {
             checked::seconds("deadline_secs", s).map_err(out_of_range)?;
         }
@@ -357,5 +340,27 @@ impl ValidConfig {
         self.0
             .deadline_secs
             .and_then(|s| checked::seconds("deadline_secs", s).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every count is checked through one function per kind, naming the
+    /// field and its range.
+    #[test]
+    fn counts_name_field_and_range() {
+        let says = |config: NavigatorConfig| match config.check() {
+            Err(e) => e.to_string(),
+            Ok(_) => String::new(),
+        };
+        assert!(says(NavigatorConfig::default().batch_size(0))
+            .contains("batch_size must be in 1..=200, got 0"));
+        assert!(says(NavigatorConfig::default().returned_passages(0))
+            .contains("returned_passages must be at least 1, got 0"));
+        assert!(says(NavigatorConfig::default().judge_budget(1))
+            .contains("judge_budget (above the shortlist) must be in"));
+        assert!(NavigatorConfig::default().check().is_ok());
     }
 }
