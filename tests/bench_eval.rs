@@ -476,6 +476,25 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
         "{err}"
     );
     assert!(err.to_string().contains("different corpus"), "{err}");
+    // The pruning curve over the tree refuses it too.
+    let retriever = treenav::eval::prune_curve::Retriever::Tree {
+        tree: Arc::new(foreign.clone()),
+        config: NavigatorConfig::default().check()?,
+    };
+    let err = treenav::eval::prune_curve::run(
+        &d,
+        &retriever,
+        &JudgeOptions::default(),
+        5,
+        1,
+        &NoProgress,
+    )
+    .await
+    .expect_err("a foreign tree must be refused");
+    assert!(
+        matches!(err, treenav::eval::Error::TreeMismatch { .. }),
+        "{err}"
+    );
 
     // The fingerprint survives the file; an old file has none and benches.
     let own = std::sync::Arc::unwrap_or_clone(support::tree_of(d.corpus.clone(), None).await);

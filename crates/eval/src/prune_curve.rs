@@ -282,6 +282,9 @@ pub async fn run(
             "the retrieval depth must be at least 1".into(),
         ));
     }
+    if let Retriever::Tree { tree, .. } = retriever {
+        crate::context::check_tree_corpus(tree, &dataset.corpus)?;
+    }
     let collection = Collection::new(&dataset.corpus);
     let judge = Judge::new(judge_options)
         .and_then(|j| j.with_corpus_stats(dataset.corpus_stats()))

@@ -38,6 +38,9 @@ impl Backend {
         client: &ClientConfig,
     ) -> Result<(Backend, String)> {
         let kind = options.kind();
+        let remote = |endpoint: &str, model: &str, key: &Option<String>, path: &str| {
+            remote::Remote::new(kind, endpoint, model, key, path, client)
+        };
         Ok(match options {
             BackendOptions::Lexical { k1, b } => {
                 let lexical = lexical::Lexical::checked(*k1, *b)?;
@@ -49,7 +52,7 @@ impl Backend {
                 api_key_env,
                 path,
             } => {
-                let remote = remote::Remote::new(kind, endpoint, model, api_key_env, path, client)?;
+                let remote = remote(endpoint, model, api_key_env, path)?;
                 (
                     Backend::SystemOne(systemone::SystemOne(remote)),
                     model.clone(),
@@ -60,8 +63,7 @@ impl Backend {
                 model,
                 api_key_env,
             } => {
-                let path = openai_decisions::PATH;
-                let remote = remote::Remote::new(kind, endpoint, model, api_key_env, path, client)?;
+                let remote = remote(endpoint, model, api_key_env, openai_decisions::PATH)?;
                 (
                     Backend::Decisions(openai_decisions::Decisions(remote)),
                     model.clone(),
@@ -72,8 +74,7 @@ impl Backend {
                 model,
                 api_key_env,
             } => {
-                let path = logprobs::PATH;
-                let remote = remote::Remote::new(kind, endpoint, model, api_key_env, path, client)?;
+                let remote = remote(endpoint, model, api_key_env, logprobs::PATH)?;
                 (Backend::Logprobs(logprobs::Logprobs(remote)), model.clone())
             }
             BackendOptions::CrossEncoder {
