@@ -451,8 +451,10 @@ impl Judge {
         );
         let raw = self.inner.backend.call(&op).instrument(span).await?;
         let raw = Arc::new(check_reported_usage(self.inner.kind, raw)?);
-        let estimated = call_tokens(op.query, op.candidates);
-        let input_tokens = raw.input_tokens.filter(|t| *t > 0).unwrap_or(estimated);
+        let input_tokens = raw
+            .input_tokens
+            .filter(|t| *t > 0)
+            .unwrap_or_else(|| call_tokens(op.query, op.candidates));
         let cost_usd = raw.cost_usd.unwrap_or(
             input_tokens as f64 * self.inner.price_in / 1e6
                 + raw.output_tokens as f64 * self.inner.price_out / 1e6,
