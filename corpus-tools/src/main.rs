@@ -14,6 +14,7 @@ mod plot;
 mod progress;
 mod prune;
 mod query;
+mod serve;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -49,6 +50,8 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Keep only the retrieved chunks the answer needs, within a token budget.
     Prune(Box<prune::PruneArgs>),
+    /// Serve trees over HTTP: retrieve, prune, metrics, reload (see README).
+    Serve(Box<serve::ServeArgs>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -172,7 +175,12 @@ fn colour_on_stderr() -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = if cli.verbose { "debug" } else { "warn" };
+    let filter = match (&cli.command, cli.verbose) {
+        (_, true) => "debug",
+        // The service logs its start, reloads and access lines.
+        (Command::Serve(_), false) => "warn,treenav_serve=info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TREENAV_LOG")
@@ -187,6 +195,7 @@ fn main() -> ExitCode {
         Command::Query(args) => runtime().and_then(|rt| rt.block_on(query::run(&args))),
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(&args))),
         Command::Prune(args) => runtime().and_then(|rt| rt.block_on(prune::run(&args))),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&args))),
         Command::Doctor(args) => {
             runtime().and_then(|rt| rt.block_on(doctor::run(&args.judge, args.json)))
         }

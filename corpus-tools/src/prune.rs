@@ -62,20 +62,18 @@ pub struct PruneArgs {
 }
 
 impl PruneArgs {
-    pub fn strategy(&self) -> Strategy {
-        match self.strategy {
-            StrategyKind::Grade => Strategy::Grade {
-                threshold: self.threshold.unwrap_or(4.0),
-            },
-            StrategyKind::Keep => Strategy::Keep {
-                threshold: self.threshold.unwrap_or(0.5),
-            },
-            StrategyKind::BudgetSelect => Strategy::BudgetSelect {
-                extra: self.extra,
-                threshold: self.threshold.unwrap_or(0.5),
-            },
-            StrategyKind::TopN => Strategy::TopN { n: self.n },
-        }
+    pub fn strategy(&self) -> Result<Strategy> {
+        let name = self
+            .strategy
+            .to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+        Ok(Strategy::named(
+            &name,
+            self.threshold,
+            Some(self.extra),
+            Some(self.n),
+        )?)
     }
 }
 
@@ -120,7 +118,7 @@ pub async fn run(args: &PruneArgs) -> Result<()> {
         }
     };
     let options = PruneOptions {
-        strategy: args.strategy(),
+        strategy: args.strategy()?,
         keep_top_k: args.keep_top_k,
         token_budget: args.token_budget,
         counter,
@@ -131,7 +129,9 @@ pub async fn run(args: &PruneArgs) -> Result<()> {
     let (question, chunks) = read_input(args)?;
     let pruned = pruner.prune(&question, &chunks).await?;
     if args.json {
-        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&pruned)?));
+        // The service's response type: `treenav serve` answers the same JSON.
+        let response = treenav::serve::api::PruneResponse::new(pruned);
+        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&response)?));
     }
     crate::emit(&print_text(&question, &pruned))
 }

@@ -152,7 +152,14 @@ pub async fn run(args: &QueryArgs) -> Result<()> {
         .await
         .context("navigation failed")?;
     if args.json {
-        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&found)?));
+        // The service's response type: `treenav serve` answers the same JSON.
+        let name = args
+            .tree
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let response = treenav::serve::api::RetrieveResponse::new(&name, found, true);
+        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&response)?));
     }
     crate::emit(&print_text(&found, args.trace))
 }

@@ -38,6 +38,7 @@
 
 mod backend;
 pub mod checked;
+mod checkup;
 mod dispatch;
 mod error;
 mod options;
@@ -47,6 +48,7 @@ mod render;
 pub use backend::{
     bm25_scores, default_model_dir, default_ort_library, onnx_runtime_build, CorpusStats,
 };
+pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
 pub use options::{BackendOptions, DispatchOptions, JudgeOptions, Limits};
@@ -57,6 +59,7 @@ use serde::{Deserialize, Serialize};
 
 /// One candidate in a shared context.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Candidate {
     /// Its id (shown to the model as `ID: …`).
     pub id: String,
@@ -115,6 +118,7 @@ impl Scale {
 
 /// What answering cost.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Backend calls made (cache hits excluded).
     pub calls: u32,

@@ -108,6 +108,7 @@ pub enum Error {
 
 /// One returned passage.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RankedPassage {
     /// The passage id.
     pub id: String,
@@ -118,8 +119,10 @@ pub struct RankedPassage {
     /// The passage text.
     pub text: String,
     /// Its node.
+    #[cfg_attr(feature = "openapi", schema(value_type = u32))]
     pub node: NodeId,
     /// The path from the root to it.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<u32>))]
     pub path: Vec<NodeId>,
     /// P(yes) of each node on the path below the root, top first (the
     /// probabilities that brought it here).

@@ -16,11 +16,11 @@ pub struct Navigator {
     pub(crate) judge: Judge,
     pub(crate) fallback: Judge,
     pub(crate) config: ValidConfig,
-    pub(crate) index: Option<LexicalIndex>,
+    pub(crate) index: Option<Arc<LexicalIndex>>,
     pub(crate) stats: Arc<CorpusStats>,
     pub(crate) documents: usize,
     /// What the judge sees of each cluster and document node, built once.
-    labels: Vec<Option<Arc<str>>>,
+    labels: Arc<Vec<Option<Arc<str>>>>,
 }
 
 impl Navigator {
@@ -60,31 +60,67 @@ impl Navigator {
         let fallback = Judge::new(&JudgeOptions::default())
             .and_then(|j| j.with_corpus_stats(stats.clone()))
             .map_err(Error::JudgeSetup)?;
-        let lexical =
-            config.settings().lexical_entry > 0 || config.strategy() == Strategy::BestFirst;
-        let index = lexical.then(|| LexicalIndex::build(&tree));
         let mut navigator = Navigator {
             tree,
             judge,
             fallback,
             config,
-            index,
+            index: None,
             stats,
             documents,
-            labels: Vec::new(),
+            labels: Arc::new(Vec::new()),
         };
-        navigator.labels = (0..navigator.tree.len())
+        navigator.index = navigator
+            .wants_index()
+            .then(|| Arc::new(LexicalIndex::build(&navigator.tree)));
+        navigator.labels = Arc::new(navigator.render_labels());
+        Ok(navigator)
+    }
+
+    /// The same navigator (tree, judge, statistics) with other settings,
+    /// sharing what both need: the rendered labels when the card and
+    /// document views are unchanged, and the BM25 index. Cheap; a service
+    /// calls it per request that overrides a setting.
+    pub fn reconfigured(&self, config: ValidConfig) -> Navigator {
+        let (old, new) = (self.config.settings(), config.settings());
+        let same_views =
+            old.card_titles == new.card_titles && old.lead_sentences == new.lead_sentences;
+        let mut navigator = Navigator {
+            tree: self.tree.clone(),
+            judge: self.judge.clone(),
+            fallback: self.fallback.clone(),
+            config,
+            index: self.index.clone(),
+            stats: self.stats.clone(),
+            documents: self.documents,
+            labels: self.labels.clone(),
+        };
+        if navigator.index.is_none() && navigator.wants_index() {
+            navigator.index = Some(Arc::new(LexicalIndex::build(&navigator.tree)));
+        }
+        if !same_views {
+            navigator.labels = Arc::new(navigator.render_labels());
+        }
+        navigator
+    }
+
+    /// Whether the settings use the BM25 index over documents.
+    fn wants_index(&self) -> bool {
+        self.config.settings().lexical_entry > 0 || self.config.strategy() == Strategy::BestFirst
+    }
+
+    fn render_labels(&self) -> Vec<Option<Arc<str>>> {
+        (0..self.tree.len())
             .map(|i| {
                 let id = NodeId(i as u32);
-                match navigator.tree.get(id).map(|n| &n.kind) {
+                match self.tree.get(id).map(|n| &n.kind) {
                     Some(NodeKind::Cluster { .. } | NodeKind::Document { .. }) => {
-                        Some(Arc::from(navigator.render_label(id)))
+                        Some(Arc::from(self.render_label(id)))
                     }
                     _ => None,
                 }
             })
-            .collect();
-        Ok(navigator)
+            .collect()
     }
 
     /// The tree navigated.

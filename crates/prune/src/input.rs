@@ -18,13 +18,21 @@ pub struct Request {
     pub chunks: Vec<Chunk>,
 }
 
-#[derive(Deserialize)]
+/// One chunk as the JSON input gives it: a string, or an `{"id", "text"}`
+/// object (a service embeds it in its own request type).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
-enum ChunkIn {
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum ChunkIn {
+    /// The text alone; its id is its position.
     Text(String),
+    /// Text with an id (a string; other JSON is kept as its JSON text).
     Object {
+        /// The id (optional).
         #[serde(default)]
+        #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
         id: Option<serde_json::Value>,
+        /// The text.
         text: String,
     },
 }
@@ -65,7 +73,8 @@ fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8], name: &str, shape: &str) 
         .map_err(|e| Error::Input(format!("{name}:{}:{}: {e} ({shape})", e.line(), e.column())))
 }
 
-fn to_chunks(items: Vec<ChunkIn>) -> Vec<Chunk> {
+/// Chunks from their JSON form; a chunk without an id is named by its position.
+pub fn to_chunks(items: Vec<ChunkIn>) -> Vec<Chunk> {
     items
         .into_iter()
         .enumerate()

@@ -46,7 +46,7 @@ mod select;
 mod strategy;
 mod tokens;
 
-pub use strategy::Strategy;
+pub use strategy::{Strategy, STRATEGY_NAMES};
 pub use tokens::TokenCounter;
 
 use serde::{Deserialize, Serialize};
@@ -144,6 +144,7 @@ pub struct Scored {
 
 /// One kept chunk.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KeptChunk {
     /// Its id.
     pub id: String,
@@ -163,6 +164,7 @@ pub struct KeptChunk {
 
 /// Figures of one pruning.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Stats {
     /// Chunks given.
     pub chunks_in: usize,
@@ -188,6 +190,7 @@ pub struct Stats {
 
 /// What pruning kept.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Pruned {
     /// The strategy's name.
     pub strategy: &'static str,

@@ -31,7 +31,42 @@ pub enum Strategy {
     },
 }
 
+/// The strategies' names, as `named` takes them.
+pub const STRATEGY_NAMES: [&str; 4] = ["grade", "keep", "budget-select", "top-n"];
+
 impl Strategy {
+    /// A strategy by name with its settings, each defaulting when not
+    /// given: `threshold` 4 (grade) or 0.5 (keep, budget-select), `extra`
+    /// 3, `n` 5. Settings a strategy does not use are ignored.
+    pub fn named(
+        name: &str,
+        threshold: Option<f64>,
+        extra: Option<usize>,
+        n: Option<usize>,
+    ) -> Result<Strategy> {
+        let strategy = match name {
+            "grade" => Strategy::Grade {
+                threshold: threshold.unwrap_or(4.0),
+            },
+            "keep" => Strategy::Keep {
+                threshold: threshold.unwrap_or(0.5),
+            },
+            "budget-select" => Strategy::BudgetSelect {
+                extra: extra.unwrap_or(3),
+                threshold: threshold.unwrap_or(0.5),
+            },
+            "top-n" => Strategy::TopN { n: n.unwrap_or(5) },
+            other => {
+                return Err(Error::Config(format!(
+                    "unknown strategy `{other}` (strategies: {})",
+                    STRATEGY_NAMES.join(", ")
+                )))
+            }
+        };
+        strategy.check()?;
+        Ok(strategy)
+    }
+
     /// Its name: grade, keep, budget-select or top-n.
     pub fn name(&self) -> &'static str {
         match self {

@@ -9,15 +9,15 @@ pub enum TokenCounter {
     /// Characters / 4, rounded up: a stated fallback when no tokenizer is given.
     #[default]
     CharsOver4,
-    /// A real tokenizer (`tokenizer.json`).
-    Tokenizer(Box<tokenizers::Tokenizer>),
+    /// A real tokenizer (`tokenizer.json`), shared: clones are cheap.
+    Tokenizer(std::sync::Arc<tokenizers::Tokenizer>),
 }
 
 impl TokenCounter {
     /// Loads a `tokenizer.json`.
     pub fn from_file(path: &Path) -> Result<TokenCounter> {
         tokenizers::Tokenizer::from_file(path)
-            .map(|t| TokenCounter::Tokenizer(Box::new(t)))
+            .map(|t| TokenCounter::Tokenizer(std::sync::Arc::new(t)))
             .map_err(|e| Error::Tokenizer {
                 path: path.to_path_buf(),
                 message: e.to_string(),

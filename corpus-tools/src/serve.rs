@@ -1,0 +1,102 @@
+//! `treenav serve`: the HTTP service over named trees (see `treenav_serve`).
+
+use crate::judge_args::JudgeArgs;
+use crate::query::NavArgs;
+use anyhow::{bail, Result};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use treenav::prune::TokenCounter;
+use treenav::serve::{Limits, ServeOptions, Server, Tokens, TreeSpec};
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// A tree to serve, as name=path (repeat for more).
+    #[arg(long = "tree", required = true)]
+    pub trees: Vec<String>,
+    /// Address to listen on (port 0 picks a free one; the address is
+    /// printed on stdout as `listening on http://…`).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub nav: NavArgs,
+    /// Largest request body, bytes (413 above).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+    /// Longest query or question, characters (400 above).
+    #[arg(long, default_value_t = 2000)]
+    pub max_query_chars: usize,
+    /// Most chunks in one prune request (413 above).
+    #[arg(long, default_value_t = 1000)]
+    pub max_chunks: usize,
+    /// Seconds one request may take, queueing included (504 after).
+    #[arg(long, default_value_t = 30.0)]
+    pub request_deadline: f64,
+    /// Retrievals and prunes running at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_concurrent: usize,
+    /// Requests that may wait for a slot beyond those; more get 503 with Retry-After.
+    #[arg(long, default_value_t = 64)]
+    pub queue: usize,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    #[arg(long, default_value_t = 30.0)]
+    pub grace: f64,
+    /// Require a bearer token: the environment variable holding the
+    /// accepted tokens (comma- or newline-separated, 16+ characters each).
+    #[arg(long, conflicts_with = "auth_token_file")]
+    pub auth_token_env: Option<String>,
+    /// Require a bearer token: a file of accepted tokens, one per line.
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
+    /// tokenizer.json counting the pruner's tokens (default: characters / 4).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// Write query text into the access log (off: logs never hold queries).
+    #[arg(long)]
+    pub log_queries: bool,
+}
+
+fn options(args: &ServeArgs) -> Result<ServeOptions> {
+    let trees = args
+        .trees
+        .iter()
+        .map(|t| t.parse::<TreeSpec>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut options = ServeOptions::new(trees, args.judge.options()?);
+    options.navigator = args.nav.config()?;
+    options.limits = Limits::from_flags(
+        args.max_body_bytes,
+        args.max_query_chars,
+        args.max_chunks,
+        args.request_deadline,
+        args.max_concurrent,
+        args.queue,
+        args.grace,
+    )?;
+    options.auth = match (&args.auth_token_env, &args.auth_token_file) {
+        (Some(var), _) => Some(Tokens::from_env(var)?),
+        (None, Some(path)) => Some(Tokens::from_file(path)?),
+        (None, None) => None,
+    };
+    if let Some(path) = &args.tokenizer {
+        options.counter = TokenCounter::from_file(path)?;
+    }
+    options.log_queries = args.log_queries;
+    Ok(options)
+}
+
+pub async fn run(args: &ServeArgs) -> Result<()> {
+    let options = options(args)?;
+    if !args.addr.ip().is_loopback() && options.auth.is_none() {
+        tracing::warn!(addr = %args.addr, "listening beyond loopback without authentication (give --auth-token-env or --auth-token-file)");
+    }
+    let server = Server::bind(args.addr, options).await?;
+    let addr = server.local_addr()?;
+    if addr.port() == 0 {
+        bail!("bound to port 0");
+    }
+    crate::emit(&format!("listening on http://{addr}\n"))?;
+    server.run(treenav::serve::shutdown_signal()).await?;
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Errors: the service's setup errors ([`Error`]) and the HTTP errors a
+//! request gets ([`ApiError`], a status with a JSON body naming the field).
+
+use crate::api::{ErrorBody, ErrorDetail};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::path::PathBuf;
+
+/// Why the service could not start (or reload).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A setting is out of range or inconsistent.
+    #[error("serve: {0}")]
+    Config(String),
+    /// A tree file could not be loaded.
+    #[error("tree `{name}` ({}): {source}", path.display())]
+    Tree {
+        /// The tree's name.
+        name: String,
+        /// Its file.
+        path: PathBuf,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The judge could not be set up.
+    #[error(transparent)]
+    Judge(#[from] treenav_judge::Error),
+    /// The token file could not be read.
+    #[error("cannot read the token file {}: {source}", path.display())]
+    Tokens {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The address could not be bound, or serving failed.
+    #[error("serve: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// An HTTP error: a status and `{"error": {"code", "message", "field"?}}`.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The status.
+    pub status: StatusCode,
+    /// The body.
+    pub detail: ErrorDetail,
+    /// Seconds to send in `Retry-After` (503).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            detail: ErrorDetail {
+                code: code.to_string(),
+                message: message.into(),
+                field: None,
+            },
+            retry_after: None,
+        }
+    }
+
+    /// 400, naming the field at fault.
+    pub fn bad_field(field: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message).field(field)
+    }
+
+    /// 400 without a field.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 413, naming the field (or `body`) that is too large.
+    pub fn too_large(field: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message).field(field)
+    }
+
+    /// 401, without detail.
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unauthorized")
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 503 with `Retry-After`.
+    pub fn overloaded(retry_after: u64) -> ApiError {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "too many requests in flight; retry later",
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// 504: the request's deadline passed.
+    pub fn deadline(secs: f64) -> ApiError {
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            "deadline",
+            format!("the request did not finish within its deadline of {secs} s"),
+        )
+    }
+
+    /// 502: the judge failed.
+    pub fn judge(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_GATEWAY, "judge", message)
+    }
+
+    /// 500.
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// 422: a reload was refused.
+    pub fn reload(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "reload", message)
+    }
+
+    fn field(mut self, field: &str) -> ApiError {
+        self.detail.field = Some(field.to_string());
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status;
+        let retry_after = self.retry_after;
+        let mut response = (status, axum::Json(ErrorBody { error: self.detail })).into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

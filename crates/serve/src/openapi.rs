@@ -1,0 +1,104 @@
+//! The OpenAPI document (`GET /openapi.json`), generated from the wire
+//! types in [`crate::api`] so a client in any language can be generated.
+
+use crate::api::*;
+use std::sync::OnceLock;
+use utoipa::OpenApi;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "treenav",
+        description = "Retrieval by decision-model tree navigation, and context pruning.",
+        license(name = "MIT OR Apache-2.0")
+    ),
+    paths(retrieve, prune, trees, reload, healthz, readyz, metrics),
+    components(schemas(
+        RetrieveRequest, RetrieveResponse, PruneRequest, PruneResponse, TreesResponse, TreeInfo,
+        ReloadRequest, ReloadResponse, ReloadOutcome, Readiness, ErrorBody, ErrorDetail
+    )),
+    modifiers(&BearerAuth)
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The document as JSON text, built once.
+pub(crate) fn document() -> String {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| {
+        ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| {
+            format!("{{\"error\": \"cannot render the OpenAPI document: {e}\"}}")
+        })
+    })
+    .clone()
+}
+
+// Path declarations for the document (the handlers live in `routes`).
+
+/// Ranked passages for a question, from one tree.
+#[utoipa::path(post, path = "/v1/retrieve", request_body = RetrieveRequest,
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, body = RetrieveResponse),
+        (status = 400, body = ErrorBody, description = "a field is invalid (named in `field`)"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "no such tree"),
+        (status = 413, body = ErrorBody), (status = 502, body = ErrorBody, description = "the judge failed"),
+        (status = 503, body = ErrorBody, description = "overloaded; see Retry-After"),
+        (status = 504, body = ErrorBody, description = "the request deadline passed")))]
+#[allow(dead_code)]
+fn retrieve() {}
+
+/// Keep only the chunks the answer needs.
+#[utoipa::path(post, path = "/v1/prune", request_body = PruneRequest,
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, body = PruneResponse), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 502, body = ErrorBody), (status = 503, body = ErrorBody),
+        (status = 504, body = ErrorBody)))]
+#[allow(dead_code)]
+fn prune() {}
+
+/// The served trees.
+#[utoipa::path(get, path = "/v1/trees", security((), ("bearer" = [])),
+    responses((status = 200, body = TreesResponse), (status = 401, body = ErrorBody)))]
+#[allow(dead_code)]
+fn trees() {}
+
+/// Reload one tree (or all) from its file; a bad file is refused and the
+/// old copy keeps serving.
+#[utoipa::path(post, path = "/v1/admin/reload", request_body(content = ReloadRequest, description = "optional"),
+    security((), ("bearer" = [])),
+    responses((status = 200, body = ReloadResponse), (status = 422, body = ReloadResponse, description = "a file was refused"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+#[allow(dead_code)]
+fn reload() {}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", responses((status = 200, description = "up")))]
+#[allow(dead_code)]
+fn healthz() {}
+
+/// Trees loaded and the judge answering (a cached checkup).
+#[utoipa::path(get, path = "/readyz",
+    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
+#[allow(dead_code)]
+fn readyz() {}
+
+/// Prometheus metrics (text format).
+#[utoipa::path(get, path = "/metrics", security((), ("bearer" = [])),
+    responses((status = 200, content_type = "text/plain", body = String)))]
+#[allow(dead_code)]
+fn metrics() {}

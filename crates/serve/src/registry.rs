@@ -1,0 +1,166 @@
+//! The served trees, by name, each with its navigator. Reloading loads the
+//! new file beside the old one and swaps the whole map atomically: a
+//! request sees either the old tree or the new one, never a mix, and a
+//! file that fails to load leaves the old copy serving.
+
+use crate::api::{ReloadOutcome, TreeInfo};
+use crate::error::{ApiError, Error};
+use crate::options::TreeSpec;
+use arc_swap::ArcSwap;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+use treenav_judge::Judge;
+use treenav_navigator::{Navigator, ValidConfig};
+use treenav_tree::{file, NodeKind};
+
+/// One served tree.
+#[derive(Debug)]
+pub(crate) struct Served {
+    pub(crate) navigator: Navigator,
+    pub(crate) info: TreeInfo,
+}
+
+#[derive(Debug)]
+pub(crate) struct Registry {
+    trees: ArcSwap<BTreeMap<String, Arc<Served>>>,
+    specs: Vec<TreeSpec>,
+    judge: Judge,
+    config: ValidConfig,
+    /// One reload at a time.
+    reloading: tokio::sync::Mutex<()>,
+}
+
+impl Registry {
+    /// Loads every tree; any failure is an error (the service does not start).
+    pub(crate) async fn load(
+        specs: Vec<TreeSpec>,
+        judge: Judge,
+        config: ValidConfig,
+    ) -> Result<Registry, Error> {
+        let mut trees = BTreeMap::new();
+        for spec in &specs {
+            let served = load_one(spec.clone(), judge.clone(), config.clone()).await?;
+            tracing::info!(tree = %spec.name, path = %spec.path.display(),
+                documents = served.info.documents, passages = served.info.passages, "tree loaded");
+            trees.insert(spec.name.clone(), Arc::new(served));
+        }
+        metrics::gauge!("treenav_trees_loaded").set(trees.len() as f64);
+        Ok(Registry {
+            trees: ArcSwap::from_pointee(trees),
+            specs,
+            judge,
+            config,
+            reloading: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Served>> {
+        self.trees.load().get(name).cloned()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.trees.load().len()
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.trees.load().keys().cloned().collect()
+    }
+
+    pub(crate) fn infos(&self) -> Vec<TreeInfo> {
+        self.trees.load().values().map(|s| s.info.clone()).collect()
+    }
+
+    /// Reloads one tree (or all) from its file. Unknown names are 404; a
+    /// file that fails to load is reported in its outcome and the old copy
+    /// keeps serving.
+    pub(crate) async fn reload(&self, name: Option<&str>) -> Result<Vec<ReloadOutcome>, ApiError> {
+        let specs: Vec<TreeSpec> = match name {
+            None => self.specs.clone(),
+            Some(n) => vec![self
+                .specs
+                .iter()
+                .find(|s| s.name == n)
+                .cloned()
+                .ok_or_else(|| ApiError::not_found(format!("no tree named `{n}`")))?],
+        };
+        let _one_at_a_time = self.reloading.lock().await;
+        let mut outcomes = Vec::new();
+        for spec in specs {
+            let name = spec.name.clone();
+            match load_one(spec, self.judge.clone(), self.config.clone()).await {
+                Ok(served) => {
+                    let served = Arc::new(served);
+                    self.trees.rcu(|old| {
+                        let mut map = BTreeMap::clone(old);
+                        map.insert(name.clone(), served.clone());
+                        map
+                    });
+                    tracing::info!(tree = %name, "tree reloaded");
+                    metrics::counter!("treenav_reloads_total", "outcome" => "ok").increment(1);
+                    outcomes.push(ReloadOutcome {
+                        name,
+                        reloaded: true,
+                        error: None,
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(tree = %name, error = %e, "reload refused; the old copy keeps serving");
+                    metrics::counter!("treenav_reloads_total", "outcome" => "refused").increment(1);
+                    outcomes.push(ReloadOutcome {
+                        name,
+                        reloaded: false,
+                        error: Some(e.to_string()),
+                    });
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+/// Loads a tree file and builds its navigator, off the async workers.
+async fn load_one(spec: TreeSpec, judge: Judge, config: ValidConfig) -> Result<Served, Error> {
+    let fail = |spec: &TreeSpec, source: Box<dyn std::error::Error + Send + Sync>| Error::Tree {
+        name: spec.name.clone(),
+        path: spec.path.clone(),
+        source,
+    };
+    let task_spec = spec.clone();
+    let joined = tokio::task::spawn_blocking(move || -> Result<Served, Error> {
+        let spec = task_spec;
+        let tree = file::load(&spec.path).map_err(|e| fail(&spec, Box::new(e)))?;
+        let format_version = file::version(&spec.path).map_err(|e| fail(&spec, Box::new(e)))?;
+        let info = tree_info(&spec, &tree, format_version);
+        let navigator =
+            Navigator::new(Arc::new(tree), judge, config).map_err(|e| fail(&spec, Box::new(e)))?;
+        Ok(Served { navigator, info })
+    })
+    .await;
+    joined.map_err(|e| fail(&spec, Box::new(e)))?
+}
+
+fn tree_info(spec: &TreeSpec, tree: &treenav_tree::Tree, format_version: u32) -> TreeInfo {
+    let clusters = tree
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::Cluster { .. }))
+        .count();
+    let meta = tree.meta();
+    TreeInfo {
+        name: spec.name.clone(),
+        path: spec.path.display().to_string(),
+        format_version,
+        documents: tree.documents().count(),
+        passages: tree.passages().count(),
+        clusters,
+        source: meta.source.clone(),
+        embedder: meta.embedder.clone(),
+        summarizer: meta.summarizer.clone(),
+        built_by: meta.built_by.clone(),
+        loaded_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    }
+}

@@ -1,0 +1,366 @@
+//! The route handlers. They parse and check the request, take an
+//! admission slot, and hand the work to the navigator or the pruner; no
+//! retrieval logic lives here.
+
+use crate::api::{
+    PruneRequest, PruneResponse, Readiness, ReloadRequest, ReloadResponse, RetrieveRequest,
+    RetrieveResponse, TreesResponse, API_VERSION,
+};
+use crate::error::ApiError;
+use crate::observe;
+use crate::App;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::Instant;
+use treenav_judge::checked;
+use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
+use treenav_prune::{input, PruneOptions, Pruner};
+
+/// The body, or 413 (too large) / 400 naming `body`.
+fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large("body", "the request body is larger than the limit")
+        } else {
+            ApiError::bad_field("body", rejection.body_text())
+        }
+    })
+}
+
+/// Parses JSON, naming the field at fault (its path) in the error.
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = format!("invalid request: {inner}");
+        // serde names a missing or unknown field in its message only.
+        let field = if path == "." {
+            quoted_field(&inner.to_string()).unwrap_or_else(|| "body".to_string())
+        } else {
+            path
+        };
+        ApiError::bad_field(&field, message)
+    })
+}
+
+/// The first `` `name` `` in a serde message (missing/unknown field).
+fn quoted_field(message: &str) -> Option<String> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(message[start..start + len].to_string())
+}
+
+/// A question: not empty, not longer than the limit.
+fn question(app: &App, field: &str, text: &str) -> Result<(), ApiError> {
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_field(field, format!("`{field}` is empty")));
+    }
+    let chars = text.chars().count();
+    if chars > app.limits.max_query_chars {
+        return Err(ApiError::bad_field(
+            field,
+            format!(
+                "`{field}` has {chars} characters; the limit is {}",
+                app.limits.max_query_chars
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn out_of_range(field: &str) -> impl Fn(checked::OutOfRange) -> ApiError + '_ {
+    move |e| ApiError::bad_field(field, e.to_string())
+}
+
+/// The navigator a request asks for: the tree's own, or one reconfigured
+/// with the request's settings.
+fn navigator_for(served: &Navigator, req: &RetrieveRequest) -> Result<Option<Navigator>, ApiError> {
+    let overrides = req.top.is_some()
+        || req.shortlist.is_some()
+        || req.strategy.is_some()
+        || req.budgets.is_some()
+        || req.judge_budget.is_some();
+    if !overrides {
+        return Ok(None);
+    }
+    let mut config: NavigatorConfig = served.config().settings().clone();
+    let top = match req.top {
+        Some(top) => checked::count("top", top, 1..=1000).map_err(out_of_range("top"))?,
+        None => served.config().returned_passages(),
+    };
+    let shortlist = match req.shortlist {
+        Some(m) => checked::count("shortlist", m, 0..=top).map_err(out_of_range("shortlist"))?,
+        None => served.config().shortlist().min(top),
+    };
+    config = config.returned_passages(top).shortlist(shortlist);
+    if let Some(name) = &req.strategy {
+        let strategy = name
+            .parse::<Strategy>()
+            .map_err(|e| ApiError::bad_field("strategy", e.to_string()))?;
+        config = config.strategy(strategy);
+    }
+    if let Some(budgets) = &req.budgets {
+        for &k in budgets {
+            checked::count("budgets", k, 1..=100_000).map_err(out_of_range("budgets"))?;
+        }
+        if budgets.len() > 64 {
+            return Err(ApiError::bad_field("budgets", "at most 64 levels"));
+        }
+        config = config.retention_budgets(budgets.iter().copied());
+    }
+    if let Some(budget) = req.judge_budget {
+        config = config.judge_budget(budget);
+    }
+    let field = if req.judge_budget.is_some() {
+        "judge_budget"
+    } else {
+        "config"
+    };
+    let config = config
+        .check()
+        .map_err(|e| ApiError::bad_field(field, e.to_string()))?;
+    Ok(Some(served.reconfigured(config)))
+}
+
+fn navigation_error(e: treenav_navigator::Error) -> ApiError {
+    use treenav_navigator::Error as E;
+    match e {
+        E::EmptyQuery => ApiError::bad_field("query", e.to_string()),
+        E::Config(_) => ApiError::bad_request(e.to_string()),
+        E::Deadline(secs) => ApiError::deadline(secs),
+        E::Judge { .. } | E::Rerank(_) | E::JudgeSetup(_) | E::CostCap { .. } => {
+            ApiError::judge(e.to_string())
+        }
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// Runs `work` under an admission slot and the request deadline.
+async fn admitted<T>(
+    app: &App,
+    work: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let limited = async {
+        let _slot = app.admission.admit().await?;
+        work.await
+    };
+    tokio::time::timeout(app.limits.deadline, limited)
+        .await
+        .map_err(|_| ApiError::deadline(app.limits.deadline.as_secs_f64()))?
+}
+
+pub(crate) async fn retrieve(
+    State(app): State<Arc<App>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Json<RetrieveResponse>, ApiError> {
+    let req: RetrieveRequest = parse(&body(raw)?)?;
+    question(&app, "query", &req.query)?;
+    let served = app
+        .registry
+        .get(&req.tree)
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "no tree named `{}` (trees: {})",
+                req.tree,
+                app.registry.names().join(", ")
+            ))
+        })
+        .map_err(|mut e| {
+            e.detail.field = Some("tree".into());
+            e
+        })?;
+    if app.log_queries {
+        tracing::info!(target: "treenav_serve::access", tree = %req.tree, query = %req.query, "retrieve");
+    }
+    let custom = navigator_for(&served.navigator, &req)?;
+    let navigator = custom.as_ref().unwrap_or(&served.navigator);
+    let found = admitted(&app, async {
+        navigator
+            .retrieve(&req.query)
+            .await
+            .map_err(navigation_error)
+    })
+    .await?;
+    observe::judge_usage("retrieve", &found.trace.usage);
+    Ok(Json(RetrieveResponse::new(&req.tree, found, req.trace)))
+}
+
+fn prune_options(app: &App, req: &PruneRequest) -> Result<PruneOptions, ApiError> {
+    let name = req.strategy.as_deref().unwrap_or("grade");
+    let field = if req.threshold.is_some() {
+        "threshold"
+    } else {
+        "strategy"
+    };
+    let strategy = treenav_prune::Strategy::named(name, req.threshold, req.extra, req.n)
+        .map_err(|e| ApiError::bad_field(field, e.to_string()))?;
+    if let Some(budget) = req.token_budget {
+        checked::count("token_budget", budget, 1..=100_000_000)
+            .map_err(out_of_range("token_budget"))?;
+    }
+    Ok(PruneOptions {
+        strategy,
+        keep_top_k: req.keep_top_k.unwrap_or(1),
+        token_budget: req.token_budget,
+        counter: app.counter.clone(),
+        edge_placement: req.edge_placement,
+    })
+}
+
+fn prune_error(e: treenav_prune::Error) -> ApiError {
+    use treenav_prune::Error as E;
+    match e {
+        E::Input(_) => ApiError::bad_field("chunks", e.to_string()),
+        E::Config(_) => ApiError::bad_request(e.to_string()),
+        E::Judge(_) => ApiError::judge(e.to_string()),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+pub(crate) async fn prune(
+    State(app): State<Arc<App>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Json<PruneResponse>, ApiError> {
+    let req: PruneRequest = parse(&body(raw)?)?;
+    question(&app, "question", &req.question)?;
+    if req.chunks.len() > app.limits.max_chunks {
+        return Err(ApiError::too_large(
+            "chunks",
+            format!(
+                "{} chunks; the limit is {}",
+                req.chunks.len(),
+                app.limits.max_chunks
+            ),
+        ));
+    }
+    let pruner = Pruner::new(app.judge.clone(), prune_options(&app, &req)?).map_err(prune_error)?;
+    let chunks = input::to_chunks(req.chunks);
+    let pruned = admitted(&app, async {
+        pruner
+            .prune(&req.question, &chunks)
+            .await
+            .map_err(prune_error)
+    })
+    .await?;
+    metrics::counter!("treenav_judge_calls_total", "route" => "prune")
+        .increment(pruned.stats.judge_calls.into());
+    Ok(Json(PruneResponse::new(pruned)))
+}
+
+pub(crate) async fn trees(State(app): State<Arc<App>>) -> Json<TreesResponse> {
+    Json(TreesResponse {
+        version: API_VERSION,
+        trees: app.registry.infos(),
+    })
+}
+
+pub(crate) async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
+    let readiness = app.readiness().await;
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(readiness)).into_response()
+}
+
+pub(crate) async fn metrics() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        observe::prometheus().render(),
+    )
+        .into_response()
+}
+
+pub(crate) async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::document(),
+    )
+        .into_response()
+}
+
+pub(crate) async fn reload(
+    State(app): State<Arc<App>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let bytes = body(raw)?;
+    let req: ReloadRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
+        ReloadRequest::default()
+    } else {
+        parse(&bytes)?
+    };
+    let trees = app.registry.reload(req.tree.as_deref()).await?;
+    let status = if trees.iter().all(|t| t.reloaded) {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    Ok((status, Json(ReloadResponse { trees })).into_response())
+}
+
+pub(crate) async fn not_found() -> ApiError {
+    ApiError::not_found("no such route (see /openapi.json)")
+}
+
+/// Readiness: trees loaded, and a judge checkup no older than the TTL.
+impl App {
+    pub(crate) async fn readiness(&self) -> Readiness {
+        let mut cached = self.ready.lock().await;
+        let fresh = matches!(&*cached, Some((at, _)) if at.elapsed() < self.limits.ready_ttl);
+        if !fresh {
+            let limit = self
+                .limits
+                .ready_ttl
+                .min(std::time::Duration::from_secs(10));
+            let outcome =
+                match tokio::time::timeout(limit, treenav_judge::checkup(&self.judge)).await {
+                    Ok(Ok(c)) => Ok(c.warnings),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!(
+                        "the judge did not answer within {} s",
+                        limit.as_secs_f64()
+                    )),
+                };
+            *cached = Some((Instant::now(), outcome));
+        }
+        let (at, outcome) = match &*cached {
+            Some((at, outcome)) => (*at, outcome.clone()),
+            None => (Instant::now(), Err("no checkup yet".to_string())),
+        };
+        let trees = self.registry.len();
+        let mut problems = Vec::new();
+        if trees == 0 {
+            problems.push("no tree loaded".to_string());
+        }
+        let judge_ok = match outcome {
+            Ok(warnings) => {
+                problems.extend(warnings);
+                true
+            }
+            Err(e) => {
+                problems.push(format!("judge: {e}"));
+                false
+            }
+        };
+        Readiness {
+            ready: trees > 0 && judge_ok,
+            trees,
+            judge: self.judge.kind().to_string(),
+            judge_ok,
+            problems,
+            checked_secs_ago: at.elapsed().as_secs_f64(),
+        }
+    }
+}
