@@ -3,6 +3,8 @@
 
 pub mod scripted;
 
+pub use scripted::Load;
+
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -83,14 +85,6 @@ pub fn shared_data(rel: &str) -> Option<std::path::PathBuf> {
         );
         None
     }
-}
-
-/// Requests a scripted server has seen, and the most in flight at once.
-#[derive(Debug, Default)]
-pub struct Load {
-    pub requests: std::sync::atomic::AtomicUsize,
-    pub in_flight: std::sync::atomic::AtomicUsize,
-    pub peak: std::sync::atomic::AtomicUsize,
 }
 
 /// The one scripted judge server of our own (see [`scripted`]), for what

@@ -12,7 +12,6 @@
 //! * `/v1/decisions`, `/v1/chat/completions`: the OpenAI shapes; a
 //!   candidate is relevant when its line mentions insulin.
 
-use super::Load;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -21,6 +20,14 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Requests a scripted server has seen, and the most in flight at once.
+#[derive(Debug, Default)]
+pub struct Load {
+    pub requests: std::sync::atomic::AtomicUsize,
+    pub in_flight: std::sync::atomic::AtomicUsize,
+    pub peak: std::sync::atomic::AtomicUsize,
+}
 
 /// A running scripted server.
 pub struct Scripted {

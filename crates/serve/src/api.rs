@@ -225,7 +225,7 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// A stable code: `bad_request`, `payload_too_large`, `unauthorized`,
-    /// `not_found`, `overloaded`, `deadline`, `judge`, `reload`, `internal`.
+    /// `not_found`, `method_not_allowed`, `overloaded`, `deadline`, `judge`, `reload`, `internal`.
     pub code: String,
     /// What went wrong.
     pub message: String,

@@ -87,6 +87,15 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
+    /// 405.
+    pub fn method_not_allowed() -> ApiError {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "this route does not take that method (see /openapi.json)",
+        )
+    }
+
     /// 503 with `Retry-After`.
     pub fn overloaded(retry_after: u64) -> ApiError {
         let mut e = ApiError::new(

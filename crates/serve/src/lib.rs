@@ -32,6 +32,7 @@ mod error;
 mod observe;
 mod openapi;
 mod options;
+mod ready;
 mod registry;
 mod routes;
 
@@ -47,7 +48,6 @@ use registry::Registry;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::net::TcpListener;
 use treenav_judge::Judge;
 use treenav_prune::TokenCounter;
@@ -61,8 +61,7 @@ pub(crate) struct App {
     limits: Limits,
     admission: Admission,
     log_queries: bool,
-    /// The last judge checkup: when, and its warnings or its error.
-    ready: tokio::sync::Mutex<Option<(Instant, Result<Vec<String>, String>)>>,
+    ready: ready::LastCheckup,
 }
 
 /// A bound service, ready to run.
@@ -95,7 +94,7 @@ impl Server {
             admission: Admission::new(limits.max_concurrent, limits.queue, limits.queue_wait),
             limits,
             log_queries: options.log_queries,
-            ready: tokio::sync::Mutex::new(None),
+            ready: ready::LastCheckup::default(),
         };
         Ok(Server {
             listener,
@@ -129,6 +128,7 @@ impl Server {
             .route("/openapi.json", get(routes::openapi))
             .merge(api)
             .fallback(routes::not_found)
+            .method_not_allowed_fallback(routes::method_not_allowed)
             .layer(DefaultBodyLimit::max(self.app.limits.max_body_bytes))
             .layer(axum::middleware::from_fn(observe::track))
             .with_state(self.app.clone())

@@ -3,8 +3,8 @@
 //! retrieval logic lives here.
 
 use crate::api::{
-    PruneRequest, PruneResponse, Readiness, ReloadRequest, ReloadResponse, RetrieveRequest,
-    RetrieveResponse, TreesResponse, API_VERSION,
+    PruneRequest, PruneResponse, ReloadRequest, ReloadResponse, RetrieveRequest, RetrieveResponse,
+    TreesResponse, API_VERSION,
 };
 use crate::error::ApiError;
 use crate::observe;
@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
-use std::time::Instant;
 use treenav_judge::checked;
 use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
 use treenav_prune::{input, PruneOptions, Pruner};
@@ -314,53 +313,6 @@ pub(crate) async fn not_found() -> ApiError {
     ApiError::not_found("no such route (see /openapi.json)")
 }
 
-/// Readiness: trees loaded, and a judge checkup no older than the TTL.
-impl App {
-    pub(crate) async fn readiness(&self) -> Readiness {
-        let mut cached = self.ready.lock().await;
-        let fresh = matches!(&*cached, Some((at, _)) if at.elapsed() < self.limits.ready_ttl);
-        if !fresh {
-            let limit = self
-                .limits
-                .ready_ttl
-                .min(std::time::Duration::from_secs(10));
-            let outcome =
-                match tokio::time::timeout(limit, treenav_judge::checkup(&self.judge)).await {
-                    Ok(Ok(c)) => Ok(c.warnings),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!(
-                        "the judge did not answer within {} s",
-                        limit.as_secs_f64()
-                    )),
-                };
-            *cached = Some((Instant::now(), outcome));
-        }
-        let (at, outcome) = match &*cached {
-            Some((at, outcome)) => (*at, outcome.clone()),
-            None => (Instant::now(), Err("no checkup yet".to_string())),
-        };
-        let trees = self.registry.len();
-        let mut problems = Vec::new();
-        if trees == 0 {
-            problems.push("no tree loaded".to_string());
-        }
-        let judge_ok = match outcome {
-            Ok(warnings) => {
-                problems.extend(warnings);
-                true
-            }
-            Err(e) => {
-                problems.push(format!("judge: {e}"));
-                false
-            }
-        };
-        Readiness {
-            ready: trees > 0 && judge_ok,
-            trees,
-            judge: self.judge.kind().to_string(),
-            judge_ok,
-            problems,
-            checked_secs_ago: at.elapsed().as_secs_f64(),
-        }
-    }
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::method_not_allowed()
 }

@@ -1,0 +1,201 @@
+//! `treenav serve` as a process: the address it prints, startup errors,
+//! SIGTERM with requests in flight (all complete) and SIGHUP reloads. The
+//! slow judge is the scripted server shared with the root tests.
+
+#[path = "../../tests/support/scripted.rs"]
+#[allow(dead_code)]
+mod scripted;
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A `treenav serve` process, killed if still running when dropped.
+struct Serving {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serving {
+    fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .expect("kill")
+            .success();
+        assert!(ok, "kill -{name}");
+    }
+}
+
+fn build_sample(path: &std::path::Path, branching: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args(["build", "--branching", branching, "-o"])
+        .arg(path)
+        .output()
+        .expect("run treenav build");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Starts `treenav serve --addr 127.0.0.1:0 args…` and reads the address
+/// from its first line of output.
+fn serve(args: &[&str]) -> Serving {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn treenav serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("read");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    Serving { child, base }
+}
+
+fn question() -> Value {
+    json!({"tree": "sample", "query": "Where did Tesla work after leaving Edison's company?"})
+}
+
+#[test]
+fn startup_errors_are_clear() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing.tree");
+    for (args, says) in [
+        (
+            vec!["--tree".to_string(), "nameless".to_string()],
+            "name=path",
+        ),
+        (
+            vec!["--tree".into(), format!("sample={}", missing.display())],
+            "missing.tree",
+        ),
+        (
+            vec![
+                "--tree".into(),
+                "a=x".into(),
+                "--auth-token-env".into(),
+                "TREENAV_TEST_UNSET_VAR".into(),
+            ],
+            "TREENAV_TEST_UNSET_VAR",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_treenav"))
+            .arg("serve")
+            .args(&args)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_requests_in_flight_finish() {
+    let judge = scripted::start(Duration::from_millis(300)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("sample.tree");
+    build_sample(&tree, "8");
+    let s = serve(&[
+        "--tree",
+        &format!("sample={}", tree.display()),
+        "--judge",
+        "systemone",
+        "--endpoint",
+        &judge.base,
+        "--model",
+        "scripted",
+    ]);
+    let client = reqwest::Client::new();
+    let requests: Vec<_> = (0..8)
+        .map(|_| {
+            let r = client
+                .post(format!("{}/v1/retrieve", s.base))
+                .json(&question())
+                .send();
+            tokio::spawn(async move {
+                let r = r.await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(r.status().as_u16())
+            })
+        })
+        .collect();
+    let waiting = Instant::now();
+    while judge.load.in_flight.load(Ordering::SeqCst) < 8 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(20),
+            "requests never reached the judge"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    s.signal("TERM");
+    for r in requests {
+        assert_eq!(
+            r.await.expect("join"),
+            Ok(200),
+            "every request in flight completes"
+        );
+    }
+    let mut s = s;
+    let status = s.child.wait().expect("wait");
+    assert!(status.success(), "a clean exit after SIGTERM: {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_trees() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("sample.tree");
+    build_sample(&tree, "8");
+    let s = serve(&["--tree", &format!("sample={}", tree.display())]);
+    let clusters = || async {
+        let v: Value = reqwest::get(format!("{}/v1/trees", s.base))
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        (
+            v["trees"][0]["clusters"].clone(),
+            v["trees"][0]["loaded_at"].clone(),
+        )
+    };
+    let (before, _) = clusters().await;
+    build_sample(&tree, "4");
+    s.signal("HUP");
+    let waiting = Instant::now();
+    loop {
+        let (now, _) = clusters().await;
+        if now != before {
+            break;
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(20),
+            "SIGHUP did not reload"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/retrieve", s.base))
+        .json(&question())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200, "serves after the reload");
+}

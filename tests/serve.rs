@@ -1,0 +1,551 @@
+//! `treenav serve` as a library: a real server on 127.0.0.1, a real HTTP
+//! client (reqwest). Every route, every error status with its JSON body,
+//! auth on and off, limits, overload, reload under load and a graceful
+//! shutdown with requests in flight. The slow and failing judges are the
+//! scripted server of `support::scripted` (no real server can be made to
+//! answer after a fixed delay or fail on cue); the process-level signals
+//! (SIGTERM, SIGHUP) are tested on the binary in `corpus-tools/tests/serve.rs`.
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+use treenav::judge::{BackendOptions, JudgeOptions};
+use treenav::serve::{ServeOptions, Server, Tokens, TreeSpec};
+
+/// A running service; stopped (gracefully) when `stop` is called.
+struct Running {
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<Result<(), treenav::serve::Error>>,
+    _dir: Arc<TempDir>,
+}
+
+impl Running {
+    async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.done.await.expect("join").expect("served");
+    }
+}
+
+/// The sample tree saved in a fresh folder, as `sample.tree`.
+async fn sample_file() -> (Arc<TempDir>, std::path::PathBuf) {
+    let dir = Arc::new(tempfile::tempdir().expect("tempdir"));
+    let path = dir.path().join("sample.tree");
+    treenav::tree::file::save(&*support::sample_tree().await, &path).expect("save");
+    (dir, path)
+}
+
+async fn start_with(dir: Arc<TempDir>, options: ServeOptions) -> Running {
+    let server = Server::bind("127.0.0.1:0".parse().expect("addr"), options)
+        .await
+        .expect("bind");
+    let base = format!("http://{}", server.local_addr().expect("addr"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(server.run(async {
+        let _ = rx.await;
+    }));
+    Running {
+        base,
+        stop: Some(tx),
+        done,
+        _dir: dir,
+    }
+}
+
+/// The sample tree as `sample`, with `judge` and `tune` applied.
+async fn start(judge: JudgeOptions, tune: impl FnOnce(&mut ServeOptions)) -> Running {
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path,
+    };
+    let mut options = ServeOptions::new(vec![spec], judge);
+    tune(&mut options);
+    start_with(dir, options).await
+}
+
+fn slow_judge(base: &str) -> JudgeOptions {
+    JudgeOptions {
+        backend: BackendOptions::Systemone {
+            endpoint: base.to_string(),
+            model: "scripted".into(),
+            api_key_env: None,
+            path: "/v1/systemone".into(),
+        },
+        ..JudgeOptions::default()
+    }
+}
+
+async fn post(base: &str, route: &str, body: Value) -> (StatusCode, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}{route}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(base: &str, route: &str) -> (StatusCode, String) {
+    let r = reqwest::get(format!("{base}{route}")).await.expect("get");
+    (r.status(), r.text().await.expect("body"))
+}
+
+fn question() -> Value {
+    json!({"tree": "sample", "query": "Where did Tesla work after leaving Edison's company?"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_answers_with_its_json() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    assert_eq!(get(&s.base, "/healthz").await.0, StatusCode::OK);
+
+    let (status, ready) = get(&s.base, "/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{ready}");
+    let ready: Value = serde_json::from_str(&ready).expect("json");
+    assert_eq!(
+        (ready["ready"].clone(), ready["trees"].clone()),
+        (json!(true), json!(1))
+    );
+
+    let (status, trees) = get(&s.base, "/v1/trees").await;
+    assert_eq!(status, StatusCode::OK);
+    let trees: Value = serde_json::from_str(&trees).expect("json");
+    assert_eq!(trees["version"], 1);
+    assert_eq!(trees["trees"][0]["name"], "sample");
+    assert_eq!(trees["trees"][0]["documents"], 48);
+    assert_eq!(trees["trees"][0]["passages"], 96);
+
+    let (status, found) = post(&s.base, "/v1/retrieve", question()).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["version"], 1);
+    assert_eq!(found["tree"], "sample");
+    assert_eq!(found["passages"].as_array().map(Vec::len), Some(10));
+    assert_eq!(found["passages"][0]["document_id"], "Nikola_Tesla");
+    assert!(found.get("trace").is_none(), "no trace unless asked");
+    assert!(found["usage"]["calls"].as_u64() > Some(0));
+
+    let mut asked = question();
+    asked["top"] = json!(3);
+    asked["trace"] = json!(true);
+    asked["strategy"] = json!("best-first");
+    asked["judge_budget"] = json!(40);
+    let (status, found) = post(&s.base, "/v1/retrieve", asked).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["passages"].as_array().map(Vec::len), Some(3));
+    assert_eq!(found["trace"]["strategy"], "best-first");
+    assert_eq!(found["trace"]["judge_budget"], 40);
+
+    let prune = json!({"question": "Where did Tesla work?", "strategy": "top-n", "n": 1,
+        "chunks": ["Tesla worked for Edison.", {"id": "b", "text": "Bananas are yellow."}]});
+    let (status, pruned) = post(&s.base, "/v1/prune", prune).await;
+    assert_eq!(status, StatusCode::OK, "{pruned}");
+    assert_eq!(pruned["version"], 1);
+    assert_eq!(pruned["strategy"], "top-n");
+    assert_eq!(pruned["kept"][0]["text"], "Tesla worked for Edison.");
+
+    let (status, metrics) = get(&s.base, "/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    for name in [
+        "treenav_http_requests_total{route=\"/v1/retrieve\",method=\"POST\",status=\"200\"}",
+        "treenav_http_request_duration_seconds_bucket",
+        "treenav_judge_calls_total",
+        "treenav_http_in_flight",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
+
+    let (status, doc) = get(&s.base, "/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    let doc: Value = serde_json::from_str(&doc).expect("json");
+    for path in [
+        "/v1/retrieve",
+        "/v1/prune",
+        "/v1/trees",
+        "/v1/admin/reload",
+        "/readyz",
+    ] {
+        assert!(
+            doc["paths"].get(path).is_some(),
+            "{path} not in the OpenAPI document"
+        );
+    }
+    let passage = &doc["components"]["schemas"]["RankedPassage"]["properties"];
+    assert!(passage.get("document_id").is_some(), "{passage}");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_json_naming_the_field() {
+    let s = start(JudgeOptions::default(), |o| {
+        o.limits.max_body_bytes = 4096;
+        o.limits.max_query_chars = 100;
+        o.limits.max_chunks = 3;
+    })
+    .await;
+    let long = "tesla ".repeat(30);
+    let cases: Vec<(Value, StatusCode, &str)> = vec![
+        (json!({"tree": "sample"}), StatusCode::BAD_REQUEST, "query"),
+        (
+            json!({"tree": "sample", "query": "x", "top": "ten"}),
+            StatusCode::BAD_REQUEST,
+            "top",
+        ),
+        (
+            json!({"tree": "sample", "query": "x", "colour": 1}),
+            StatusCode::BAD_REQUEST,
+            "colour",
+        ),
+        (
+            json!({"tree": "sample", "query": "  "}),
+            StatusCode::BAD_REQUEST,
+            "query",
+        ),
+        (
+            json!({"tree": "sample", "query": long}),
+            StatusCode::BAD_REQUEST,
+            "query",
+        ),
+        (
+            json!({"tree": "sample", "query": "x", "top": 0}),
+            StatusCode::BAD_REQUEST,
+            "top",
+        ),
+        (
+            json!({"tree": "sample", "query": "x", "strategy": "dfs"}),
+            StatusCode::BAD_REQUEST,
+            "strategy",
+        ),
+        (
+            json!({"tree": "sample", "query": "x", "budgets": [0]}),
+            StatusCode::BAD_REQUEST,
+            "budgets",
+        ),
+        (
+            json!({"tree": "nope", "query": "x"}),
+            StatusCode::NOT_FOUND,
+            "tree",
+        ),
+        (
+            json!({"tree": "sample", "query": "x".repeat(5000)}),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body",
+        ),
+    ];
+    for (body, want, field) in cases {
+        let (status, err) = post(&s.base, "/v1/retrieve", body.clone()).await;
+        assert_eq!(status, want, "{body}: {err}");
+        assert_eq!(err["error"]["field"], field, "{body}: {err}");
+        assert!(err["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
+    }
+    let prunes: Vec<(Value, StatusCode, &str)> = vec![
+        (
+            json!({"question": "q", "chunks": ["a", "b", "c", "d"]}),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "chunks",
+        ),
+        (
+            json!({"question": "q", "chunks": ["a", "   "]}),
+            StatusCode::BAD_REQUEST,
+            "chunks",
+        ),
+        (
+            json!({"question": "q", "chunks": ["a"], "threshold": 9.0}),
+            StatusCode::BAD_REQUEST,
+            "threshold",
+        ),
+        (
+            json!({"question": "q", "chunks": ["a"], "strategy": "all"}),
+            StatusCode::BAD_REQUEST,
+            "strategy",
+        ),
+        (
+            json!({"chunks": ["a"]}),
+            StatusCode::BAD_REQUEST,
+            "question",
+        ),
+    ];
+    for (body, want, field) in prunes {
+        let (status, err) = post(&s.base, "/v1/prune", body.clone()).await;
+        assert_eq!(status, want, "{body}: {err}");
+        assert_eq!(err["error"]["field"], field, "{body}: {err}");
+    }
+    // Not JSON at all, an unknown route, a wrong method.
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/retrieve", s.base))
+        .body("{not json")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let err: Value = r.json().await.expect("json error");
+    assert_eq!(err["error"]["code"], "bad_request");
+    let (status, body) = get(&s.base, "/v2/nothing").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(body.contains("\"not_found\""), "{body}");
+    let (status, body) = get(&s.base, "/v1/retrieve").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(body.contains("\"method_not_allowed\""), "{body}");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_judge_is_502_and_not_ready_and_a_slow_one_504() {
+    // A port nothing listens on: the judge cannot be reached.
+    let closed = format!("http://127.0.0.1:{}", support::free_port());
+    let mut judge = slow_judge(&closed);
+    judge.dispatch.max_retries = 0;
+    judge.dispatch.timeout_secs = 2.0;
+    let s = start(judge, |_| {}).await;
+    let (status, err) = post(&s.base, "/v1/retrieve", question()).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{err}");
+    assert_eq!(err["error"]["code"], "judge");
+    let (status, ready) = get(&s.base, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
+    assert!(ready.contains("\"judge_ok\":false"), "{ready}");
+    assert_eq!(
+        get(&s.base, "/healthz").await.0,
+        StatusCode::OK,
+        "up all the same"
+    );
+    s.shutdown().await;
+
+    let (base, _) = support::scripted_systemone(Duration::from_millis(400)).await;
+    let s = start(slow_judge(&base), |o| {
+        o.limits.deadline = Duration::from_millis(300);
+    })
+    .await;
+    let (status, err) = post(&s.base, "/v1/retrieve", question()).await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{err}");
+    assert_eq!(err["error"]["code"], "deadline");
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_auth_guards_the_api_but_not_the_probes() {
+    let token = "s3cret-token-0123456789";
+    let s = start(JudgeOptions::default(), |o| {
+        o.auth = Some(Tokens::parse(token, "test").expect("tokens"));
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/retrieve", s.base);
+    for auth in [None, Some("Bearer wrong-token-0123456789"), Some(token)] {
+        let mut r = client.post(&url).json(&question());
+        if let Some(a) = auth {
+            r = r.header("authorization", a);
+        }
+        let r = r.send().await.expect("send");
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{auth:?}");
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        let body = r.text().await.expect("body");
+        assert_eq!(
+            body,
+            r#"{"error":{"code":"unauthorized","message":"unauthorized"}}"#
+        );
+    }
+    let r = client
+        .post(&url)
+        .bearer_auth(token)
+        .json(&question())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::OK);
+    let (status, _) = get(&s.base, "/metrics").await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "metrics need the token too"
+    );
+    for open in ["/healthz", "/readyz", "/openapi.json"] {
+        assert_eq!(get(&s.base, open).await.0, StatusCode::OK, "{open}");
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_is_shed_with_503_and_retry_after_not_timeouts() {
+    let (base, _) = support::scripted_systemone(Duration::from_millis(150)).await;
+    let s = start(slow_judge(&base), |o| {
+        o.limits.max_concurrent = 2;
+        o.limits.queue = 2;
+        o.limits.queue_wait = Duration::from_millis(100);
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let requests = (0..12).map(|_| {
+        let client = client.clone();
+        let url = format!("{}/v1/retrieve", s.base);
+        async move {
+            let r = client
+                .post(url)
+                .json(&question())
+                .send()
+                .await
+                .expect("send");
+            let retry = r.headers().get("retry-after").cloned();
+            let status = r.status();
+            let body: Value = r.json().await.expect("json");
+            (status, retry, body)
+        }
+    });
+    let answers = futures::future::join_all(requests).await;
+    let shed: Vec<_> = answers
+        .iter()
+        .filter(|(s, _, _)| *s == StatusCode::SERVICE_UNAVAILABLE)
+        .collect();
+    let served = answers
+        .iter()
+        .filter(|(s, _, _)| *s == StatusCode::OK)
+        .count();
+    assert!(served >= 2, "the slots served: {answers:?}");
+    assert!(
+        !shed.is_empty(),
+        "12 requests on 2 slots + 2 queued: some are shed"
+    );
+    assert_eq!(served + shed.len(), 12, "only 200 or 503: {answers:?}");
+    for (_, retry, body) in shed {
+        assert_eq!(retry.as_ref().map(|v| v.as_bytes()), Some(&b"1"[..]));
+        assert_eq!(body["error"]["code"], "overloaded");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "shedding is quick, not a pile-up"
+    );
+    let (_, metrics) = get(&s.base, "/metrics").await;
+    assert!(metrics.contains("treenav_overloaded_total"));
+    s.shutdown().await;
+}
+
+/// Runs `/v1/retrieve` in a loop from 4 clients until `stop`; returns the
+/// statuses that were not 200 and how many were sent.
+fn hammer(
+    base: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<String>, usize)> {
+    tokio::spawn(async move {
+        let sent = Arc::new(AtomicUsize::new(0));
+        let clients = (0..4).map(|_| {
+            let (base, stop, sent) = (base.clone(), stop.clone(), sent.clone());
+            async move {
+                let client = reqwest::Client::new();
+                let mut failures = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    sent.fetch_add(1, Ordering::SeqCst);
+                    match client
+                        .post(format!("{base}/v1/retrieve"))
+                        .json(&question())
+                        .send()
+                        .await
+                    {
+                        Ok(r) if r.status() == StatusCode::OK => {}
+                        Ok(r) => failures.push(format!("{}", r.status())),
+                        Err(e) => failures.push(e.to_string()),
+                    }
+                }
+                failures
+            }
+        });
+        let failures = futures::future::join_all(clients).await.concat();
+        (failures, sent.load(Ordering::SeqCst))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_swaps_atomically_and_refuses_a_corrupt_file_under_load() {
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path: path.clone(),
+    };
+    let s = start_with(dir, ServeOptions::new(vec![spec], JudgeOptions::default())).await;
+    let clusters = |v: &str| -> Value {
+        let v: Value = serde_json::from_str(v).expect("json");
+        v["trees"][0]["clusters"].clone()
+    };
+    let before = clusters(&get(&s.base, "/v1/trees").await.1);
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = hammer(s.base.clone(), stop.clone());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A good new file (another branching, so other clusters), written the
+    // way `treenav build` writes: beside it, then renamed over.
+    let other = support::tree_of(support::sample_corpus(), Some(4)).await;
+    treenav::tree::file::save(&other, &path).expect("save");
+    let (status, outcome) = post(&s.base, "/v1/admin/reload", json!({"tree": "sample"})).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(outcome["trees"][0]["reloaded"], true);
+    let after = clusters(&get(&s.base, "/v1/trees").await.1);
+    assert_ne!(before, after, "the new tree serves");
+
+    // A corrupt file is refused; the tree loaded before keeps serving.
+    let bytes = std::fs::read(&path).expect("read");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("truncate");
+    let (status, outcome) = post(&s.base, "/v1/admin/reload", json!({})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{outcome}");
+    assert_eq!(outcome["trees"][0]["reloaded"], false);
+    assert!(outcome["trees"][0]["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("sample")));
+    assert_eq!(clusters(&get(&s.base, "/v1/trees").await.1), after);
+    let (status, _) = post(&s.base, "/v1/admin/reload", json!({"tree": "other"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    let (failures, sent) = load.await.expect("join");
+    assert!(sent > 20, "the load ran ({sent} requests)");
+    assert!(
+        failures.is_empty(),
+        "no request failed across the reloads: {failures:?}"
+    );
+    let (_, metrics) = get(&s.base, "/metrics").await;
+    assert!(metrics.contains("treenav_reloads_total{outcome=\"refused\"}"));
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_requests_in_flight() {
+    let (judge, load) = support::scripted_systemone(Duration::from_millis(300)).await;
+    let s = start(slow_judge(&judge), |_| {}).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/v1/retrieve", s.base);
+    let in_flight: Vec<_> = (0..6)
+        .map(|_| {
+            let request = client.post(&url).json(&question()).send();
+            tokio::spawn(async move {
+                let r = request.await.map_err(|e| e.to_string())?;
+                Ok::<_, String>((r.status(), r.text().await.map_err(|e| e.to_string())?))
+            })
+        })
+        .collect();
+    // Wait until the judge has the requests in hand, then shut down.
+    while load.in_flight.load(Ordering::SeqCst) < 6 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let base = s.base.clone();
+    s.shutdown().await;
+    // `run` returned only once the judge had answered every call.
+    assert_eq!(load.in_flight.load(Ordering::SeqCst), 0, "shutdown waited");
+    for r in in_flight {
+        let (status, body) = r.await.expect("join").expect("a complete response");
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    assert!(
+        reqwest::get(format!("{base}/healthz")).await.is_err(),
+        "no new connection after shutdown"
+    );
+}
