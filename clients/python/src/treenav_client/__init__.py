@@ -1,0 +1,390 @@
+"""Client of `treenav serve`: retrieval by decision-model tree navigation.
+
+Standard library only. The LangChain and LlamaIndex retrievers live in
+``treenav_client.langchain`` and ``treenav_client.llama_index``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+__all__ = [
+    "TreenavClient",
+    "TreenavError",
+    "Passage",
+    "Usage",
+    "Retrieval",
+    "KeptChunk",
+    "Pruned",
+    "TreeInfo",
+    "API_VERSION",
+]
+
+#: The API version this client speaks.
+API_VERSION = 1
+
+#: Largest response body read, bytes.
+MAX_RESPONSE_BYTES = 64 << 20
+
+#: Longest wait honoured from a ``Retry-After``, seconds.
+MAX_RETRY_WAIT = 10.0
+
+
+class TreenavError(Exception):
+    """An error answer of the service, or a transport failure (status 0)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: Optional[str] = None,
+        retry_after: Optional[float] = None,
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}" + (f" (field `{field}`)" if field else ""))
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        """Whether trying again later may succeed (overload, timeouts, transport)."""
+        return self.status in (0, 502, 503, 504)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a request cost."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+    low_confidence: int = 0
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Usage":
+        return Usage(
+            calls=int(d.get("calls", 0)),
+            cache_hits=int(d.get("cache_hits", 0)),
+            input_tokens=int(d.get("input_tokens", 0)),
+            output_tokens=int(d.get("output_tokens", 0)),
+            latency_ms=float(d.get("latency_ms", 0.0)),
+            cost_usd=float(d.get("cost_usd", 0.0)),
+            low_confidence=int(d.get("low_confidence", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One returned passage, best first."""
+
+    id: str
+    document_id: str
+    title: str
+    text: str
+    probability: float
+    rerank_probability: Optional[float]
+    node: int
+    path: List[int] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        """The rerank probability when the passage was in the shortlist, else P(yes)."""
+        return self.rerank_probability if self.rerank_probability is not None else self.probability
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Passage":
+        rerank = d.get("rerank_probability")
+        return Passage(
+            id=str(d["id"]),
+            document_id=str(d["document_id"]),
+            title=str(d.get("title", "")),
+            text=str(d["text"]),
+            probability=float(d["probability"]),
+            rerank_probability=None if rerank is None else float(rerank),
+            node=int(d.get("node", 0)),
+            path=[int(n) for n in d.get("path", [])],
+        )
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The answer of ``POST /v1/retrieve``."""
+
+    tree: str
+    query: str
+    passages: List[Passage]
+    usage: Usage
+    candidates_judged: int
+    latency_ms: float
+    trace: Optional[Dict[str, Any]] = None
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Retrieval":
+        return Retrieval(
+            tree=str(d["tree"]),
+            query=str(d["query"]),
+            passages=[Passage.from_json(p) for p in d["passages"]],
+            usage=Usage.from_json(d.get("usage", {})),
+            candidates_judged=int(d.get("candidates_judged", 0)),
+            latency_ms=float(d.get("latency_ms", 0.0)),
+            trace=d.get("trace"),
+        )
+
+
+@dataclass(frozen=True)
+class KeptChunk:
+    """A chunk the pruner kept, in context order."""
+
+    id: str
+    text: str
+    rank: int
+    grade: Optional[float]
+    probability: Optional[float]
+    forced: bool
+    tokens: int
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "KeptChunk":
+        return KeptChunk(
+            id=str(d["id"]),
+            text=str(d["text"]),
+            rank=int(d["rank"]),
+            grade=d.get("grade"),
+            probability=d.get("probability"),
+            forced=bool(d.get("forced", False)),
+            tokens=int(d.get("tokens", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """The answer of ``POST /v1/prune``."""
+
+    strategy: str
+    kept: List[KeptChunk]
+    stats: Dict[str, Any]
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Pruned":
+        return Pruned(
+            strategy=str(d["strategy"]),
+            kept=[KeptChunk.from_json(c) for c in d["kept"]],
+            stats=dict(d.get("stats", {})),
+        )
+
+
+@dataclass(frozen=True)
+class TreeInfo:
+    """A served tree."""
+
+    name: str
+    documents: int
+    passages: int
+    clusters: int
+    path: str
+    source: str
+    format_version: int
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "TreeInfo":
+        return TreeInfo(
+            name=str(d["name"]),
+            documents=int(d["documents"]),
+            passages=int(d["passages"]),
+            clusters=int(d["clusters"]),
+            path=str(d.get("path", "")),
+            source=str(d.get("source", "")),
+            format_version=int(d.get("format_version", 0)),
+        )
+
+
+Chunk = Union[str, Dict[str, Any]]
+
+
+class TreenavClient:
+    """A client of one `treenav serve`.
+
+    ``token`` (or the ``TREENAV_TOKEN`` environment variable) is sent as a
+    bearer token. Overloaded answers (503) are retried after their
+    ``Retry-After``, at most ``retries`` times.
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8080",
+        token: Optional[str] = None,
+        timeout: float = 60.0,
+        retries: int = 2,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if retries < 0:
+            raise ValueError("retries must not be negative")
+        self.base_url = base_url.rstrip("/")
+        self._token = token if token is not None else os.environ.get("TREENAV_TOKEN")
+        self.timeout = timeout
+        self.retries = retries
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"TreenavClient({self.base_url!r}, token={'set' if self._token else 'none'})"
+
+    # -- routes ------------------------------------------------------------
+
+    def retrieve(
+        self,
+        tree: str,
+        query: str,
+        *,
+        top: Optional[int] = None,
+        shortlist: Optional[int] = None,
+        strategy: Optional[str] = None,
+        budgets: Optional[Sequence[int]] = None,
+        judge_budget: Optional[int] = None,
+        trace: bool = False,
+    ) -> Retrieval:
+        """Ranked passages for ``query`` from the tree named ``tree``."""
+        body: Dict[str, Any] = {"tree": tree, "query": query, "trace": trace}
+        for key, value in (
+            ("top", top),
+            ("shortlist", shortlist),
+            ("strategy", strategy),
+            ("budgets", None if budgets is None else list(budgets)),
+            ("judge_budget", judge_budget),
+        ):
+            if value is not None:
+                body[key] = value
+        return Retrieval.from_json(self._request("POST", "/v1/retrieve", body))
+
+    def prune(
+        self,
+        question: str,
+        chunks: Sequence[Chunk],
+        *,
+        strategy: Optional[str] = None,
+        threshold: Optional[float] = None,
+        extra: Optional[int] = None,
+        n: Optional[int] = None,
+        keep_top_k: Optional[int] = None,
+        token_budget: Optional[int] = None,
+        edge_placement: bool = False,
+    ) -> Pruned:
+        """The chunks (strings or ``{"id", "text"}``) the answer needs."""
+        body: Dict[str, Any] = {
+            "question": question,
+            "chunks": list(chunks),
+            "edge_placement": edge_placement,
+        }
+        for key, value in (
+            ("strategy", strategy),
+            ("threshold", threshold),
+            ("extra", extra),
+            ("n", n),
+            ("keep_top_k", keep_top_k),
+            ("token_budget", token_budget),
+        ):
+            if value is not None:
+                body[key] = value
+        return Pruned.from_json(self._request("POST", "/v1/prune", body))
+
+    def trees(self) -> List[TreeInfo]:
+        """The served trees."""
+        return [TreeInfo.from_json(t) for t in self._request("GET", "/v1/trees")["trees"]]
+
+    def health(self) -> bool:
+        """Whether the process answers ``/healthz``."""
+        try:
+            self._request("GET", "/healthz")
+            return True
+        except TreenavError:
+            return False
+
+    def ready(self) -> Dict[str, Any]:
+        """``/readyz``'s report (``ready`` false on 503, not an exception)."""
+        try:
+            return self._request("GET", "/readyz")
+        except TreenavError as e:
+            if e.status == 503 and e.code == "not_ready":
+                return {"ready": False, "problems": [e.message]}
+            raise
+
+    def reload(self, tree: Optional[str] = None) -> Dict[str, Any]:
+        """Reloads one tree (or all) from its file; a refused file raises."""
+        return self._request("POST", "/v1/admin/reload", {} if tree is None else {"tree": tree})
+
+    # -- transport ---------------------------------------------------------
+
+    def _request(self, method: str, route: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        attempt = 0
+        while True:
+            try:
+                return self._once(method, route, body)
+            except TreenavError as e:
+                if e.status != 503 or e.retry_after is None or attempt >= self.retries:
+                    raise
+                attempt += 1
+                time.sleep(min(max(e.retry_after, 0.0), MAX_RETRY_WAIT))
+
+    def _once(self, method: str, route: str, body: Optional[Dict[str, Any]]) -> Any:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self.base_url + route, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if self._token:
+            request.add_header("Authorization", f"Bearer {self._token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return _decode(response.status, response.read(MAX_RESPONSE_BYTES + 1))
+        except urllib.error.HTTPError as e:
+            raise _error(e.code, e.read(MAX_RESPONSE_BYTES + 1), e.headers.get("Retry-After")) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise TreenavError(0, "transport", f"{self.base_url}{route}: {reason}") from None
+
+
+def _decode(status: int, raw: bytes) -> Any:
+    if len(raw) > MAX_RESPONSE_BYTES:
+        raise TreenavError(status, "too_large", f"response larger than {MAX_RESPONSE_BYTES} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TreenavError(status, "bad_response", f"not JSON: {e}") from None
+
+
+def _error(status: int, raw: bytes, retry_after: Optional[str]) -> TreenavError:
+    try:
+        detail = json.loads(raw[:MAX_RESPONSE_BYTES].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        detail = None
+    wait: Optional[float] = None
+    if retry_after is not None:
+        try:
+            wait = float(retry_after)
+        except ValueError:
+            wait = None
+    if isinstance(detail, dict) and isinstance(detail.get("error"), dict):
+        err = detail["error"]
+        return TreenavError(
+            status,
+            str(err.get("code", "error")),
+            str(err.get("message", "")),
+            err.get("field"),
+            wait,
+        )
+    if isinstance(detail, dict) and "ready" in detail:
+        return TreenavError(status, "not_ready", "; ".join(map(str, detail.get("problems", []))), None, wait)
+    return TreenavError(status, "error", raw[:200].decode("utf-8", "replace"), None, wait)

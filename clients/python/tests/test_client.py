@@ -1,0 +1,65 @@
+"""The typed client against a live `treenav serve`."""
+
+from __future__ import annotations
+
+import pytest
+
+from treenav_client import Passage, Retrieval, TreenavClient, TreenavError
+
+from conftest import TOKEN
+
+QUESTION = "Where did Tesla work after leaving Edison's company?"
+
+
+def test_retrieve_returns_typed_passages(server: str) -> None:
+    found = TreenavClient(server).retrieve("sample", QUESTION, top=5)
+    assert isinstance(found, Retrieval)
+    assert found.tree == "sample"
+    assert len(found.passages) == 5
+    assert all(isinstance(p, Passage) for p in found.passages)
+    assert found.passages[0].document_id == "Nikola_Tesla"
+    assert found.usage.calls > 0
+    assert found.trace is None
+    with_trace = TreenavClient(server).retrieve("sample", QUESTION, top=3, trace=True, strategy="best-first", judge_budget=40)
+    assert with_trace.trace is not None and with_trace.trace["strategy"] == "best-first"
+
+
+def test_prune_trees_health_ready(server: str) -> None:
+    client = TreenavClient(server)
+    kept = client.prune(
+        "Where did Tesla work?",
+        ["Tesla worked for Edison.", {"id": "b", "text": "Bananas are yellow."}],
+        strategy="top-n",
+        n=1,
+    )
+    assert kept.strategy == "top-n"
+    assert [c.text for c in kept.kept] == ["Tesla worked for Edison."]
+    trees = client.trees()
+    assert [(t.name, t.documents, t.passages) for t in trees] == [("sample", 48, 96)]
+    assert client.health()
+    assert client.ready()["ready"] is True
+
+
+def test_errors_carry_status_code_and_field(server: str) -> None:
+    client = TreenavClient(server)
+    with pytest.raises(TreenavError) as e:
+        client.retrieve("nope", QUESTION)
+    assert (e.value.status, e.value.code, e.value.field) == (404, "not_found", "tree")
+    with pytest.raises(TreenavError) as e:
+        client.retrieve("sample", QUESTION, top=0)
+    assert (e.value.status, e.value.field) == (400, "top")
+    assert not e.value.retryable
+    with pytest.raises(TreenavError) as e:
+        TreenavClient("http://127.0.0.1:9", timeout=2).trees()
+    assert e.value.status == 0 and e.value.retryable
+    with pytest.raises(ValueError):
+        TreenavClient("127.0.0.1:8080")
+
+
+def test_bearer_token(guarded_server: str) -> None:
+    with pytest.raises(TreenavError) as e:
+        TreenavClient(guarded_server, token="wrong-token-0123456789").trees()
+    assert e.value.status == 401
+    client = TreenavClient(guarded_server, token=TOKEN)
+    assert client.trees()[0].name == "sample"
+    assert TOKEN not in repr(client)
