@@ -1,0 +1,334 @@
+//! Load benchmark of `treenav serve`: `cargo bench --bench serve`.
+//!
+//! The service runs in this process on its own 2-worker runtime (the
+//! machine's 2 cores); the clients run on a third thread with keep-alive
+//! connections, all on loopback. Queries are SciFact's test queries over
+//! the SciFact tree (the bundled sample when `../shared/data/scifact` is
+//! absent), cycled.
+//!
+//! 1. Lexical judge: throughput, p50/p99 latency and errors at 1, 32 and
+//!    64 concurrent clients sending back to back (closed loop), then 32
+//!    clients offering 300 and 600 requests/s on a schedule (open loop;
+//!    target: p99 < 50 ms at 300/s); then the process's RSS before and
+//!    after 10,000 more requests.
+//! 2. A judge server answering every call after 50 ms (the scripted
+//!    System One server of the tests): p50 at 1 and 64 clients against
+//!    the critical path (judge rounds on the longest chain × 50 ms; target
+//!    p50 within 1.2× of it at 64 clients).
+//!
+//! `TREENAV_BENCH_SECS` sets each run's length (default 8 s);
+//! `TREENAV_BENCH_SECTIONS=2` runs section 2 only.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use treenav::corpus::{load, Format, LoadOptions};
+use treenav::judge::{BackendOptions, JudgeOptions};
+use treenav::navigator::{NavigatorConfig, Strategy};
+use treenav::serve::{ServeOptions, Server, TreeSpec};
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// The tree file and the queries to send.
+async fn workload(dir: &Path) -> (PathBuf, Vec<String>, &'static str) {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scifact");
+    let path = dir.join("bench.tree");
+    if !data.exists() {
+        let tree = support::sample_tree().await;
+        treenav::tree::file::save(&tree, &path).expect("save");
+        let queries = ["Where did Tesla work?", "What is the capital of Victoria?"];
+        return (
+            path,
+            queries.iter().map(|q| q.to_string()).collect(),
+            "sample",
+        );
+    }
+    let corpus = load(&data, Format::Beir, &LoadOptions::default()).expect("scifact");
+    let tree = support::tree_of(corpus, None).await;
+    treenav::tree::file::save(&tree, &path).expect("save");
+    let queries = std::fs::read_to_string(data.join("queries.jsonl"))
+        .expect("queries")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| Some(v["text"].as_str()?.to_string()))
+        .collect();
+    (path, queries, "SciFact")
+}
+
+/// A service on its own runtime; returns its base URL.
+fn start(
+    rt: &tokio::runtime::Runtime,
+    tree: &Path,
+    judge: JudgeOptions,
+    concurrent: usize,
+    navigator: NavigatorConfig,
+) -> String {
+    let spec = TreeSpec {
+        name: "bench".into(),
+        path: tree.to_path_buf(),
+    };
+    let mut options = ServeOptions::new(vec![spec], judge);
+    options.limits.max_concurrent = concurrent;
+    options.navigator = navigator;
+    let server = rt
+        .block_on(Server::bind("127.0.0.1:0".parse().expect("addr"), options))
+        .expect("bind");
+    let base = format!("http://{}", server.local_addr().expect("addr"));
+    rt.spawn(server.run(std::future::pending()));
+    base
+}
+
+struct Run {
+    requests: usize,
+    errors: usize,
+    secs: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+impl Run {
+    fn print(&self, label: &str) {
+        println!(
+            "  {label:<28} {:>6} requests in {:>5.1} s = {:>7.1}/s   p50 {:>7.2} ms   p99 {:>7.2} ms   errors {}",
+            self.requests,
+            self.secs,
+            self.requests as f64 / self.secs,
+            self.p50_ms,
+            self.p99_ms,
+            self.errors
+        );
+    }
+}
+
+/// `clients` loops, each sending retrievals until `limit` requests or
+/// `secs` have gone: back to back (closed loop), or, with `rate`, each on
+/// a schedule so that all together offer `rate` requests/s (open loop;
+/// latency counts from the scheduled time, so a slow server cannot hide
+/// its queue).
+async fn drive(
+    base: &str,
+    queries: &[String],
+    clients: usize,
+    limit: usize,
+    secs: f64,
+    rate: Option<f64>,
+) -> Run {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .expect("client");
+    let next = Arc::new(AtomicUsize::new(0));
+    let errors = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let interval = rate.map(|r| Duration::from_secs_f64(clients as f64 / r));
+    let loops = (0..clients).map(|c| {
+        let (client, next, errors) = (client.clone(), next.clone(), errors.clone());
+        let url = format!("{base}/v1/retrieve");
+        async move {
+            let mut latencies = Vec::new();
+            // Open loop: client c starts at its offset within the interval.
+            let mut scheduled =
+                start + interval.map_or(Duration::ZERO, |i| i.mul_f64(c as f64 / clients as f64));
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= limit || Instant::now() >= deadline {
+                    return latencies;
+                }
+                let body =
+                    serde_json::json!({"tree": "bench", "query": queries[i % queries.len()]});
+                let sent = match interval {
+                    Some(every) => {
+                        tokio::time::sleep_until(scheduled.into()).await;
+                        let at = scheduled;
+                        scheduled += every;
+                        at
+                    }
+                    None => Instant::now(),
+                };
+                let ok = match client.post(&url).json(&body).send().await {
+                    Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
+                    Err(_) => false,
+                };
+                if ok {
+                    latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+                } else {
+                    errors.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    });
+    let mut latencies: Vec<f64> = futures::future::join_all(loops).await.concat();
+    let secs = start.elapsed().as_secs_f64();
+    latencies.sort_by(f64::total_cmp);
+    Run {
+        requests: latencies.len(),
+        errors: errors.load(Ordering::SeqCst),
+        secs,
+        p50_ms: percentile(&latencies, 0.5),
+        p99_ms: percentile(&latencies, 0.99),
+    }
+}
+
+/// This process's resident set, MiB (Linux).
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
+/// A retrieval's judge rounds on its longest chain (one per level walked,
+/// or per best-first round, plus the shortlist rerank), its judge calls
+/// and the candidates it showed.
+fn critical_path(base: &str, rt: &tokio::runtime::Runtime, query: &str) -> (usize, u64, u64) {
+    let found: serde_json::Value = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/retrieve"))
+            .json(&serde_json::json!({"tree": "bench", "query": query, "trace": true}))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json")
+    });
+    let trace = &found["trace"];
+    let steps = trace["levels"].as_array().map_or(0, Vec::len)
+        + trace["rounds"].as_array().map_or(0, Vec::len);
+    let rounds = steps + usize::from(!trace["rerank"].is_null());
+    let calls = trace["usage"]["calls"].as_u64().unwrap_or(0);
+    (
+        rounds,
+        calls,
+        trace["candidates_judged"].as_u64().unwrap_or(0),
+    )
+}
+
+fn main() {
+    let secs: f64 = std::env::var("TREENAV_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8.0);
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let clients_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tree, queries, name) = server_rt.block_on(workload(dir.path()));
+    println!(
+        "treenav serve under load: {name} tree, {} queries cycled, runs of {secs} s\n",
+        queries.len()
+    );
+
+    let sections = std::env::var("TREENAV_BENCH_SECTIONS").unwrap_or_else(|_| "12".into());
+    if sections.contains('1') {
+        lexical(&server_rt, &clients_rt, &tree, &queries, secs);
+    }
+    if sections.contains('2') {
+        slow_judge(&server_rt, &clients_rt, &tree, &queries, secs);
+    }
+}
+
+fn lexical(
+    server_rt: &tokio::runtime::Runtime,
+    clients_rt: &tokio::runtime::Runtime,
+    tree: &Path,
+    queries: &[String],
+    secs: f64,
+) {
+    let limit: usize = std::env::var("TREENAV_BENCH_CONCURRENT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64);
+    println!("1. lexical judge (in process), concurrency limit {limit}");
+    let base = start(
+        server_rt,
+        tree,
+        JudgeOptions::default(),
+        limit,
+        NavigatorConfig::default(),
+    );
+    clients_rt.block_on(drive(&base, queries, 32, 1000, 60.0, None));
+    for clients in [1, 32, 64] {
+        let run = clients_rt.block_on(drive(&base, queries, clients, usize::MAX, secs, None));
+        run.print(&format!("{clients} clients, back to back"));
+    }
+    for rate in [300.0, 600.0] {
+        let run = clients_rt.block_on(drive(&base, queries, 32, usize::MAX, secs, Some(rate)));
+        run.print(&format!("32 clients offering {rate}/s"));
+    }
+    let before = rss_mib();
+    let run = clients_rt.block_on(drive(&base, queries, 64, 10_000, 600.0, None));
+    let after = rss_mib();
+    run.print("10,000 more at 64 clients");
+    println!(
+        "  RSS {before:.1} MiB before, {after:.1} MiB after ({:+.1} MiB)\n",
+        after - before
+    );
+}
+
+fn slow_judge(
+    server_rt: &tokio::runtime::Runtime,
+    clients_rt: &tokio::runtime::Runtime,
+    tree: &Path,
+    queries: &[String],
+    secs: f64,
+) {
+    println!("2. judge server answering after 50 ms (System One, on the same 2 cores), judge concurrency 1024");
+    let (judge_base, load) =
+        server_rt.block_on(support::scripted_systemone(Duration::from_millis(50)));
+    let mut judge = JudgeOptions {
+        backend: BackendOptions::Systemone {
+            endpoint: judge_base,
+            model: "scripted".into(),
+            api_key_env: None,
+            path: "/v1/systemone".into(),
+        },
+        ..JudgeOptions::default()
+    };
+    judge.dispatch.concurrency = 1024;
+    let strategies = [
+        ("levels (the default)", NavigatorConfig::default()),
+        (
+            "best-first, judge budget 100",
+            NavigatorConfig::default().strategy(Strategy::BestFirst),
+        ),
+    ];
+    for (label, navigator) in strategies {
+        let base = start(server_rt, tree, judge.clone(), 256, navigator);
+        let (rounds, calls, judged) = critical_path(&base, clients_rt, &queries[0]);
+        let critical_ms = rounds as f64 * 50.0;
+        println!(
+            "  {label}: {calls} judge calls and {judged} candidates per retrieval; critical path {rounds} rounds × 50 ms = {critical_ms:.0} ms"
+        );
+        for clients in [1, 64] {
+            let run = clients_rt.block_on(drive(&base, queries, clients, usize::MAX, secs, None));
+            run.print(&format!("{clients} clients"));
+            println!(
+                "  {:<28} p50 / critical path = {:.2}; judge calls in flight at most {}",
+                "",
+                run.p50_ms / critical_ms,
+                load.peak.swap(0, Ordering::SeqCst)
+            );
+        }
+    }
+}
