@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use treenav_judge::{Judge, JudgeOptions};
 use treenav_navigator::{Navigator, ValidConfig};
-use treenav_prune::{Chunk, PruneOptions, Pruner, Strategy};
+use treenav_prune::{Chunk, PruneOptions, Pruner, Scored, Strategy};
 use treenav_tree::{Progress, Tree};
 
 /// Where the chunks come from.
@@ -267,6 +267,35 @@ impl Tally {
     }
 }
 
+/// Scores the chunks once per strategy kind, adding latency and calls to the tally.
+async fn score_kinds(
+    pruner: &Pruner,
+    question: &str,
+    query_id: &str,
+    chunks: &[Chunk],
+    kinds: &[Strategy],
+    tally: &mut Tally,
+) -> Result<Vec<Scored>> {
+    let mut scored = Vec::with_capacity(kinds.len());
+    for (k, kind) in kinds.iter().enumerate() {
+        let s = pruner
+            .score_for(question, chunks, kind)
+            .await
+            .map_err(|e| match e {
+                treenav_prune::Error::Judge(source) => Error::Judge {
+                    system: "prune".into(),
+                    query: query_id.to_string(),
+                    source,
+                },
+                other => Error::Prune(other),
+            })?;
+        tally.latency[k] += s.latency_ms;
+        tally.calls[k] += f64::from(s.usage.calls);
+        scored.push(s);
+    }
+    Ok(scored)
+}
+
 /// Runs the evaluation: retrieve `depth` chunks per question, score them
 /// once per strategy kind, sweep every knob of [`sweep`].
 pub async fn run(
@@ -317,23 +346,7 @@ pub async fn run(
         let is_gold = |id: &str| collection.index.get(id).is_some_and(|i| gold.contains(i));
         let retrieved_gold = chunks.iter().any(|c| is_gold(&c.id));
         tally.gold_retrieved += usize::from(retrieved_gold);
-        let mut scored = Vec::with_capacity(kinds.len());
-        for (k, kind) in kinds.iter().enumerate() {
-            let s = pruner
-                .score_for(&q.text, &chunks, kind)
-                .await
-                .map_err(|e| match e {
-                    treenav_prune::Error::Judge(source) => Error::Judge {
-                        system: "prune".into(),
-                        query: q.id.clone(),
-                        source,
-                    },
-                    other => Error::Prune(other),
-                })?;
-            tally.latency[k] += s.latency_ms;
-            tally.calls[k] += f64::from(s.usage.calls);
-            scored.push(s);
-        }
+        let scored = score_kinds(&pruner, &q.text, &q.id, &chunks, &kinds, &mut tally).await?;
         let tokens: usize = scored[0].tokens.iter().sum();
         tally.total_chunks += chunks.len();
         tally.total_tokens += tokens;
