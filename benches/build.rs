@@ -5,7 +5,8 @@
 //! 10,000 and 100,000 documents, each in a fresh child process so that peak
 //! memory (VmHWM) belongs to that build alone. Prints a table, the growth of
 //! time between sizes and the exponent b of time ≈ N^b.
-//! `TREENAV_BENCH_SIZES=10000,100000` changes the generated sizes.
+//! `TREENAV_BENCH_SIZES=10000,100000` changes the generated sizes;
+//! `TREENAV_BENCH_CLUSTERING=flat` builds with the original construction.
 
 use rand::{Rng, SeedableRng};
 use std::io::Write;
@@ -39,7 +40,12 @@ fn child(path: &Path) -> anyhow::Result<()> {
     let docs = corpus.documents.len();
     let passages = corpus.passage_count();
     let load_s = t0.elapsed().as_secs_f64();
-    let params = TreeParams::default().check()?;
+    // TREENAV_BENCH_CLUSTERING=flat measures the original construction.
+    let clustering =
+        std::env::var("TREENAV_BENCH_CLUSTERING").unwrap_or_else(|_| "top-down".into());
+    let params = TreeParams::default()
+        .clustering(clustering.parse()?)
+        .check()?;
     let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
     let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -162,6 +168,9 @@ fn main() -> anyhow::Result<()> {
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10_000, 100_000]);
     let dir = tempfile::tempdir()?;
+    // TREENAV_BENCH_KEEP=DIR keeps the generated corpora there.
+    let keep = std::env::var_os("TREENAV_BENCH_KEEP").map(PathBuf::from);
+    let gen_dir = keep.clone().unwrap_or_else(|| dir.path().to_path_buf());
     let mut runs: Vec<(String, PathBuf)> = Vec::new();
     let scifact = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scifact");
     if scifact.exists() {
@@ -170,7 +179,7 @@ fn main() -> anyhow::Result<()> {
         eprintln!("SKIPPED scifact: {} is absent", scifact.display());
     }
     for n in &sizes {
-        let p = dir.path().join(format!("gen{n}.jsonl"));
+        let p = gen_dir.join(format!("gen{n}.jsonl"));
         eprintln!("generating {n} documents …");
         generate(*n, &p)?;
         runs.push((format!("generated-{n}"), p));

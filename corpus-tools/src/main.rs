@@ -100,7 +100,16 @@ struct BuildArgs {
     /// Most children any node may have.
     #[arg(long, default_value_t = 100)]
     branching: usize,
-    /// Number of k-means clusters over documents (default: max(√N, N/branching)).
+    /// How documents are split into clusters: `top-down` (from the root,
+    /// k ≤ branching per node, trained on --sample-rows; the default) or
+    /// `flat` (all documents at once into --clusters, then upward).
+    #[arg(long)]
+    clustering: Option<String>,
+    /// Rows k-means is trained on at each node of the top-down build.
+    #[arg(long, default_value_t = tree::DEFAULT_SAMPLE)]
+    sample_rows: usize,
+    /// Number of k-means clusters over documents for the flat clustering
+    /// (default: max(√N, N/branching)); implies --clustering flat.
     #[arg(long)]
     clusters: Option<usize>,
     /// Seed of k-means and the TF-IDF projection.
@@ -327,6 +336,12 @@ fn run_build(args: BuildArgs) -> Result<()> {
     let params = TreeParams::default()
         .branching(args.branching)
         .clusters(args.clusters)
+        .clustering(match (&args.clustering, args.clusters) {
+            (Some(name), _) => name.parse()?,
+            (None, Some(_)) => tree::Clustering::Flat,
+            (None, None) => tree::Clustering::TopDown,
+        })
+        .sample(args.sample_rows)
         .seed(args.seed)
         .embed_sentences(args.embed_sentences)
         .neighbours(args.neighbours)

@@ -1,6 +1,6 @@
 //! The build: documents → embeddings → k-means levels → summaries → tree.
 
-use crate::cluster::{group_centroids, partition};
+use crate::cluster::{group_centroids, partition, partition_top_down, TopDown};
 use crate::embed::Embedder;
 use crate::model::{Node, NodeId, NodeKind, Tree, TreeMeta};
 use crate::summary::{class_tfidf, count_terms, ClusterFacts, Summarizer, SUMMARY_TERMS};
@@ -22,7 +22,49 @@ pub struct TreeParams {
     seed: u64,
     embed_sentences: usize,
     neighbours: usize,
+    clustering: Clustering,
+    sample: usize,
 }
+
+/// How the documents are split into clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clustering {
+    /// From the root down: at each node k-means with k ≤ the branching
+    /// limit, trained on a bounded sample, every member assigned to its
+    /// nearest centroid; subtrees in parallel. Work grows as N·b·depth.
+    #[default]
+    TopDown,
+    /// All documents at once into max(√N, N/b) clusters, oversized ones
+    /// split again, then the clusters clustered upward the same way (the
+    /// original construction; work grows as N·k with k ∝ N).
+    Flat,
+}
+
+impl Clustering {
+    /// Its name: `top-down` or `flat`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Clustering::TopDown => "top-down",
+            Clustering::Flat => "flat",
+        }
+    }
+}
+
+impl std::str::FromStr for Clustering {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Clustering> {
+        match s {
+            "top-down" => Ok(Clustering::TopDown),
+            "flat" => Ok(Clustering::Flat),
+            other => Err(Error::Param(format!(
+                "unknown clustering `{other}` (top-down or flat)"
+            ))),
+        }
+    }
+}
+
+/// Rows k-means is trained on at each node of the top-down build, at most.
+pub const DEFAULT_SAMPLE: usize = 50_000;
 
 impl Default for TreeParams {
     fn default() -> Self {
@@ -32,6 +74,8 @@ impl Default for TreeParams {
             seed: 42,
             embed_sentences: 1,
             neighbours: crate::neighbours::DEFAULT_NEIGHBOURS,
+            clustering: Clustering::TopDown,
+            sample: DEFAULT_SAMPLE,
         }
     }
 }
@@ -72,8 +116,32 @@ impl TreeParams {
         self
     }
 
+    /// How documents are split into clusters. By default, top-down; an
+    /// explicit [`TreeParams::clusters`] count selects the flat one.
+    pub fn clustering(mut self, clustering: Clustering) -> Self {
+        self.clustering = clustering;
+        self
+    }
+
+    /// Rows k-means is trained on at each node of the top-down build (at
+    /// least 100). By default, 50,000.
+    pub fn sample(mut self, rows: usize) -> Self {
+        self.sample = rows;
+        self
+    }
+
     /// Checks the parameters.
-    pub fn check(self) -> Result<ValidTreeParams> {
+    pub fn check(mut self) -> Result<ValidTreeParams> {
+        if self.sample < 100 {
+            return Err(Error::Param(format!(
+                "sample must be at least 100 rows, got {}",
+                self.sample
+            )));
+        }
+        // A cluster count is the flat construction's k.
+        if self.clusters.is_some() {
+            self.clustering = Clustering::Flat;
+        }
         if !(2..=10_000).contains(&self.branching) {
             return Err(Error::Param(format!(
                 "branching must be in 2..=10000, got {}",
@@ -120,6 +188,14 @@ impl ValidTreeParams {
     /// Nearest documents stored per document.
     pub fn neighbours(&self) -> usize {
         self.0.neighbours
+    }
+    /// How documents are split into clusters.
+    pub fn clustering(&self) -> Clustering {
+        self.0.clustering
+    }
+    /// Rows k-means is trained on per node (top-down).
+    pub fn sample(&self) -> usize {
+        self.0.sample
     }
 }
 
@@ -192,18 +268,39 @@ fn cluster_levels(
 ) -> Result<Levels> {
     let b = params.branching();
     let n = embeddings.nrows();
+    let split =
+        |points: ndarray::ArrayView2<'_, f32>, k: usize, seed: u64, report: bool| match params
+            .clustering()
+        {
+            Clustering::Flat => partition(points, k, b, seed),
+            Clustering::TopDown => {
+                // Leaves as large as the flat construction's clusters on
+                // average: N / max(√N, N/b).
+                let settings = TopDown {
+                    branching: b,
+                    leaf: points.nrows().div_ceil(k.max(1)),
+                    sample: params.sample(),
+                    seed,
+                };
+                let placed = |m: usize| {
+                    if report {
+                        progress.inc(m as u64);
+                    }
+                };
+                partition_top_down(points, settings, &placed)
+            }
+        };
     let k = params
         .clusters()
         .unwrap_or_else(|| default_clusters(n, b))
         .clamp(1, n.max(1));
-    let first = partition(embeddings.view(), k, b, params.seed())?;
-    progress.inc(1);
+    let first = split(embeddings.view(), k, params.seed(), true)?;
     let mut points = group_centroids(embeddings.view(), &first);
     let mut levels = vec![first];
     while levels.last().map_or(0, Vec::len) > b {
         let count = points.nrows();
         let seed = params.seed().wrapping_add(levels.len() as u64 * 7919);
-        let groups = partition(points.view(), default_clusters(count, b), b, seed)?;
+        let groups = split(points.view(), default_clusters(count, b), seed, false)?;
         if groups.len() >= count {
             return Err(Error::Cluster(format!(
                 "level {} did not shrink ({count} nodes)",
@@ -212,7 +309,6 @@ fn cluster_levels(
         }
         points = group_centroids(points.view(), &groups);
         levels.push(groups);
-        progress.inc(1);
     }
     Ok(levels)
 }
@@ -275,16 +371,9 @@ pub async fn build_tree(
         )));
     }
 
-    progress.stage("clustering", 1);
+    progress.stage("clustering", units.len() as u64);
     let corpus = std::sync::Arc::new(corpus);
-    let (levels, facts, near) = {
-        let corpus = corpus.clone();
-        let units = units.clone();
-        let params = params.clone();
-        tokio::task::spawn_blocking(move || plan(&corpus, &units, &embeddings, &params))
-            .await
-            .map_err(|e| Error::Task(e.to_string()))??
-    };
+    let (levels, facts, near) = blocking(|| plan(&corpus, &units, &embeddings, params, progress))?;
 
     progress.stage("summarising", facts.len() as u64);
     let terms: Vec<Vec<String>> = facts.iter().map(|f| f.terms.clone()).collect();
@@ -317,6 +406,16 @@ pub async fn build_tree(
     Ok(tree)
 }
 
+/// Runs CPU-bound work from async code: on a multi-threaded runtime through
+/// `block_in_place` (the other workers go on), else in place.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
 /// Clusters and gathers what the summariser needs, level by level (bottom
 /// level first, clusters in order within a level).
 fn plan(
@@ -324,8 +423,9 @@ fn plan(
     units: &[Unit],
     embeddings: &Array2<f32>,
     params: &ValidTreeParams,
+    progress: &dyn Progress,
 ) -> Result<(Levels, Vec<ClusterFacts>, Vec<Vec<usize>>)> {
-    let levels = cluster_levels(embeddings, params, &crate::NoProgress)?;
+    let levels = cluster_levels(embeddings, params, progress)?;
     let near = crate::neighbours::nearest(
         embeddings,
         &levels[0],

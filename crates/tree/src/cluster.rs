@@ -1,5 +1,9 @@
-//! k-means (linfa, k-means++ init, seeded) and the partition step that keeps
-//! every group within the branching limit.
+//! k-means (linfa, k-means++ init, seeded) and the two partitions that keep
+//! every group within the branching limit: `partition` (all rows at once
+//! into k groups, then oversized groups split again: the flat
+//! construction) and `partition_top_down` (split from the root with k ≤ the
+//! branching limit, trained on a bounded sample, every row assigned in one
+//! streaming pass; subtrees in parallel).
 
 use crate::{Error, Result};
 use linfa::traits::{Fit, Predict};
@@ -40,6 +44,208 @@ pub fn kmeans(points: ArrayView2<'_, f32>, k: usize, seed: u64) -> Result<Vec<us
         .map_err(|e| Error::Cluster(e.to_string()))?;
     let labels = model.predict(&data);
     Ok(labels.to_vec())
+}
+
+/// Rows per block of the distance products.
+const BLOCK: usize = 2048;
+
+/// Each member's nearest centroid (ties to the lower index): squared
+/// distances as ‖c‖² − 2·x·c (‖x‖² is the same for every centroid) through
+/// one matrix product per block of rows, blocks in parallel.
+fn nearest_centroid(
+    points: ArrayView2<'_, f32>,
+    members: &[usize],
+    centroids: &Array2<f32>,
+) -> Vec<usize> {
+    let norms: Vec<f32> = centroids.rows().into_iter().map(|c| c.dot(&c)).collect();
+    let ct = centroids.t();
+    members
+        .par_chunks(BLOCK)
+        .flat_map_iter(|block| {
+            let rows = points.select(Axis(0), block);
+            let dots = rows.dot(&ct);
+            let labels: Vec<usize> = dots
+                .rows()
+                .into_iter()
+                .map(|row| {
+                    let mut best = (f32::INFINITY, 0);
+                    for (c, (&dot, &norm)) in row.iter().zip(&norms).enumerate() {
+                        let d = norm - 2.0 * dot;
+                        if d < best.0 {
+                            best = (d, c);
+                        }
+                    }
+                    best.1
+                })
+                .collect();
+            labels
+        })
+        .collect()
+}
+
+/// Lloyd's iterations from `init` on all rows of `points` (at most
+/// `MAX_ITERATIONS`, until no centroid moves by more than 1e-4 in squared
+/// distance); a centroid left without members stays where it was.
+fn lloyd(points: ArrayView2<'_, f32>, init: Array2<f32>) -> Array2<f32> {
+    let all: Vec<usize> = (0..points.nrows()).collect();
+    let mut centroids = init;
+    for _ in 0..MAX_ITERATIONS {
+        let labels = nearest_centroid(points, &all, &centroids);
+        let mut sums = Array2::<f32>::zeros(centroids.dim());
+        let mut counts = vec![0usize; centroids.nrows()];
+        for (i, &l) in labels.iter().enumerate() {
+            let mut row = sums.row_mut(l);
+            row += &points.row(i);
+            counts[l] += 1;
+        }
+        let mut moved = 0.0f32;
+        for (c, &count) in counts.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let mean = sums.row(c).mapv(|v| v / count as f32);
+            moved = moved.max(sq_dist(mean.view(), centroids.row(c)));
+            centroids.row_mut(c).assign(&mean);
+        }
+        if moved < 1e-4 {
+            break;
+        }
+    }
+    centroids
+}
+
+/// A seeded sample of `size` members (all of them when fewer), in their order.
+fn sample_of(members: &[usize], size: usize, seed: u64) -> Vec<usize> {
+    if members.len() <= size {
+        return members.to_vec();
+    }
+    let mut rng = Xoshiro256Plus::seed_from_u64(seed ^ 0x5eed_5a3d);
+    let mut picked = rand::seq::index::sample(&mut rng, members.len(), size).into_vec();
+    picked.sort_unstable();
+    picked.into_iter().map(|i| members[i]).collect()
+}
+
+/// Settings of [`partition_top_down`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopDown {
+    /// Most groups one split makes (the branching limit).
+    pub branching: usize,
+    /// Most members of a finished group (at most `branching`).
+    pub leaf: usize,
+    /// Rows k-means is trained on at each node at most.
+    pub sample: usize,
+    /// The seed.
+    pub seed: u64,
+}
+
+/// Partitions the rows of `points` from the root down: at each node,
+/// k-means with k = ⌈members / leaf⌉ clamped to 2..=branching, trained
+/// on at most `sample` members, then every member assigned to its nearest
+/// centroid; groups under a tenth of the leaf size are folded into
+/// their nearest sibling (when at least two siblings remain); recursion
+/// until a group is at most 1.5 × `leaf` (and within `branching`). Work grows as N·branching·depth. Groups are
+/// non-empty, ordered by their smallest member, most central first;
+/// `placed` is called with the size of each finished group.
+pub fn partition_top_down(
+    points: ArrayView2<'_, f32>,
+    settings: TopDown,
+    placed: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Vec<usize>>> {
+    let all: Vec<usize> = (0..points.nrows()).collect();
+    let branching = settings.branching.max(2);
+    let settings = TopDown {
+        branching,
+        leaf: settings.leaf.clamp(1, branching),
+        sample: settings.sample.max(2),
+        ..settings
+    };
+    let mut out = split_down(points, all, settings, settings.seed, placed)?;
+    out.par_iter_mut()
+        .for_each(|g| sort_by_centrality(points, g));
+    out.sort_by_key(|g| g.iter().copied().min().unwrap_or(usize::MAX));
+    Ok(out)
+}
+
+fn split_down(
+    points: ArrayView2<'_, f32>,
+    members: Vec<usize>,
+    settings: TopDown,
+    seed: u64,
+    placed: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Vec<usize>>> {
+    let leaf = settings.leaf;
+    // A group up to half again the target size is finished (within the
+    // limit): splitting it would leave two groups half the target.
+    if members.len() <= (leaf + leaf / 2).min(settings.branching) {
+        placed(members.len());
+        return Ok(if members.is_empty() {
+            Vec::new()
+        } else {
+            vec![members]
+        });
+    }
+    let k = members.len().div_ceil(leaf).clamp(2, settings.branching);
+    let train = points.select(Axis(0), &sample_of(&members, settings.sample, seed));
+    let mut rng = Xoshiro256Plus::seed_from_u64(seed);
+    let init = kmeans_plus_plus(train.view(), k.min(train.nrows()), &mut rng);
+    let centroids = lloyd(train.view(), init);
+    let labels = nearest_centroid(points, &members, &centroids);
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); centroids.nrows()];
+    for (m, label) in members.iter().zip(&labels) {
+        groups[*label].push(*m);
+    }
+    fold_tiny(points, &mut groups, &centroids, (leaf / 10).max(2));
+    groups.retain(|g| !g.is_empty());
+    if groups.len() <= 1 {
+        // k-means could not separate these points (e.g. identical vectors):
+        // even runs, most central first.
+        let mut g = groups.pop().unwrap_or_default();
+        sort_by_centrality(points, &mut g);
+        let size = g.len().div_ceil(g.len().div_ceil(leaf));
+        placed(g.len());
+        return Ok(g.chunks(size).map(<[usize]>::to_vec).collect());
+    }
+    let parts: Vec<Vec<Vec<usize>>> = groups
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            split_down(
+                points,
+                g,
+                settings,
+                seed.wrapping_add(1 + i as u64).wrapping_mul(0x9e37_79b9),
+                placed,
+            )
+        })
+        .collect::<Result<_>>()?;
+    Ok(parts.into_iter().flatten().collect())
+}
+
+/// Moves the members of groups smaller than `min` to the nearest centroid
+/// of a group that is not, when at least two such groups exist.
+fn fold_tiny(
+    points: ArrayView2<'_, f32>,
+    groups: &mut [Vec<usize>],
+    centroids: &Array2<f32>,
+    min: usize,
+) {
+    let keep: Vec<usize> = (0..groups.len())
+        .filter(|&g| groups[g].len() >= min)
+        .collect();
+    if keep.len() < 2 || keep.len() == groups.len() {
+        return;
+    }
+    let kept = centroids.select(Axis(0), &keep);
+    for g in 0..groups.len() {
+        if groups[g].len() >= min || groups[g].is_empty() {
+            continue;
+        }
+        let moving = std::mem::take(&mut groups[g]);
+        let to = nearest_centroid(points, &moving, &kept);
+        for (m, t) in moving.into_iter().zip(to) {
+            groups[keep[t]].push(m);
+        }
+    }
 }
 
 /// k-means++ seeding (Arthur & Vassilvitskii, 2007) with each point's
@@ -232,6 +438,94 @@ mod tests {
         let groups = partition(pts.view(), 1, 10, 0)?;
         assert!(groups.iter().all(|g| g.len() <= 10 && !g.is_empty()));
         assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 25);
+        Ok(())
+    }
+
+    /// Blobs of points around `centres`, `per` points each, seeded.
+    fn blobs(centres: usize, per: usize, seed: u64) -> Array2<f32> {
+        let mut rng = Xoshiro256Plus::seed_from_u64(seed);
+        let mut pts = Array2::<f32>::zeros((centres * per, 8));
+        for i in 0..centres * per {
+            let c = i % centres;
+            for d in 0..8 {
+                let centre = if d == c % 8 {
+                    10.0 * (1 + c / 8) as f32
+                } else {
+                    0.0
+                };
+                pts[[i, d]] = centre + rng.gen::<f32>() * 0.5;
+            }
+        }
+        pts
+    }
+
+    #[test]
+    fn top_down_covers_every_row_once_within_the_limit() -> Result<()> {
+        let pts = blobs(12, 60, 1);
+        let placed = std::sync::atomic::AtomicUsize::new(0);
+        let count = |n: usize| {
+            placed.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+        };
+        let settings = TopDown {
+            branching: 25,
+            leaf: 25,
+            sample: 200,
+            seed: 7,
+        };
+        let groups = partition_top_down(pts.view(), settings, &count)?;
+        let mut all: Vec<usize> = groups.iter().flatten().copied().collect();
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            (0..pts.nrows()).collect::<Vec<_>>(),
+            "every row exactly once"
+        );
+        assert!(groups.iter().all(|g| !g.is_empty() && g.len() <= 25));
+        assert_eq!(
+            placed.into_inner(),
+            pts.nrows(),
+            "progress counts every row"
+        );
+        // No member of a blob is cut off alone: tiny groups were folded.
+        assert!(
+            groups.iter().all(|g| g.len() >= 2),
+            "{:?}",
+            groups.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        // Same seed, same groups (subtrees run in parallel).
+        assert_eq!(groups, partition_top_down(pts.view(), settings, &|_| {})?);
+        Ok(())
+    }
+
+    #[test]
+    fn top_down_keeps_blobs_together() -> Result<()> {
+        // 4 blobs of 20 with a limit of 20: each blob should be one group.
+        let pts = blobs(4, 20, 2);
+        let settings = TopDown {
+            branching: 20,
+            leaf: 20,
+            sample: 1_000,
+            seed: 3,
+        };
+        let groups = partition_top_down(pts.view(), settings, &|_| {})?;
+        let pure = groups
+            .iter()
+            .filter(|g| g.iter().all(|m| m % 4 == g[0] % 4))
+            .count();
+        assert_eq!(pure, groups.len(), "no group mixes blobs: {groups:?}");
+        let identical = Array2::<f32>::zeros((45, 3));
+        let groups = partition_top_down(
+            identical.view(),
+            TopDown {
+                branching: 10,
+                leaf: 10,
+                sample: 100,
+                seed: 0,
+            },
+            &|_| {},
+        )?;
+        assert!(groups.iter().all(|g| g.len() <= 10 && !g.is_empty()));
+        assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 45);
         Ok(())
     }
 }

@@ -44,7 +44,9 @@ mod model;
 pub mod neighbours;
 pub mod summary;
 
-pub use build::{build_tree, default_clusters, TreeParams, ValidTreeParams};
+pub use build::{
+    build_tree, default_clusters, Clustering, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
+};
 pub use embed::{Embedder, EmbedderOptions};
 pub use model::{LevelKind, LevelStats, Node, NodeId, NodeKind, Tree, TreeMeta};
 pub use petgraph;
