@@ -432,21 +432,15 @@ fn plan(
         levels.get(1).map(Vec::as_slice),
         params.neighbours(),
     );
-    let unit_texts: Vec<String> = units
-        .iter()
-        .map(|u| {
-            let mut text = unit_title(corpus, u);
-            if let Some(d) = unit_doc(corpus, u) {
-                for p in &d.passages[u.passages.clone()] {
-                    text.push('\n');
-                    text.push_str(&p.text);
-                }
-            }
-            text
-        })
-        .collect();
-    let (counts, vocab) = count_terms(&unit_texts);
-    drop(unit_texts);
+    // Each unit's title and passages, counted piece by piece (no copy of
+    // the corpus's text).
+    let (counts, vocab) = count_terms(units.iter().map(|u| {
+        let passages = unit_doc(corpus, u)
+            .map(|d| &d.passages[u.passages.clone()])
+            .unwrap_or_default();
+        std::iter::once(std::borrow::Cow::Owned(unit_title(corpus, u)))
+            .chain(passages.iter().map(|p| std::borrow::Cow::Borrowed(p.text.as_str())))
+    }));
     let members = members_by_level(&levels);
     let mut facts = Vec::new();
     for (l, groups) in levels.iter().enumerate() {

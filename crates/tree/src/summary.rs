@@ -205,7 +205,7 @@ pub fn extractive_line(facts: &ClusterFacts) -> String {
 /// c-TF-IDF, counting documents rather than occurrences so that one document
 /// repeating an abbreviation does not speak for its cluster).
 pub fn class_tfidf(
-    doc_terms: &[HashMap<u32, u32>],
+    doc_terms: &[Vec<u32>],
     vocab: &[String],
     groups: &[Vec<usize>],
     top: usize,
@@ -215,8 +215,8 @@ pub fn class_tfidf(
         .map(|g| {
             let mut df: HashMap<u32, u32> = HashMap::new();
             for &d in g {
-                if let Some(counts) = doc_terms.get(d) {
-                    for t in counts.keys() {
+                if let Some(ids) = doc_terms.get(d) {
+                    for t in ids {
                         *df.entry(*t).or_insert(0) += 1;
                     }
                 }
@@ -260,30 +260,43 @@ pub fn class_tfidf(
         .collect()
 }
 
-/// Interns the terms of each text: (term counts per text, vocabulary).
-pub fn count_terms(texts: &[String]) -> (Vec<HashMap<u32, u32>>, Vec<String>) {
+/// Interns the terms of each document, given as its pieces of text:
+/// (each document's distinct term ids, sorted; the vocabulary). Only which
+/// terms a document has matters to [`class_tfidf`], so a document costs 4
+/// bytes per distinct term.
+pub fn count_terms<D, S>(docs: D) -> (Vec<Vec<u32>>, Vec<String>)
+where
+    D: IntoIterator,
+    D::Item: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
     let mut index: HashMap<String, u32> = HashMap::new();
     let mut vocab = Vec::new();
-    let counts = texts
-        .iter()
-        .map(|text| {
-            let mut tf: HashMap<u32, u32> = HashMap::new();
-            for term in terms(text) {
-                let id = match index.get(&term) {
-                    Some(id) => *id,
-                    None => {
-                        let id = vocab.len() as u32;
-                        vocab.push(term.clone());
-                        index.insert(term, id);
-                        id
-                    }
-                };
-                *tf.entry(id).or_insert(0) += 1;
+    let sets = docs
+        .into_iter()
+        .map(|pieces| {
+            let mut ids: Vec<u32> = Vec::new();
+            for piece in pieces {
+                for term in terms(piece.as_ref()) {
+                    let id = match index.get(&term) {
+                        Some(id) => *id,
+                        None => {
+                            let id = vocab.len() as u32;
+                            vocab.push(term.clone());
+                            index.insert(term, id);
+                            id
+                        }
+                    };
+                    ids.push(id);
+                }
             }
-            tf
+            ids.sort_unstable();
+            ids.dedup();
+            ids.shrink_to_fit();
+            ids
         })
         .collect();
-    (counts, vocab)
+    (sets, vocab)
 }
 
 #[derive(Deserialize)]
@@ -429,7 +442,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let (counts, vocab) = count_terms(&texts);
+        let (counts, vocab) = count_terms(texts.iter().map(|t| [t]));
         let terms = class_tfidf(&counts, &vocab, &[vec![0, 1], vec![2, 3]], 2);
         assert_eq!(terms[0][0], "insulin");
         assert_eq!(terms[1][0], "football");
