@@ -125,6 +125,11 @@ struct BuildArgs {
     /// Embedder used for clustering.
     #[arg(long, value_enum, default_value_t = EmbedderKind::Tfidf)]
     embedder: EmbedderKind,
+    /// Precomputed document vectors instead of an embedder: a .npy file
+    /// (float32 or float16, documents × dimensions), row i = document i in
+    /// corpus order.
+    #[arg(long, conflicts_with = "embedder")]
+    embeddings: Option<PathBuf>,
     /// Dimensions of the TF-IDF projection.
     #[arg(long, default_value_t = 128)]
     dims: usize,
@@ -246,6 +251,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
+    if let Some(path) = &args.embeddings {
+        return Ok(EmbedderOptions::Vectors { path: path.clone() });
+    }
     Ok(match args.embedder {
         EmbedderKind::Tfidf => EmbedderOptions::Tfidf { dims: args.dims },
         EmbedderKind::Openai => EmbedderOptions::Openai {

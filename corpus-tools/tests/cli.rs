@@ -692,3 +692,67 @@ fn bench_prune_writes_the_curve() {
     assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
     assert!(text(&o.stdout).contains("compression at ≥95% retention"));
 }
+
+/// A float32 `.npy` file (format 1.0) of `rows` × `dims`, written by hand
+/// as numpy does, so the test needs no numpy.
+fn write_npy(
+    path: &std::path::Path,
+    rows: usize,
+    dims: usize,
+    value: impl Fn(usize, usize) -> f32,
+) {
+    let mut header =
+        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {dims}), }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for r in 0..rows {
+        for d in 0..dims {
+            bytes.extend_from_slice(&value(r, d).to_le_bytes());
+        }
+    }
+    std::fs::write(path, bytes).expect("write npy");
+}
+
+#[test]
+fn build_takes_precomputed_vectors_and_refuses_a_wrong_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The bundled sample has 48 documents.
+    let good = dir.path().join("v.npy");
+    write_npy(&good, 48, 4, |r, d| if d == r % 4 { 1.0 } else { 0.1 });
+    let tree = dir.path().join("v.tree");
+    let out = treenav(&[
+        "build",
+        "--embeddings",
+        good.to_str().unwrap_or_default(),
+        "-o",
+        tree.to_str().unwrap_or_default(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inspect = treenav(&["inspect", tree.to_str().unwrap_or_default()]);
+    assert!(String::from_utf8_lossy(&inspect.stdout).contains("vectors(file=v.npy, dims=4)"));
+
+    let short = dir.path().join("short.npy");
+    write_npy(&short, 47, 4, |_, _| 1.0);
+    let out = treenav(&[
+        "build",
+        "--embeddings",
+        short.to_str().unwrap_or_default(),
+        "-o",
+        tree.to_str().unwrap_or_default(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("short.npy") && stderr.contains("47 rows for 48 documents"),
+        "{stderr}"
+    );
+}

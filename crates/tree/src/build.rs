@@ -362,7 +362,14 @@ pub async fn build_tree(
         .collect();
 
     progress.stage("embedding", texts.len() as u64);
-    let embeddings = embedder.embed(texts, progress).await?;
+    let doc_rows: Vec<usize> = units.iter().map(|u| u.doc).collect();
+    let embeddings = match embedder.document_vectors(corpus.documents.len(), &doc_rows) {
+        Some(vectors) => {
+            progress.inc(texts.len() as u64);
+            vectors?
+        }
+        None => embedder.embed(texts, progress).await?,
+    };
     if embeddings.nrows() != units.len() {
         return Err(Error::Cluster(format!(
             "the embedder returned {} vectors for {} documents",
@@ -438,8 +445,11 @@ fn plan(
         let passages = unit_doc(corpus, u)
             .map(|d| &d.passages[u.passages.clone()])
             .unwrap_or_default();
-        std::iter::once(std::borrow::Cow::Owned(unit_title(corpus, u)))
-            .chain(passages.iter().map(|p| std::borrow::Cow::Borrowed(p.text.as_str())))
+        std::iter::once(std::borrow::Cow::Owned(unit_title(corpus, u))).chain(
+            passages
+                .iter()
+                .map(|p| std::borrow::Cow::Borrowed(p.text.as_str())),
+        )
     }));
     let members = members_by_level(&levels);
     let mut facts = Vec::new();

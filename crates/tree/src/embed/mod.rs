@@ -2,6 +2,7 @@
 //! needed at query time).
 
 mod minilm;
+mod npy;
 mod openai;
 mod tfidf;
 
@@ -54,6 +55,12 @@ pub enum EmbedderOptions {
         #[serde(default = "default_timeout")]
         timeout_secs: u64,
     },
+    /// Precomputed document vectors: a `.npy` file (float32 or float16,
+    /// documents × dimensions), row i = document i in corpus order.
+    Vectors {
+        /// The `.npy` file.
+        path: std::path::PathBuf,
+    },
     /// all-MiniLM-L6-v2 in-process with candle (cargo feature `minilm`).
     Minilm {
         /// Folder with `model.safetensors`, `config.json`, `tokenizer.json`.
@@ -99,6 +106,13 @@ pub enum Embedder {
         key: Option<ApiKey>,
         /// Texts per request.
         batch_size: usize,
+    },
+    /// See [`EmbedderOptions::Vectors`].
+    Vectors {
+        /// The file read.
+        path: std::path::PathBuf,
+        /// Its rows, L2-normalised: one per document.
+        matrix: std::sync::Arc<Array2<f32>>,
     },
     /// See [`EmbedderOptions::Minilm`].
     Minilm {
@@ -154,6 +168,10 @@ impl Embedder {
                     batch_size: *batch_size,
                 })
             }
+            EmbedderOptions::Vectors { path } => Ok(Embedder::Vectors {
+                path: path.clone(),
+                matrix: std::sync::Arc::new(npy::read(path)?),
+            }),
             EmbedderOptions::Minilm {
                 model_dir,
                 batch_size,
@@ -178,8 +196,36 @@ impl Embedder {
         match self {
             Embedder::Tfidf { dims, .. } => format!("tfidf(dims={dims})"),
             Embedder::Openai { url, model, .. } => format!("openai(model={model}, url={url})"),
+            Embedder::Vectors { path, matrix } => format!(
+                "vectors(file={}, dims={})",
+                path.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default(),
+                matrix.ncols()
+            ),
             Embedder::Minilm { .. } => "minilm(all-MiniLM-L6-v2)".to_string(),
         }
+    }
+
+    /// For precomputed vectors: the rows of the given documents (indices in
+    /// corpus order), after checking the file has one row per document.
+    /// `None` for the embedders that embed text.
+    pub fn document_vectors(
+        &self,
+        documents: usize,
+        rows: &[usize],
+    ) -> Option<Result<Array2<f32>>> {
+        let Embedder::Vectors { path, matrix } = self else {
+            return None;
+        };
+        if matrix.nrows() != documents {
+            return Some(Err(Error::Param(format!(
+                "{}: {} rows for {documents} documents (row i must be document i in corpus order)",
+                path.display(),
+                matrix.nrows()
+            ))));
+        }
+        Some(Ok(matrix.select(ndarray::Axis(0), rows)))
     }
 
     /// Embeds texts into L2-normalised rows, one per text, in order.
@@ -211,6 +257,9 @@ impl Embedder {
                 )
                 .await
             }
+            Embedder::Vectors { .. } => Err(Error::Param(
+                "precomputed vectors belong to documents, not texts: use `document_vectors`".into(),
+            )),
             Embedder::Minilm { model, batch_size } => {
                 let (model, batch, n) = (model.clone(), *batch_size, texts.len() as u64);
                 let out = tokio::task::spawn_blocking(move || model.embed(&texts, batch))
