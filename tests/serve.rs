@@ -533,7 +533,12 @@ async fn shutdown_finishes_requests_in_flight() {
         })
         .collect();
     // Wait until the judge has the requests in hand, then shut down.
+    let waiting = std::time::Instant::now();
     while load.in_flight.load(Ordering::SeqCst) < 6 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(20),
+            "the requests never reached the judge"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let base = s.base.clone();
