@@ -42,6 +42,10 @@ impl std::fmt::Debug for Bm25Index {
     }
 }
 
+/// Texts embedded in parallel per step of [`Bm25Index::new`].
+/// (Small under test, so the tests cross chunk boundaries.)
+const EMBED_CHUNK: usize = if cfg!(test) { 7 } else { 16_384 };
+
 impl Bm25Index {
     /// Indexes `texts` (text i gets index i) with k1 = 1.2 and b = 0.75.
     ///
@@ -49,6 +53,7 @@ impl Bm25Index {
     /// Never for any input; at most `u32::MAX` texts are indexed (the rest
     /// are ignored).
     pub fn new(texts: &[&str]) -> Bm25Index {
+        use rayon::prelude::*;
         let texts = &texts[..texts.len().min(u32::MAX as usize)];
         let embedder =
             EmbedderBuilder::<u64, Words>::with_tokenizer_and_fit_to_corpus(Words, texts)
@@ -57,18 +62,32 @@ impl Bm25Index {
                 .build();
         let mut slots: HashMap<u64, u32> = HashMap::new();
         let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
-        for (i, text) in texts.iter().enumerate() {
-            let doc = i as u32;
-            for token in embedder.embed(text).iter() {
-                let slot = *slots.entry(token.index).or_insert_with(|| {
-                    postings.push(Vec::new());
-                    (postings.len() - 1) as u32
-                });
-                let list = &mut postings[slot as usize];
-                // A token repeats in a text's embedding with the same weight;
-                // the first occurrence is the one scored.
-                if list.last().is_none_or(|(d, _)| *d != doc) {
-                    list.push((doc, token.value));
+        // Texts are embedded in parallel, a bounded chunk at a time, and
+        // merged in text order (so postings are as a serial pass makes them).
+        for (c, chunk) in texts.chunks(EMBED_CHUNK).enumerate() {
+            let embedded: Vec<Vec<(u64, f32)>> = chunk
+                .par_iter()
+                .map(|text| {
+                    embedder
+                        .embed(text)
+                        .iter()
+                        .map(|t| (t.index, t.value))
+                        .collect()
+                })
+                .collect();
+            for (j, tokens) in embedded.into_iter().enumerate() {
+                let doc = (c * EMBED_CHUNK + j) as u32;
+                for (index, value) in tokens {
+                    let slot = *slots.entry(index).or_insert_with(|| {
+                        postings.push(Vec::new());
+                        (postings.len() - 1) as u32
+                    });
+                    let list = &mut postings[slot as usize];
+                    // A token repeats in a text's embedding with the same
+                    // weight; the first occurrence is the one scored.
+                    if list.last().is_none_or(|(d, _)| *d != doc) {
+                        list.push((doc, value));
+                    }
                 }
             }
         }
