@@ -131,7 +131,8 @@ impl ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "reload", message)
     }
 
-    fn field(mut self, field: &str) -> ApiError {
+    /// The same error, naming the request field at fault.
+    pub fn field(mut self, field: &str) -> ApiError {
         self.detail.field = Some(field.to_string());
         self
     }

@@ -161,20 +161,14 @@ pub(crate) async fn retrieve(
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let req: RetrieveRequest = parse(&body(raw)?)?;
     question(&app, "query", &req.query)?;
-    let served = app
-        .registry
-        .get(&req.tree)
-        .ok_or_else(|| {
-            ApiError::not_found(format!(
-                "no tree named `{}` (trees: {})",
-                req.tree,
-                app.registry.names().join(", ")
-            ))
-        })
-        .map_err(|mut e| {
-            e.detail.field = Some("tree".into());
-            e
-        })?;
+    let served = app.registry.get(&req.tree).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no tree named `{}` (trees: {})",
+            req.tree,
+            app.registry.names().join(", ")
+        ))
+        .field("tree")
+    })?;
     if app.log_queries {
         tracing::info!(target: "treenav_serve::access", tree = %req.tree, query = %req.query, "retrieve");
     }
@@ -248,8 +242,16 @@ pub(crate) async fn prune(
             .map_err(prune_error)
     })
     .await?;
-    metrics::counter!("treenav_judge_calls_total", "route" => "prune")
-        .increment(pruned.stats.judge_calls.into());
+    let s = &pruned.stats;
+    observe::judge_usage(
+        "prune",
+        &treenav_judge::Usage {
+            calls: s.judge_calls,
+            input_tokens: s.input_tokens,
+            cost_usd: s.cost_usd,
+            ..Default::default()
+        },
+    );
     Ok(Json(PruneResponse::new(pruned)))
 }
 
