@@ -7,6 +7,11 @@
 //! time between sizes and the exponent b of time ≈ N^b.
 //! `TREENAV_BENCH_SIZES=10000,100000` changes the generated sizes;
 //! `TREENAV_BENCH_CLUSTERING=flat` builds with the original construction.
+//!
+//! Each saved tree is then opened by another fresh process, as `treenav
+//! query` opens it: load, navigator with the lexical judge, first query
+//! (the cold-start figure), then the p50 of 50 further queries (document
+//! titles) and that process's peak memory.
 
 use rand::{Rng, SeedableRng};
 use std::io::Write;
@@ -61,8 +66,7 @@ fn child(path: &Path) -> anyhow::Result<()> {
         &NoProgress,
     ))?;
     let build_s = t1.elapsed().as_secs_f64();
-    let dir = tempfile::tempdir()?;
-    let out = dir.path().join("bench.tree");
+    let out = PathBuf::from(std::env::var_os("TREENAV_BENCH_OUT").unwrap_or_default());
     let t2 = Instant::now();
     treenav::tree::file::save(&tree, &out)?;
     let save_s = t2.elapsed().as_secs_f64();
@@ -82,7 +86,56 @@ fn child(path: &Path) -> anyhow::Result<()> {
             "documents": docs, "passages": passages, "clusters": clusters,
             "ingest_s": load_s, "build_s": build_s, "save_s": save_s, "load_tree_s": load_tree_s,
             "total_s": load_s + build_s + save_s, "peak_rss_mib": peak_rss_mib(),
-            "file_mib": std::fs::metadata(&out)?.len() as f64 / 1_048_576.0,
+            "file_mib": mib(&out),
+            "texts_mib": mib(&treenav::tree::file::side_files(&out)[0]),
+            "lexical_mib": mib(&treenav::tree::file::side_files(&out)[1]),
+        })
+    );
+    Ok(())
+}
+
+fn mib(path: &Path) -> f64 {
+    std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1_048_576.0)
+}
+
+/// Open mode: a cold process opens a tree and queries it with the lexical
+/// judge, as `treenav query` does; one JSON line on stdout.
+fn open(path: &Path) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use treenav::judge::{Judge, JudgeOptions};
+    use treenav::navigator::{Navigator, NavigatorConfig};
+    use treenav::tree::NodeKind;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let t0 = Instant::now();
+    let tree = Arc::new(treenav::tree::file::load(path)?);
+    let load_s = t0.elapsed().as_secs_f64();
+    let judge = Judge::new(&JudgeOptions::default())?;
+    let navigator = Navigator::new(tree.clone(), judge, NavigatorConfig::default().check()?)?;
+    let ready_s = t0.elapsed().as_secs_f64();
+    let title = |doc: treenav::tree::NodeId| match tree.get(doc).map(|n| &n.kind) {
+        Some(NodeKind::Document { title, .. }) => title.clone(),
+        _ => String::new(),
+    };
+    let documents: Vec<_> = tree.documents().collect();
+    let first = title(documents[0]);
+    rt.block_on(navigator.retrieve(&first))?;
+    let first_query_s = t0.elapsed().as_secs_f64();
+    let step = (documents.len() / 50).max(1);
+    let mut times: Vec<f64> = Vec::new();
+    for doc in documents.iter().step_by(step).take(50) {
+        let t = Instant::now();
+        rt.block_on(navigator.retrieve(&title(*doc)))?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{}",
+        serde_json::json!({
+            "load_s": load_s, "ready_s": ready_s, "open_first_query_s": first_query_s,
+            "p50_ms": times.get(times.len() / 2).copied().unwrap_or(f64::NAN),
+            "open_rss_mib": peak_rss_mib(),
         })
     );
     Ok(())
@@ -139,11 +192,15 @@ fn rand_xoshiro_like(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed)
 }
 
-fn run_child(path: &Path) -> anyhow::Result<serde_json::Value> {
+/// Runs this benchmark again as a child with `env` set; its last stdout
+/// line, as JSON.
+fn run_child(path: &Path, env: &[(&str, &Path)]) -> anyhow::Result<serde_json::Value> {
     let exe = std::env::current_exe()?;
-    let out = Command::new(exe)
-        .env("TREENAV_BENCH_CHILD", path)
-        .output()?;
+    let mut command = Command::new(exe);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output()?;
     if !out.status.success() {
         anyhow::bail!(
             "build of {} failed: {}",
@@ -159,6 +216,9 @@ fn run_child(path: &Path) -> anyhow::Result<serde_json::Value> {
 fn main() -> anyhow::Result<()> {
     if let Some(path) = std::env::var_os("TREENAV_BENCH_CHILD") {
         return child(Path::new(&path));
+    }
+    if let Some(path) = std::env::var_os("TREENAV_BENCH_OPEN") {
+        return open(Path::new(&path));
     }
     if std::env::args().any(|a| a == "--list") {
         return Ok(()); // `cargo test --benches` asks for a list
@@ -184,24 +244,34 @@ fn main() -> anyhow::Result<()> {
         generate(*n, &p)?;
         runs.push((format!("generated-{n}"), p));
     }
-    println!("| corpus | documents | passages | clusters | ingest s | build s | save s | load s | peak RSS MiB | file MiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| corpus | documents | passages | clusters | ingest s | build s | save s | peak RSS MiB | tree / texts / lexical MiB | open + first query s | open RSS MiB | p50 query ms |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut points: Vec<(f64, f64)> = Vec::new();
     for (name, path) in &runs {
         eprintln!("building {name} …");
-        let r = run_child(path)?;
-        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        let out = gen_dir.join(format!("{name}.tree"));
+        let r = run_child(
+            path,
+            &[("TREENAV_BENCH_CHILD", path), ("TREENAV_BENCH_OUT", &out)],
+        )?;
+        eprintln!("opening {name} …");
+        let o = run_child(&out, &[("TREENAV_BENCH_OPEN", &out)])?;
+        let f = |k: &str| r[k].as_f64().or_else(|| o[k].as_f64()).unwrap_or(f64::NAN);
         println!(
-            "| {name} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.3} | {:.0} | {:.1} |",
+            "| {name} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.0} | {:.1} / {:.1} / {:.1} | {:.3} | {:.0} | {:.1} |",
             r["documents"],
             r["passages"],
             r["clusters"],
             f("ingest_s"),
             f("build_s"),
             f("save_s"),
-            f("load_tree_s"),
             f("peak_rss_mib"),
-            f("file_mib")
+            f("file_mib"),
+            f("texts_mib"),
+            f("lexical_mib"),
+            f("open_first_query_s"),
+            f("open_rss_mib"),
+            f("p50_ms"),
         );
         points.push((f("documents"), f("total_s")));
     }

@@ -366,3 +366,33 @@ async fn navigates_end_to_end_with_a_real_sparrow_decider() {
         assert!(done.expect("task").expect("retrieve") > 0);
     }
 }
+
+/// A tree saved with its side files and loaded again (texts read from the
+/// store, the lexical index and statistics read from beside it) answers as
+/// the tree built in memory does, under both strategies.
+#[tokio::test]
+async fn a_loaded_tree_answers_as_the_built_one() {
+    let built = support::sample_tree().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("sample.tree");
+    treenav::tree::file::save(&built, &path).expect("save");
+    let loaded = Arc::new(treenav::tree::file::load(&path).expect("load"));
+    assert!(loaded.text_store().is_some() && loaded.lexical().is_some());
+    for strategy in [Strategy::Levels, Strategy::BestFirst] {
+        let config = NavigatorConfig::default()
+            .strategy(strategy)
+            .returned_passages(8)
+            .check()
+            .expect("config");
+        let a = Navigator::new(built.clone(), lexical(), config.clone()).expect("navigator");
+        let b = Navigator::new(loaded.clone(), lexical(), config).expect("navigator");
+        for query in [QUERY, "Who won the Super Bowl?", "steam engine efficiency"] {
+            let (x, y) = (
+                a.retrieve(query).await.expect("built"),
+                b.retrieve(query).await.expect("loaded"),
+            );
+            assert_eq!(x.passages, y.passages, "{strategy:?}: {query}");
+            assert!(!y.passages.is_empty() && !y.passages[0].text.is_empty());
+        }
+    }
+}

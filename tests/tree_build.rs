@@ -163,7 +163,132 @@ fn file_round_trip_and_atomic_write() {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, vec!["t.tree"], "no temporary file left behind");
+    let mut names = names;
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["t.tree", "t.tree.lexical", "t.tree.texts"],
+        "the tree, its side files, and no temporary file left behind"
+    );
+}
+
+/// A saved tree keeps passage texts and the lexical index beside the tree
+/// file: loaded, it reads texts from the store (none in the nodes) and has
+/// the lexical index and statistics the navigator would compute, equal to
+/// the built tree in every passage. Old single-file trees load as before.
+#[test]
+fn saved_trees_keep_texts_and_the_lexical_index_beside_them() {
+    use treenav::tree::lexical::{passage_stats, DocumentIndex};
+    let tree = build(&corpus_jsonl(60, &[40, 90, 15]), 8, 10, None);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.tree");
+    tree::file::save(&tree, &path).expect("save");
+    let loaded = tree::file::load(&path).expect("load");
+    assert_eq!(
+        loaded, tree,
+        "every passage text equal, read from the store"
+    );
+    assert!(loaded.text_store().is_some());
+    let mut passages = 0;
+    for p in tree.passages() {
+        let Some(NodeKind::Passage { text, .. }) = loaded.get(p).map(|n| &n.kind) else {
+            panic!("node {p:?} is not a passage");
+        };
+        assert!(text.is_empty(), "no text held in the loaded nodes");
+        assert_eq!(
+            loaded.passage_text(p).expect("read"),
+            tree.passage_text(p).expect("held")
+        );
+        passages += 1;
+    }
+    assert!(passages > 60);
+    let lexical = loaded.lexical().expect("the lexical side file was read");
+    assert_eq!(*lexical.stats, passage_stats(&tree).expect("stats"));
+    let built = DocumentIndex::build(&tree).expect("index");
+    for query in [
+        "topic three words",
+        "alpha",
+        "nothing-here",
+        "word7 word9 word11",
+    ] {
+        assert_eq!(
+            lexical.index.search_scored(query, 10).expect("stored"),
+            built.search_scored(query, 10).expect("built"),
+            "{query}"
+        );
+    }
+    // Saved again elsewhere, a loaded tree copies its texts and index.
+    let again = dir.path().join("again.tree");
+    tree::file::save(&loaded, &again).expect("save a loaded tree");
+    assert_eq!(tree::file::load(&again).expect("load"), tree);
+    for side in tree::file::side_files(&path)
+        .iter()
+        .chain(&tree::file::side_files(&again))
+    {
+        assert!(side.exists(), "{}", side.display());
+    }
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        std::fs::read(a).expect("read") == std::fs::read(b).expect("read")
+    };
+    assert!(same(&path, &again), "deterministic: the same tree file");
+    // Old and single-file trees: everything in one file, still loading.
+    for (name, bytes) in [
+        ("v3.tree", tree::file::to_bytes_v3(&tree).expect("v3")),
+        ("one.tree", tree::file::to_bytes(&tree).expect("v4")),
+    ] {
+        let old = dir.path().join(name);
+        std::fs::write(&old, bytes).expect("write");
+        let loaded = tree::file::load(&old).expect("an old file loads");
+        assert_eq!(loaded, tree, "{name}");
+        assert!(
+            loaded.text_store().is_none() && loaded.lexical().is_none(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        tree::file::version(&dir.path().join("v3.tree")).expect("v"),
+        3
+    );
+}
+
+/// A side file that is missing, cut short, or from another build is
+/// refused with an error naming it; nothing is read as if it matched.
+#[test]
+fn side_files_missing_or_from_another_build_are_refused() {
+    let a = build(&corpus_jsonl(40, &[]), 8, 10, None);
+    let b = build(&corpus_jsonl(30, &[]), 8, 10, None);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pa, pb) = (dir.path().join("a.tree"), dir.path().join("b.tree"));
+    tree::file::save(&a, &pa).expect("save");
+    tree::file::save(&b, &pb).expect("save");
+    let err = |p: &std::path::Path| {
+        tree::file::load(p)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "loaded!".into())
+    };
+    for (i, suffix) in ["texts", "lexical"].into_iter().enumerate() {
+        let side = &tree::file::side_files(&pa)[i];
+        let good = std::fs::read(side).expect("read");
+        let name = format!("a.tree.{suffix}");
+
+        std::fs::remove_file(side).expect("remove");
+        let e = err(&pa);
+        assert!(e.contains(&name) && e.contains("missing"), "{e}");
+
+        std::fs::copy(&tree::file::side_files(&pb)[i], side).expect("copy");
+        let e = err(&pa);
+        assert!(e.contains(&name) && e.contains("does not belong"), "{e}");
+
+        std::fs::write(side, &good[..good.len() - 7]).expect("cut");
+        assert!(err(&pa).contains(&name), "{}", err(&pa));
+
+        std::fs::write(side, b"TRNVTREE but not a side file at all, no").expect("foreign");
+        assert!(err(&pa).contains(&name), "{}", err(&pa));
+
+        std::fs::write(side, &good).expect("restore");
+        assert_eq!(tree::file::load(&pa).expect("load"), a);
+    }
 }
 
 /// A save killed mid-write leaves `.t.tree.tmp-PID`; the next save of that

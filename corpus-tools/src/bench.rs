@@ -139,6 +139,8 @@ fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
             api_key_env: None,
             batch_size: 32,
             timeout_secs: 120,
+            concurrency: 4,
+            cache_dir: None,
         }),
     })
 }

@@ -12,11 +12,57 @@ struct Report<'a> {
     format_version: u32,
     load_ms: f64,
     meta: &'a TreeMeta,
+    /// What is kept where: the tree file and its side files.
+    files: Vec<Part>,
     documents: usize,
     passages: usize,
     clusters: usize,
     levels: Vec<LevelStats>,
     samples: Samples,
+}
+
+/// One part of a tree and the file it lives in (`None`: held in memory,
+/// computed when the tree is opened).
+#[derive(Serialize)]
+struct Part {
+    holds: &'static str,
+    file: Option<String>,
+    bytes: Option<u64>,
+}
+
+fn parts(path: &Path, tree: &Tree) -> Vec<Part> {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let at = |p: &Path| Some(p.display().to_string());
+    let mut out = vec![Part {
+        holds: "structure, labels, neighbour lists",
+        file: at(path),
+        bytes: size(path),
+    }];
+    out.push(match tree.text_store() {
+        Some(store) => Part {
+            holds: "passage texts",
+            file: at(store.path()),
+            bytes: size(store.path()),
+        },
+        None => Part {
+            holds: "passage texts (in the tree file)",
+            file: at(path),
+            bytes: None,
+        },
+    });
+    out.push(match tree.lexical().and_then(|l| l.path.as_deref()) {
+        Some(p) => Part {
+            holds: "BM25 index over documents, passage statistics",
+            file: at(p),
+            bytes: size(p),
+        },
+        None => Part {
+            holds: "BM25 index over documents, passage statistics (computed at start)",
+            file: None,
+            bytes: None,
+        },
+    });
+    out
 }
 
 #[derive(Serialize, Default)]
@@ -93,9 +139,12 @@ fn samples(tree: &Tree, n: usize) -> Samples {
                     label: snippet(&node.label(), 160),
                     passages: node.children.len(),
                 }),
-                NodeKind::Passage { id, text } => out.passages.push(PassageSample {
-                    id: id.clone(),
-                    text: snippet(text, 160),
+                NodeKind::Passage { id: pid, .. } => out.passages.push(PassageSample {
+                    id: pid.clone(),
+                    text: match tree.passage_text(id) {
+                        Ok(text) => snippet(&text, 160),
+                        Err(e) => format!("(cannot read: {e})"),
+                    },
                 }),
             }
         }
@@ -122,6 +171,7 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         format_version: tree::file::version(path)?,
         load_ms,
         meta: tree.meta(),
+        files: parts(path, &tree),
         documents: count("document"),
         passages: count("passage"),
         clusters: count("cluster"),
@@ -154,6 +204,18 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
     match &m.corpus {
         Some(fingerprint) => out!(o, "corpus    {fingerprint}"),
         None => out!(o, "corpus    not recorded (built before format v3)"),
+    }
+    for part in &report.files {
+        let bytes = part.bytes.map(|b| format!(" ({})", human_bytes(b)));
+        match &part.file {
+            Some(file) => out!(
+                o,
+                "file      {file}{}: {}",
+                bytes.unwrap_or_default(),
+                part.holds
+            ),
+            None => out!(o, "file      -: {}", part.holds),
+        }
     }
     out!(
         o,

@@ -148,6 +148,17 @@ struct BuildArgs {
     /// Texts per embeddings request.
     #[arg(long, default_value_t = 32)]
     batch_size: usize,
+    /// Embeddings requests in flight at once (openai embedder, 1–256).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Folder where finished embedding batches are kept by content hash, so
+    /// a stopped build resumes without re-embedding (openai embedder).
+    /// Default: ~/.cache/treenav/embeddings.
+    #[arg(long)]
+    embed_cache: Option<PathBuf>,
+    /// Keep no embedding batches on disk.
+    #[arg(long, conflicts_with = "embed_cache")]
+    no_embed_cache: bool,
     /// How clusters are summarised.
     #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
     summarizer: SummarizerKind,
@@ -268,6 +279,14 @@ fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
             api_key_env: args.api_key_env.clone(),
             batch_size: args.batch_size,
             timeout_secs: 120,
+            concurrency: args.concurrency,
+            cache_dir: match (&args.embed_cache, args.no_embed_cache) {
+                (_, true) => None,
+                (Some(dir), false) => Some(dir.clone()),
+                (None, false) => {
+                    Some(treenav::tree::summary::default_cache_dir().join("embeddings"))
+                }
+            },
         },
         EmbedderKind::Minilm => EmbedderOptions::Minilm {
             model_dir: args.model_dir.clone(),
@@ -307,8 +326,16 @@ struct BuildReport {
     clusters: usize,
     cluster_levels: usize,
     bytes: u64,
+    /// The side files beside the tree file (passage texts, lexical index).
+    side_files: Vec<SideFileReport>,
     seconds: f64,
     skipped: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct SideFileReport {
+    path: PathBuf,
+    bytes: u64,
 }
 
 /// Refuses an output that is the input, or inside an input folder: the tree
@@ -424,9 +451,15 @@ fn run_build(args: BuildArgs) -> Result<()> {
     ))?;
     bars.finish();
     tree::file::save(&tree, &args.output)?;
-    let bytes = std::fs::metadata(&args.output)
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let bytes = size(&args.output);
+    let side_files: Vec<SideFileReport> = tree::file::side_files(&args.output)
+        .into_iter()
+        .map(|path| SideFileReport {
+            bytes: size(&path),
+            path,
+        })
+        .collect();
     let stats = tree.level_stats();
     let clusters: usize = stats
         .iter()
@@ -443,16 +476,23 @@ fn run_build(args: BuildArgs) -> Result<()> {
         clusters,
         cluster_levels,
         bytes,
+        side_files,
         seconds: start.elapsed().as_secs_f64(),
         skipped,
     };
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
+        let sides: Vec<String> = report
+            .side_files
+            .iter()
+            .map(|f| format!("{} ({})", display(&f.path), inspect::human_bytes(f.bytes)))
+            .collect();
         emit(&format!(
-            "wrote {} ({}): {} documents, {} passages, {} clusters in {} level(s), {:.1} s\n",
+            "wrote {} ({}) and beside it {}: {} documents, {} passages, {} clusters in {} level(s), {:.1} s\n",
             display(&report.output),
             inspect::human_bytes(bytes),
+            sides.join(", "),
             documents,
             passages,
             clusters,

@@ -94,8 +94,10 @@ impl Bm25 {
 
     /// The top `n` passage indices, best first (ties: lower index first).
     pub fn search(&self, query: &str, n: usize) -> Vec<usize> {
+        // An index built in memory has nothing to read: it cannot fail.
         self.index
             .search(query, n)
+            .unwrap_or_default()
             .into_iter()
             .map(|(i, _)| i as usize)
             .collect()

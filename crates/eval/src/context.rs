@@ -128,10 +128,17 @@ impl Context {
             return Err(Error::Config(format!("the {system} system needs a tree")));
         };
         let judge = self.judge(system)?;
-        let stats = self
-            .tree_stats
-            .get_or_init(|| Navigator::corpus_stats(tree))
-            .clone();
+        let navigate_error = |source| Error::Navigate {
+            query: "-".into(),
+            source,
+        };
+        let stats = match self.tree_stats.get() {
+            Some(stats) => stats.clone(),
+            None => {
+                let stats = Navigator::corpus_stats(tree).map_err(navigate_error)?;
+                self.tree_stats.get_or_init(|| stats).clone()
+            }
+        };
         let navigator =
             Navigator::with_stats(tree.clone(), judge, config, stats).map_err(|source| {
                 Error::Navigate {

@@ -114,11 +114,12 @@ impl Navigator {
         let s = self.config.settings();
         let cfg = self.config.best_first();
         let shortlist = if s.shortlist >= 2 { s.shortlist } else { 0 };
-        let scored = self
-            .index
-            .as_ref()
-            .map(|index| index.search_scored(query, self.documents))
-            .unwrap_or_default();
+        let scored = match &self.index {
+            Some(index) => index
+                .search_scored(query, self.documents)
+                .map_err(|e| Error::Tree(e.to_string()))?,
+            None => Vec::new(),
+        };
         let lexical: Vec<NodeId> = scored
             .iter()
             .take(cfg.judge_budget)

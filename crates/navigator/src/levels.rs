@@ -53,7 +53,7 @@ impl Navigator {
         let kept_passages = loop {
             let kind = self.level_kind(&frontier, depth)?;
             if kind == LevelKind::Document {
-                self.enter_lexically(query, &mut frontier);
+                self.enter_lexically(query, &mut frontier)?;
                 walk.docs_shown.extend(frontier.iter().map(|(id, _)| *id));
             }
             let budget = match kind {
@@ -95,21 +95,25 @@ impl Navigator {
 
     /// Adds the lexical entry's documents to the document level (marking
     /// those the tree brought too).
-    fn enter_lexically(&self, query: &str, frontier: &mut Frontier) {
+    fn enter_lexically(&self, query: &str, frontier: &mut Frontier) -> Result<()> {
         let Some(index) = &self.index else {
-            return;
+            return Ok(());
         };
         let position: HashMap<NodeId, usize> = frontier
             .iter()
             .enumerate()
             .map(|(i, (id, _))| (*id, i))
             .collect();
-        for id in index.search(query, self.config.settings().lexical_entry) {
+        let hits = index
+            .search_scored(query, self.config.settings().lexical_entry)
+            .map_err(|e| Error::Tree(e.to_string()))?;
+        for (id, _) in hits {
             match position.get(&id) {
                 Some(&i) => frontier[i].1 = Route::Both,
                 None => frontier.push((id, Route::Lexical)),
             }
         }
+        Ok(())
     }
 
     /// One level's trace (its judge time is filled in by the caller).

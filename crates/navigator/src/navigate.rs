@@ -2,11 +2,13 @@
 //! both strategies (the shortlist rerank, ranked passages).
 
 use crate::config::{OnJudgeError, Strategy, ValidConfig};
-use crate::view::{self, LexicalIndex, Probabilities};
+use crate::view::{self, Probabilities};
 use crate::{Error, RankedPassage, Result, Retrieval};
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Instant;
 use treenav_judge::{Candidate, CorpusStats, Judge, JudgeOptions, Usage};
+use treenav_tree::lexical::{passage_stats, DocumentIndex};
 use treenav_tree::{NodeId, NodeKind, Tree};
 
 /// The navigator. Share it (`Arc<Navigator>`) and run queries concurrently.
@@ -16,11 +18,12 @@ pub struct Navigator {
     pub(crate) judge: Judge,
     pub(crate) fallback: Judge,
     pub(crate) config: ValidConfig,
-    pub(crate) index: Option<Arc<LexicalIndex>>,
+    pub(crate) index: Option<Arc<DocumentIndex>>,
     pub(crate) stats: Arc<CorpusStats>,
     pub(crate) documents: usize,
-    /// What the judge sees of each cluster and document node, built once.
-    labels: Arc<Vec<Option<Arc<str>>>>,
+    /// What the judge sees of each cluster and document node, rendered
+    /// when first shown and kept.
+    labels: Arc<Vec<OnceLock<Arc<str>>>>,
 }
 
 impl Navigator {
@@ -28,18 +31,35 @@ impl Navigator {
     ///
     /// The lexical judge (and the lexical fallback) get the corpus's passage
     /// statistics; with `lexical_entry` on (or under `best-first`, whose
-    /// frontier it seeds), a BM25 index over the documents is built here, once.
+    /// frontier it seeds), a BM25 index over the documents. Both are read
+    /// from beside the tree file when it was saved with them (format
+    /// version 4), else computed here, once.
     pub fn new(tree: Arc<Tree>, judge: Judge, config: ValidConfig) -> Result<Navigator> {
-        let stats = Navigator::corpus_stats(&tree);
+        let stats = Navigator::corpus_stats(&tree)?;
         Navigator::with_stats(tree, judge, config, stats)
     }
 
     /// The corpus statistics (IDF) of a tree's passages, which the lexical
-    /// judge, the fallback and the lexical entry use. Compute once and pass
-    /// to [`Navigator::with_stats`] when building several navigators over
-    /// one tree.
-    pub fn corpus_stats(tree: &Tree) -> Arc<CorpusStats> {
-        Arc::new(CorpusStats::from_texts(view::passage_texts(tree)))
+    /// judge, the fallback and the lexical entry use: the stored ones, or
+    /// computed. Compute once and pass to [`Navigator::with_stats`] when
+    /// building several navigators over one tree.
+    pub fn corpus_stats(tree: &Tree) -> Result<Arc<CorpusStats>> {
+        match tree.lexical() {
+            Some(lexical) => Ok(lexical.stats.clone()),
+            None => passage_stats(tree)
+                .map(Arc::new)
+                .map_err(|e| Error::Tree(e.to_string())),
+        }
+    }
+
+    /// The BM25 index over a tree's documents: the stored one, or built.
+    fn document_index(tree: &Tree) -> Result<Arc<DocumentIndex>> {
+        match tree.lexical() {
+            Some(lexical) => Ok(lexical.index.clone()),
+            None => DocumentIndex::build(tree)
+                .map(Arc::new)
+                .map_err(|e| Error::Tree(e.to_string())),
+        }
     }
 
     /// [`Navigator::new`] with the tree's statistics already computed
@@ -70,18 +90,19 @@ impl Navigator {
             documents,
             labels: Arc::new(Vec::new()),
         };
-        navigator.index = navigator
-            .wants_index()
-            .then(|| Arc::new(LexicalIndex::build(&navigator.tree)));
-        navigator.labels = Arc::new(navigator.render_labels());
+        if navigator.wants_index() {
+            navigator.index = Some(Navigator::document_index(&navigator.tree)?);
+        }
+        navigator.labels = navigator.empty_labels();
         Ok(navigator)
     }
 
     /// The same navigator (tree, judge, statistics) with other settings,
     /// sharing what both need: the rendered labels when the card and
     /// document views are unchanged, and the BM25 index. Cheap; a service
-    /// calls it per request that overrides a setting.
-    pub fn reconfigured(&self, config: ValidConfig) -> Navigator {
+    /// calls it per request that overrides a setting. Fails only when the
+    /// new settings need a document index that cannot be built.
+    pub fn reconfigured(&self, config: ValidConfig) -> Result<Navigator> {
         let (old, new) = (self.config.settings(), config.settings());
         let same_views =
             old.card_titles == new.card_titles && old.lead_sentences == new.lead_sentences;
@@ -96,12 +117,12 @@ impl Navigator {
             labels: self.labels.clone(),
         };
         if navigator.index.is_none() && navigator.wants_index() {
-            navigator.index = Some(Arc::new(LexicalIndex::build(&navigator.tree)));
+            navigator.index = Some(Navigator::document_index(&navigator.tree)?);
         }
         if !same_views {
-            navigator.labels = Arc::new(navigator.render_labels());
+            navigator.labels = navigator.empty_labels();
         }
-        navigator
+        Ok(navigator)
     }
 
     /// Whether the settings use the BM25 index over documents.
@@ -109,18 +130,9 @@ impl Navigator {
         self.config.settings().lexical_entry > 0 || self.config.strategy() == Strategy::BestFirst
     }
 
-    fn render_labels(&self) -> Vec<Option<Arc<str>>> {
-        (0..self.tree.len())
-            .map(|i| {
-                let id = NodeId(i as u32);
-                match self.tree.get(id).map(|n| &n.kind) {
-                    Some(NodeKind::Cluster { .. } | NodeKind::Document { .. }) => {
-                        Some(Arc::from(self.render_label(id)))
-                    }
-                    _ => None,
-                }
-            })
-            .collect()
+    /// A label cache with nothing rendered yet (one slot per node).
+    fn empty_labels(&self) -> Arc<Vec<OnceLock<Arc<str>>>> {
+        Arc::new((0..self.tree.len()).map(|_| OnceLock::new()).collect())
     }
 
     /// The tree navigated.
@@ -160,8 +172,14 @@ impl Navigator {
     /// a passage with its document's title (empty for the root or an
     /// unknown id).
     pub fn label(&self, id: NodeId) -> String {
+        let cached = matches!(
+            self.tree.get(id).map(|n| &n.kind),
+            Some(NodeKind::Cluster { .. } | NodeKind::Document { .. })
+        );
         match self.labels.get(id.index()) {
-            Some(Some(label)) => label.to_string(),
+            Some(slot) if cached => slot
+                .get_or_init(|| Arc::from(self.render_label(id)))
+                .to_string(),
             _ => self.render_label(id),
         }
     }
@@ -171,7 +189,13 @@ impl Navigator {
         match self.tree.get(id).map(|n| &n.kind) {
             Some(NodeKind::Cluster { .. }) => view::card(&self.tree, id, s.card_titles),
             Some(NodeKind::Document { .. }) => view::document(&self.tree, id, s.lead_sentences),
-            Some(NodeKind::Passage { text, .. }) => view::passage(&self.tree, id, text),
+            Some(NodeKind::Passage { .. }) => match self.tree.passage_text(id) {
+                Ok(text) => view::passage(&self.tree, id, &text),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read a passage's text");
+                    String::new()
+                }
+            },
             Some(NodeKind::Root) => String::new(),
             None => String::new(),
         }
@@ -213,7 +237,10 @@ impl Navigator {
     ) -> Result<(Vec<RankedPassage>, Option<Usage>, usize)> {
         let mut passages: Vec<RankedPassage> = kept
             .iter()
-            .filter_map(|(id, p)| self.ranked(*id, *p, probabilities))
+            .map(|(id, p)| self.ranked(*id, *p, probabilities))
+            .collect::<Result<Vec<Option<RankedPassage>>>>()?
+            .into_iter()
+            .flatten()
             .collect();
         let candidates: Vec<Candidate> = passages
             .iter()
@@ -255,32 +282,41 @@ impl Navigator {
         id: NodeId,
         probability: f64,
         probabilities: &Probabilities,
-    ) -> Option<RankedPassage> {
-        let node = self.tree.get(id)?;
-        let NodeKind::Passage { id: pid, text } = &node.kind else {
-            return None;
+    ) -> Result<Option<RankedPassage>> {
+        let Some(node) = self.tree.get(id) else {
+            return Ok(None);
         };
-        let parent = node.parent.and_then(|p| self.tree.get(p))?;
+        let NodeKind::Passage { id: pid, .. } = &node.kind else {
+            return Ok(None);
+        };
+        let Some(parent) = node.parent.and_then(|p| self.tree.get(p)) else {
+            return Ok(None);
+        };
         let NodeKind::Document { id: doc, title, .. } = &parent.kind else {
-            return None;
+            return Ok(None);
         };
+        let text = self
+            .tree
+            .passage_text(id)
+            .map_err(|e| Error::Tree(e.to_string()))?
+            .into_owned();
         let path = self.tree.path(id);
         let path_probabilities = path
             .iter()
             .skip(1)
             .map(|n| probabilities.get(n).copied().unwrap_or(f64::NAN))
             .collect();
-        Some(RankedPassage {
+        Ok(Some(RankedPassage {
             id: pid.clone(),
             document_id: doc.clone(),
             title: title.clone(),
-            text: text.clone(),
+            text,
             node: id,
             path,
             path_probabilities,
             probability,
             rerank_probability: None,
-        })
+        }))
     }
 }
 

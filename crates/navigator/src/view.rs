@@ -1,8 +1,7 @@
-//! What the judge sees of a node, and the lexical entry index.
+//! What the judge sees of a node.
 
 use std::collections::HashMap;
 use treenav_corpus::chunk::first_sentences;
-use treenav_text::bm25::Bm25Index;
 use treenav_tree::{NodeId, NodeKind, Tree};
 
 /// A cluster's card: its summary, then up to `titles` member titles, most central first.
@@ -52,8 +51,13 @@ pub(crate) fn document(tree: &Tree, id: NodeId, sentences: usize) -> String {
     let lead = node
         .children
         .first()
-        .and_then(|p| tree.get(*p))
-        .map(|p| first_sentences(&p.label(), sentences))
+        .map(|p| match tree.passage_text(*p) {
+            Ok(text) => first_sentences(&text, sentences),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read a document's first passage");
+                String::new()
+            }
+        })
         .unwrap_or_default();
     let title = match part {
         Some((i, n)) => format!("{title} (part {i} of {n})"),
@@ -83,72 +87,6 @@ pub(crate) fn passage(tree: &Tree, id: NodeId, text: &str) -> String {
     } else {
         format!("{title}: {text}")
     }
-}
-
-/// A BM25 index over document nodes (title + all passages): an inverted
-/// index, not a vector index, used for the lexical entry.
-#[derive(Debug)]
-pub(crate) struct LexicalIndex {
-    index: Bm25Index,
-    /// Index position → document node.
-    nodes: Vec<NodeId>,
-}
-
-impl LexicalIndex {
-    pub(crate) fn build(tree: &Tree) -> LexicalIndex {
-        let (nodes, texts): (Vec<NodeId>, Vec<String>) = tree
-            .documents()
-            .filter_map(|id| {
-                let node = tree.get(id)?;
-                let NodeKind::Document { title, .. } = &node.kind else {
-                    return None;
-                };
-                let mut text = title.clone();
-                for p in &node.children {
-                    if let Some(NodeKind::Passage { text: t, .. }) = tree.get(*p).map(|n| &n.kind) {
-                        text.push('\n');
-                        text.push_str(t);
-                    }
-                }
-                Some((id, text))
-            })
-            .unzip();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        LexicalIndex {
-            index: Bm25Index::new(&texts),
-            nodes,
-        }
-    }
-
-    /// The top `n` document nodes for a query, best first.
-    pub(crate) fn search(&self, query: &str, n: usize) -> Vec<NodeId> {
-        self.search_scored(query, n)
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect()
-    }
-
-    /// The top `n` document nodes for a query with their BM25 scores, best
-    /// first (ties: the lower node id first, so results are deterministic:
-    /// documents are indexed in node order).
-    pub(crate) fn search_scored(&self, query: &str, n: usize) -> Vec<(NodeId, f64)> {
-        self.index
-            .search(query, n)
-            .into_iter()
-            .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
-            .collect()
-    }
-}
-
-/// All passage texts, for the lexical judge's corpus statistics.
-pub(crate) fn passage_texts(tree: &Tree) -> Vec<&str> {
-    tree.nodes()
-        .iter()
-        .filter_map(|n| match &n.kind {
-            NodeKind::Passage { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Node → the P(yes) that kept it, filled level by level.

@@ -125,7 +125,10 @@ fn navigator_for(served: &Navigator, req: &RetrieveRequest) -> Result<Option<Nav
     let config = config
         .check()
         .map_err(|e| ApiError::bad_field(field, e.to_string()))?;
-    Ok(Some(served.reconfigured(config)))
+    served
+        .reconfigured(config)
+        .map(Some)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 fn navigation_error(e: treenav_navigator::Error) -> ApiError {

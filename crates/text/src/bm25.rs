@@ -23,21 +23,38 @@ impl Tokenizer for Words {
     }
 }
 
-/// A BM25 index over texts numbered 0, 1, … in the order given.
+/// A BM25 index over texts numbered 0, 1, … in the order given: built in
+/// memory ([`Bm25Index::new`]) or read from bytes it wrote
+/// ([`Bm25Index::write_to`], [`Bm25Index::from_bytes`], e.g. a memory-mapped
+/// file), with the same scores to the bit either way.
 pub struct Bm25Index {
     embedder: Embedder<u64, Words>,
-    /// Token hash → its slot in `postings`.
-    slots: HashMap<u64, u32>,
-    /// Per token: (text, term weight) for every text holding it, by text.
-    postings: Vec<Vec<(u32, f32)>>,
+    postings: Postings,
     texts: usize,
+}
+
+/// Where the posting lists live.
+enum Postings {
+    /// Built here: token hash → its slot; per slot, (text, term weight) for
+    /// every text holding the token, by text.
+    Memory {
+        slots: HashMap<u64, u32>,
+        lists: Vec<Vec<(u32, f32)>>,
+    },
+    /// In bytes written by [`Bm25Index::write_to`].
+    Stored(Stored),
 }
 
 impl std::fmt::Debug for Bm25Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (terms, stored) = match &self.postings {
+            Postings::Memory { lists, .. } => (lists.len(), false),
+            Postings::Stored(s) => (s.terms, true),
+        };
         f.debug_struct("Bm25Index")
             .field("texts", &self.texts)
-            .field("terms", &self.postings.len())
+            .field("terms", &terms)
+            .field("stored", &stored)
             .finish()
     }
 }
@@ -93,10 +110,105 @@ impl Bm25Index {
         }
         Bm25Index {
             embedder,
-            slots,
-            postings,
+            postings: Postings::Memory {
+                slots,
+                lists: postings,
+            },
             texts: texts.len(),
         }
+    }
+
+    /// The posting list of a token hash, if any text holds it.
+    fn list(&self, token: u64) -> Result<Option<List<'_>>, StoreError> {
+        Ok(match &self.postings {
+            Postings::Memory { slots, lists } => slots
+                .get(&token)
+                .and_then(|s| lists.get(*s as usize))
+                .map(|l| List::Memory(l)),
+            Postings::Stored(stored) => stored.list(token)?.map(List::Stored),
+        })
+    }
+
+    /// Writes the index in its stored form (little-endian; see
+    /// [`Bm25Index::open`]): a header, the term table sorted by token hash,
+    /// then the postings of each term in that order. Token hashes are the
+    /// `bm25` crate's (FxHash, a fixed function), so they stay valid across
+    /// builds.
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> Result<(), StoreError> {
+        // (token hash, postings), sorted by hash.
+        let mut table: Vec<(u64, Vec<(u32, f32)>)> = match &self.postings {
+            Postings::Memory { slots, lists } => slots
+                .iter()
+                .map(|(h, s)| (*h, lists.get(*s as usize).cloned().unwrap_or_default()))
+                .collect(),
+            Postings::Stored(stored) => (0..stored.terms)
+                .map(|t| {
+                    let (hash, range) = stored.entry(t);
+                    let list = List::Stored(stored.postings(range)?);
+                    Ok((hash, list.iter().collect()))
+                })
+                .collect::<Result<_, StoreError>>()?,
+        };
+        table.sort_unstable_by_key(|(h, _)| *h);
+        let total: usize = table.iter().map(|(_, l)| l.len()).sum();
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(out);
+        out.write_all(STORED_MAGIC)?;
+        out.write_all(&STORED_VERSION.to_le_bytes())?;
+        out.write_all(&0u32.to_le_bytes())?;
+        for n in [self.texts, table.len(), total] {
+            out.write_all(&(n as u64).to_le_bytes())?;
+        }
+        for x in [self.embedder.avgdl(), 1.2f32, 0.75f32, 0.0f32] {
+            out.write_all(&x.to_le_bytes())?;
+        }
+        let mut start = 0u64;
+        for (hash, list) in &table {
+            out.write_all(&hash.to_le_bytes())?;
+            out.write_all(&start.to_le_bytes())?;
+            start += list.len() as u64;
+        }
+        for (_, list) in &table {
+            for (doc, weight) in list {
+                out.write_all(&doc.to_le_bytes())?;
+                out.write_all(&weight.to_le_bytes())?;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// The stored size in bytes of the index [`Bm25Index::write_to`] writes.
+    pub fn stored_len(&self) -> u64 {
+        let (terms, postings) = match &self.postings {
+            Postings::Memory { lists, .. } => (
+                lists.len() as u64,
+                lists.iter().map(|l| l.len() as u64).sum(),
+            ),
+            Postings::Stored(s) => (s.terms as u64, s.postings),
+        };
+        STORED_HEADER as u64 + terms * TERM_BYTES as u64 + postings * POSTING_BYTES as u64
+    }
+
+    /// Opens the index stored at bytes `at..at + len` of `source`, as
+    /// [`Bm25Index::write_to`] wrote it. The header and the term table are
+    /// read and checked here; posting lists are read as queries need them
+    /// (a text number out of range in a list is skipped).
+    pub fn open(
+        source: std::sync::Arc<dyn ReadAt>,
+        at: u64,
+        len: u64,
+    ) -> Result<Bm25Index, StoreError> {
+        let stored = Stored::open(source, at, len)?;
+        let embedder = EmbedderBuilder::<u64, Words>::with_avgdl(stored.avgdl)
+            .k1(1.2)
+            .b(0.75)
+            .build();
+        Ok(Bm25Index {
+            embedder,
+            texts: stored.texts,
+            postings: Postings::Stored(stored),
+        })
     }
 
     /// How many texts are indexed.
@@ -111,25 +223,25 @@ impl Bm25Index {
 
     /// The top `n` texts for a query with their scores, best first (ties:
     /// the lower index first). Texts sharing no term with the query are
-    /// left out.
-    pub fn search(&self, query: &str, n: usize) -> Vec<(u32, f32)> {
+    /// left out. Only a stored index can fail (a read error).
+    pub fn search(&self, query: &str, n: usize) -> Result<Vec<(u32, f32)>, StoreError> {
         let mut scores = vec![0f32; self.texts];
         let mut touched: Vec<u32> = Vec::new();
         let total = self.texts as f32;
         for token in self.embedder.embed(query).iter() {
-            let Some(list) = self
-                .slots
-                .get(&token.index)
-                .map(|s| &self.postings[*s as usize])
-            else {
+            let Some(list) = self.list(token.index)? else {
                 continue;
             };
             let df = list.len() as f32;
             let idf = (1f32 + ((total - df + 0.5) / (df + 0.5))).ln();
-            for (doc, weight) in list {
-                let score = &mut scores[*doc as usize];
+            for (doc, weight) in list.iter() {
+                // A stored list is checked when read: a text number out of
+                // range is skipped, never a panic.
+                let Some(score) = scores.get_mut(doc as usize) else {
+                    continue;
+                };
                 if *score == 0.0 {
-                    touched.push(*doc);
+                    touched.push(doc);
                 }
                 *score += idf * weight;
             }
@@ -146,7 +258,206 @@ impl Bm25Index {
             hits.truncate(n);
         }
         hits.sort_unstable_by(order);
-        hits
+        Ok(hits)
+    }
+}
+
+/// The first bytes of a stored index.
+const STORED_MAGIC: &[u8; 8] = b"TRNVBM25";
+/// The stored layout's version.
+const STORED_VERSION: u32 = 1;
+/// Header bytes: magic, version, reserved, three counts, four floats.
+const STORED_HEADER: usize = 8 + 4 + 4 + 3 * 8 + 4 * 4;
+const TERM_BYTES: usize = 16;
+const POSTING_BYTES: usize = 8;
+
+/// A stored index that cannot be read: not what [`Bm25Index::write_to`]
+/// wrote, or a read that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The bytes are not a stored index (or not all of one).
+    #[error("not a stored BM25 index: {0}")]
+    Malformed(String),
+    /// Reading the stored bytes failed.
+    #[error("cannot read the stored BM25 index: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Random access to stored bytes: a file read with positioned reads (no
+/// memory map, so a file cut short under a running process gives an error,
+/// never a crash), or bytes in memory.
+pub trait ReadAt: Send + Sync {
+    /// Fills `buf` from byte `at`; an error if the bytes are not all there.
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+impl ReadAt for Vec<u8> {
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let start = usize::try_from(at).unwrap_or(usize::MAX);
+        let bytes = start
+            .checked_add(buf.len())
+            .and_then(|end| self.get(start..end))
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// An index in stored bytes: header and term table read and checked when
+/// opened, posting lists read as queries need them.
+struct Stored {
+    source: std::sync::Arc<dyn ReadAt>,
+    /// Per term, sorted by hash: (hash, first posting).
+    table: Vec<(u64, u64)>,
+    /// Where the postings start in `source`.
+    lists: u64,
+    texts: usize,
+    terms: usize,
+    postings: u64,
+    avgdl: f32,
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = bytes.get(at..at + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    if let Some(s) = bytes.get(at..at + 4) {
+        b.copy_from_slice(s);
+    }
+    u32::from_le_bytes(b)
+}
+
+impl Stored {
+    fn open(source: std::sync::Arc<dyn ReadAt>, at: u64, len: u64) -> Result<Stored, StoreError> {
+        let bad = |m: String| StoreError::Malformed(m);
+        if len < STORED_HEADER as u64 {
+            return Err(bad(format!("{len} bytes, shorter than the header")));
+        }
+        let mut head = [0u8; STORED_HEADER];
+        source.read_at(at, &mut head)?;
+        if &head[..8] != STORED_MAGIC {
+            return Err(bad("wrong magic bytes".into()));
+        }
+        let version = u32_at(&head, 8);
+        if version != STORED_VERSION {
+            return Err(bad(format!(
+                "layout version {version}, but this build reads {STORED_VERSION}"
+            )));
+        }
+        let count = |at: usize, what: &str| {
+            Some(u64_at(&head, at))
+                .filter(|n| *n <= u64::from(u32::MAX))
+                .ok_or_else(|| bad(format!("{what} count out of range")))
+        };
+        let (texts, terms, postings) = (
+            count(16, "text")?,
+            count(24, "term")?,
+            count(32, "posting")?,
+        );
+        let avgdl = f32::from_bits(u32_at(&head, 40));
+        if !avgdl.is_finite() || avgdl < 0.0 {
+            return Err(bad(format!("mean text length {avgdl}")));
+        }
+        let expected =
+            STORED_HEADER as u64 + terms * TERM_BYTES as u64 + postings * POSTING_BYTES as u64;
+        if len != expected {
+            return Err(bad(format!(
+                "{len} bytes, but the counts in the header need {expected}"
+            )));
+        }
+        let mut raw = vec![0u8; terms as usize * TERM_BYTES];
+        source.read_at(at + STORED_HEADER as u64, &mut raw)?;
+        let table: Vec<(u64, u64)> = raw
+            .chunks_exact(TERM_BYTES)
+            .map(|e| (u64_at(e, 0), u64_at(e, 8)))
+            .collect();
+        check_table(&table, postings)?;
+        Ok(Stored {
+            source,
+            table,
+            lists: at + STORED_HEADER as u64 + terms * TERM_BYTES as u64,
+            texts: texts as usize,
+            terms: terms as usize,
+            postings,
+            avgdl,
+        })
+    }
+
+    /// Term `t`'s hash and the range of its postings.
+    fn entry(&self, t: usize) -> (u64, std::ops::Range<u64>) {
+        let (hash, start) = self.table.get(t).copied().unwrap_or((0, 0));
+        let end = self.table.get(t + 1).map_or(self.postings, |e| e.1);
+        (hash, start..end)
+    }
+
+    /// Reads a range of postings.
+    fn postings(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>, StoreError> {
+        let mut buf = vec![0u8; (range.end - range.start) as usize * POSTING_BYTES];
+        self.source
+            .read_at(self.lists + range.start * POSTING_BYTES as u64, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// The postings of a token hash (binary search of the term table).
+    fn list(&self, token: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.table.binary_search_by_key(&token, |e| e.0) {
+            Ok(t) => self.postings(self.entry(t).1).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+/// Hashes strictly ascending; list starts from 0, never decreasing nor past
+/// the postings.
+fn check_table(table: &[(u64, u64)], postings: u64) -> Result<(), StoreError> {
+    let mut previous: Option<(u64, u64)> = None;
+    for (t, &(hash, start)) in table.iter().enumerate() {
+        let in_order = previous.is_none_or(|(h, s)| hash > h && start >= s);
+        if !in_order || (t == 0 && start != 0) || start > postings {
+            return Err(StoreError::Malformed(format!(
+                "term {t} is out of order or its list starts at {start}"
+            )));
+        }
+        previous = Some((hash, start));
+    }
+    Ok(())
+}
+
+/// One token's postings, wherever they live.
+enum List<'a> {
+    Memory(&'a [(u32, f32)]),
+    Stored(Vec<u8>),
+}
+
+impl List<'_> {
+    fn len(&self) -> usize {
+        match self {
+            List::Memory(l) => l.len(),
+            List::Stored(b) => b.len() / POSTING_BYTES,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, f32)> + '_ {
+        let (memory, stored) = match self {
+            List::Memory(l) => (Some(l.iter().copied()), None),
+            List::Stored(b) => (
+                None,
+                Some(
+                    b.chunks_exact(POSTING_BYTES)
+                        .map(|p| (u32_at(p, 0), f32::from_bits(u32_at(p, 4)))),
+                ),
+            ),
+        };
+        memory
+            .into_iter()
+            .flatten()
+            .chain(stored.into_iter().flatten())
     }
 }
 
@@ -196,7 +507,7 @@ mod tests {
         ] {
             for n in [0, 1, 2, 10] {
                 assert_eq!(
-                    index.search(query, n),
+                    index.search(query, n).expect("search"),
                     reference(&TEXTS, query, n),
                     "{query} {n}"
                 );
@@ -208,15 +519,85 @@ mod tests {
     fn ties_go_to_the_lower_index_and_empty_input_is_fine() {
         let index = Bm25Index::new(&["apple pie", "apple pie", "pear"]);
         assert_eq!(
-            index.search("apple", 1).first().map(|h| h.0),
+            index
+                .search("apple", 1)
+                .expect("search")
+                .first()
+                .map(|h| h.0),
             Some(0),
             "the lower index wins a tie"
         );
-        assert!(Bm25Index::new(&[]).search("apple", 3).is_empty());
+        assert!(Bm25Index::new(&[])
+            .search("apple", 3)
+            .expect("search")
+            .is_empty());
         assert!(Bm25Index::new(&[]).is_empty());
     }
 
+    fn stored(index: &Bm25Index) -> Bm25Index {
+        let mut bytes = b"pad".to_vec();
+        index.write_to(&mut bytes).expect("write");
+        let len = bytes.len() as u64;
+        assert_eq!(len - 3, index.stored_len());
+        Bm25Index::open(std::sync::Arc::new(bytes), 3, len - 3).expect("stored index")
+    }
+
+    #[test]
+    fn stored_bytes_are_checked() {
+        let mut bytes = Vec::new();
+        Bm25Index::new(&TEXTS).write_to(&mut bytes).expect("write");
+        let ok = |b: Vec<u8>| {
+            let len = b.len() as u64;
+            Bm25Index::open(std::sync::Arc::new(b), 0, len).is_ok()
+        };
+        assert!(ok(bytes.clone()));
+        assert!(!ok(bytes[..bytes.len() - 1].to_vec()), "truncated");
+        let mut wrong = bytes.clone();
+        wrong[0] = b'X';
+        assert!(!ok(wrong), "magic");
+        let mut swapped = bytes.clone();
+        // Two terms' hashes swapped: out of order.
+        let (a, b) = (STORED_HEADER, STORED_HEADER + TERM_BYTES);
+        let first: Vec<u8> = swapped[a..a + 8].to_vec();
+        let second: Vec<u8> = swapped[b..b + 8].to_vec();
+        swapped[a..a + 8].copy_from_slice(&second);
+        swapped[b..b + 8].copy_from_slice(&first);
+        assert!(!ok(swapped), "order");
+        let huge = Bm25Index::open(std::sync::Arc::new(bytes.clone()), 5, u64::MAX);
+        assert!(huge.is_err(), "range");
+    }
+
     proptest::proptest! {
+        #[test]
+        fn stored_indexes_score_as_built_ones(
+            texts in proptest::collection::vec("[a-f ]{0,24}", 0..30),
+            query in "[a-g ]{0,12}",
+            n in 0usize..40,
+        ) {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let index = Bm25Index::new(&texts);
+            let stored = stored(&index);
+            proptest::prop_assert_eq!(stored.len(), index.len());
+            proptest::prop_assert_eq!(stored.search(&query, n).expect("stored"), index.search(&query, n).expect("memory"));
+            // Written again from its stored form: the same bytes.
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            index.write_to(&mut a).expect("write");
+            stored.write_to(&mut b).expect("write");
+            proptest::prop_assert_eq!(a, b);
+        }
+
+        #[test]
+        fn any_bytes_are_an_index_or_an_error(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..200), query in "[a-g ]{0,12}") {
+            let mut valid = Vec::new();
+            Bm25Index::new(&["ab cd", "cd ef"]).write_to(&mut valid).expect("write");
+            for b in [bytes.clone(), [valid[..valid.len().min(56)].to_vec(), bytes].concat()] {
+                let len = b.len() as u64;
+                if let Ok(index) = Bm25Index::open(std::sync::Arc::new(b), 0, len) {
+                    let _ = index.search(&query, 5);
+                }
+            }
+        }
+
         #[test]
         fn any_texts_score_as_the_crate_does(
             texts in proptest::collection::vec("[a-f ]{0,24}", 0..30),
@@ -225,7 +606,7 @@ mod tests {
         ) {
             let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
             let index = Bm25Index::new(&texts);
-            proptest::prop_assert_eq!(index.search(&query, n), reference(&texts, &query, n));
+            proptest::prop_assert_eq!(index.search(&query, n).expect("search"), reference(&texts, &query, n));
         }
     }
 }

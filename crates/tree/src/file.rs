@@ -4,6 +4,11 @@
 //! Version 2 adds each document's neighbour list; version-1 files (no
 //! neighbours) still load, and navigate with neighbourhoods off. Version 3
 //! adds the corpus fingerprint to the metadata; older files load without it.
+//! Version 4 may keep passage texts and the lexical index in side files
+//! ([`crate::store`]): [`save`] writes `T.texts` and `T.lexical` beside `T`
+//! and records their content hashes; [`to_bytes`] keeps everything in one
+//! buffer. Files of versions 1 to 3 hold everything in one file and load as
+//! before.
 //!
 //! Saving writes a temporary file beside the target, syncs it and renames it
 //! over the target, so a crash never leaves a half-written tree. Loading
@@ -11,15 +16,19 @@
 //! the structure, so a truncated, corrupted or foreign file is an error,
 //! never a panic or a garbage tree.
 
-use crate::model::{Node, NodeId, Tree, TreeMeta};
+use crate::lexical::{Lexical, LEXICAL_SUFFIX};
+use crate::model::{Node, NodeId, NodeKind, Tree, TreeMeta};
+use crate::store::{side_path, write_texts, SideFile, TextStore, TEXTS_SUFFIX};
 use crate::{Error, Result};
+use serde::ser::{Error as _, SerializeSeq};
+use std::borrow::Cow;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The first 8 bytes of every tree file.
 pub const MAGIC: &[u8; 8] = b"TRNVTREE";
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build still reads.
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
@@ -72,17 +81,154 @@ struct TreeV3 {
     neighbours: Vec<Vec<NodeId>>,
 }
 
-/// Encodes a tree into the file bytes (header + payload).
+/// The payload of a version-4 file, as read.
+#[derive(serde::Deserialize)]
+struct TreeV4 {
+    meta: TreeMeta,
+    nodes: Vec<Node>,
+    neighbours: Vec<Vec<NodeId>>,
+    /// The text store beside the file (`None`: texts are in the nodes).
+    texts: Option<SideFile>,
+    /// The lexical side file (`None`: computed when needed).
+    lexical: Option<SideFile>,
+}
+
+/// The payload of a version-4 file, as written: nodes borrowed from the
+/// tree, passage texts in them or not.
+#[derive(serde::Serialize)]
+struct TreeV4Out<'a> {
+    meta: &'a TreeMeta,
+    nodes: NodesOut<'a>,
+    neighbours: Vec<&'a [NodeId]>,
+    texts: Option<SideFile>,
+    lexical: Option<SideFile>,
+}
+
+/// A tree's nodes, encoded as `Vec<Node>` is, with passage texts read from
+/// wherever the tree holds them (`with_texts`) or left empty.
+struct NodesOut<'a> {
+    tree: &'a Tree,
+    with_texts: bool,
+}
+
+/// [`NodeKind`] borrowed: the same variants in the same order, so it
+/// encodes as `NodeKind` does.
+#[derive(serde::Serialize)]
+enum KindOut<'a> {
+    Root,
+    Cluster {
+        summary: &'a str,
+        terms: &'a [String],
+        documents: u32,
+    },
+    Document {
+        id: &'a str,
+        title: &'a str,
+        lead: &'a str,
+        part: Option<(u32, u32)>,
+        metadata: Option<&'a str>,
+    },
+    Passage {
+        id: &'a str,
+        text: Cow<'a, str>,
+    },
+}
+
+/// [`Node`] borrowed.
+#[derive(serde::Serialize)]
+struct NodeOut<'a> {
+    kind: KindOut<'a>,
+    parent: Option<NodeId>,
+    children: &'a [NodeId],
+}
+
+impl serde::Serialize for NodesOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let nodes = self.tree.nodes();
+        let mut seq = serializer.serialize_seq(Some(nodes.len()))?;
+        for (i, node) in nodes.iter().enumerate() {
+            let kind = match &node.kind {
+                NodeKind::Root => KindOut::Root,
+                NodeKind::Cluster {
+                    summary,
+                    terms,
+                    documents,
+                } => KindOut::Cluster {
+                    summary,
+                    terms,
+                    documents: *documents,
+                },
+                NodeKind::Document {
+                    id,
+                    title,
+                    lead,
+                    part,
+                    metadata,
+                } => KindOut::Document {
+                    id,
+                    title,
+                    lead,
+                    part: *part,
+                    metadata: metadata.as_deref(),
+                },
+                NodeKind::Passage { id, .. } => KindOut::Passage {
+                    id,
+                    text: if self.with_texts {
+                        self.tree
+                            .passage_text(NodeId(i as u32))
+                            .map_err(S::Error::custom)?
+                    } else {
+                        Cow::Borrowed("")
+                    },
+                },
+            };
+            seq.serialize_element(&NodeOut {
+                kind,
+                parent: node.parent,
+                children: &node.children,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// Encodes a version-4 payload.
+fn payload_v4(tree: &Tree, texts: Option<SideFile>, lexical: Option<SideFile>) -> Result<Vec<u8>> {
+    let out = TreeV4Out {
+        meta: tree.meta(),
+        nodes: NodesOut {
+            tree,
+            with_texts: texts.is_none(),
+        },
+        neighbours: (0..if tree.has_neighbours() { tree.len() } else { 0 })
+            .map(|i| tree.neighbours(NodeId(i as u32)))
+            .collect(),
+        texts,
+        lexical,
+    };
+    postcard::to_stdvec(&out).map_err(|e| Error::Encode(e.to_string()))
+}
+
+/// Encodes a tree into the bytes of one self-contained file (header +
+/// payload, passage texts included, no side files).
 pub fn to_bytes(tree: &Tree) -> Result<Vec<u8>> {
-    let payload = postcard::to_stdvec(tree).map_err(|e| Error::Encode(e.to_string()))?;
-    Ok(framed(FORMAT_VERSION, payload))
+    Ok(framed(FORMAT_VERSION, payload_v4(tree, None, None)?))
+}
+
+/// Encodes a tree as a version-3 file (one file, texts included), for tools
+/// and tests that must produce files older builds read.
+pub fn to_bytes_v3(tree: &Tree) -> Result<Vec<u8>> {
+    let (meta, nodes, neighbours) = tree.clone().into_parts()?;
+    let plain = Tree::with_neighbours(meta, nodes, neighbours)?;
+    let payload = postcard::to_stdvec(&plain).map_err(|e| Error::Encode(e.to_string()))?;
+    Ok(framed(3, payload))
 }
 
 /// Encodes a tree as a version-1 file (neighbour lists and corpus
 /// fingerprint dropped), for tools and tests that must produce files older
 /// builds read.
 pub fn to_bytes_v1(tree: &Tree) -> Result<Vec<u8>> {
-    let (meta, nodes, _) = tree.clone().into_parts();
+    let (meta, nodes, _) = tree.clone().into_parts()?;
     let meta = MetaV2 {
         source: meta.source,
         embedder: meta.embedder,
@@ -148,43 +294,123 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
     let decode_error = |e: postcard::Error| bad(format!("cannot decode the tree: {e}"));
-    let (meta, nodes, neighbours) = match version {
+    let no_sides = (None, None);
+    let (meta, nodes, neighbours, sides) = match version {
         1 => {
             let v1: TreeV1 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v1.meta.into(), v1.nodes, Vec::new())
+            (v1.meta.into(), v1.nodes, Vec::new(), no_sides)
         }
         2 => {
             let v2: TreeV2 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v2.meta.into(), v2.nodes, v2.neighbours)
+            (v2.meta.into(), v2.nodes, v2.neighbours, no_sides)
+        }
+        3 => {
+            let v3: TreeV3 = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v3.meta, v3.nodes, v3.neighbours, no_sides)
         }
         _ => {
-            let v3: TreeV3 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v3.meta, v3.nodes, v3.neighbours)
+            let v4: TreeV4 = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v4.meta, v4.nodes, v4.neighbours, (v4.texts, v4.lexical))
         }
     };
-    Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))
+    let mut tree =
+        Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
+    if let Some(texts) = sides.0 {
+        let store_path = side_path(name, TEXTS_SUFFIX);
+        let passages = tree.passages().count();
+        let store = TextStore::open(&store_path, texts, passages)
+            .map_err(|e| missing_side_file(e, name, &store_path, "passage texts"))?;
+        tree.attach_texts(store)?;
+    }
+    if let Some(lexical) = sides.1 {
+        let lexical_path = side_path(name, LEXICAL_SUFFIX);
+        let lexical = Lexical::open(name, lexical, &tree)
+            .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))?;
+        tree.attach_lexical(lexical);
+    }
+    Ok(tree)
 }
 
-/// Saves a tree atomically: temp file in the same folder, fsync, rename.
+/// A side file that is not there gets an error that says which tree
+/// needs it and what it holds.
+fn missing_side_file(error: Error, tree: &Path, side: &Path, what: &str) -> Error {
+    match error {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::BadFile {
+                path: tree.to_path_buf(),
+                problem: format!(
+                    "its {what} are kept in {}, which is missing: copy it beside the tree file, or rebuild the tree",
+                    side.display()
+                ),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The side files a saved tree keeps beside `path`: the text store and the
+/// lexical file.
+pub fn side_files(path: &Path) -> [PathBuf; 2] {
+    [
+        side_path(path, TEXTS_SUFFIX),
+        side_path(path, LEXICAL_SUFFIX),
+    ]
+}
+
+/// Saves a tree as three files, each atomically (temp file in the same
+/// folder, fsync, rename): the passage texts (`T.texts`), the lexical index
+/// and statistics (`T.lexical`, computed here unless the tree was loaded
+/// with them), then the tree file `T`, which records both side files'
+/// content hashes. A crash between the renames leaves a tree file whose
+/// side files do not match, which loading refuses by name.
 pub fn save(tree: &Tree, path: &Path) -> Result<()> {
-    let bytes = to_bytes(tree)?;
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
+    let [texts_path, _] = side_files(path);
+    let passages = tree.passages().count();
+    let texts = write_texts(&texts_path, passages, || {
+        Box::new(tree.passages().map(|p| tree.passage_text(p)))
+    })?;
+    let lexical = match tree.lexical() {
+        Some(l) => l.clone(),
+        None => Lexical::build(tree)?,
     };
+    let lexical = lexical.write(path)?;
+    let bytes = framed(
+        FORMAT_VERSION,
+        payload_v4(tree, Some(texts), Some(lexical))?,
+    );
+    write_file(&bytes, path)
+}
+
+/// Writes one self-contained tree file (see [`to_bytes`]) atomically: no
+/// side files.
+pub fn save_single(tree: &Tree, path: &Path) -> Result<()> {
+    write_file(&to_bytes(tree)?, path)
+}
+
+/// The temp path a save writes before renaming over `path`.
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
+        _ => PathBuf::from("."),
     };
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "tree".into());
     remove_stale_temp_files(&dir, &file_name);
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    dir.join(format!(".{file_name}.tmp-{}", std::process::id()))
+}
+
+/// Writes bytes to `path` atomically: temp file, fsync, rename.
+fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = temp_path(path);
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };

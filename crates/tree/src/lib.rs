@@ -40,8 +40,10 @@ mod build;
 pub mod cluster;
 pub mod embed;
 pub mod file;
+pub mod lexical;
 mod model;
 pub mod neighbours;
+pub mod store;
 pub mod summary;
 
 pub use build::{

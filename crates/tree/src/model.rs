@@ -1,8 +1,12 @@
 //! The corpus tree: an arena of nodes (root → clusters → documents → passages)
 //! that petgraph can view.
 
+use crate::lexical::Lexical;
+use crate::store::TextStore;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Index of a node in its [`Tree`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -47,7 +51,8 @@ pub enum NodeKind {
     Passage {
         /// The passage id.
         id: String,
-        /// The passage text.
+        /// The passage text; empty when the tree reads its texts from a
+        /// text store beside the tree file (ask [`Tree::passage_text`]).
         text: String,
     },
 }
@@ -117,7 +122,8 @@ pub struct Node {
 
 impl Node {
     /// The text a judge sees for this node: a cluster's summary, a document's
-    /// title and lead, a passage's text.
+    /// title and lead, a passage's text as held in the node (empty when the
+    /// tree keeps texts in a text store: use [`Tree::passage_text`]).
     pub fn label(&self) -> String {
         match &self.kind {
             NodeKind::Root => String::new(),
@@ -161,7 +167,11 @@ pub struct TreeMeta {
 }
 
 /// The corpus tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Passage texts are held in the nodes (a built tree, or a file older than
+/// format version 4) or in a text store beside the tree file, read one
+/// passage at a time: ask [`Tree::passage_text`], not the node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tree {
     meta: TreeMeta,
     nodes: Vec<Node>,
@@ -169,6 +179,50 @@ pub struct Tree {
     /// the build embedding, nearest first; empty for other nodes. Empty as a
     /// whole for trees built without neighbour lists (format version 1).
     neighbours: Vec<Vec<NodeId>>,
+    /// Where passage texts are when not in the nodes.
+    #[serde(skip)]
+    texts: Option<Arc<Texts>>,
+    /// The lexical index and statistics read from beside the tree file.
+    #[serde(skip)]
+    lexical: Option<Lexical>,
+}
+
+/// A text store and each passage node's number in it.
+#[derive(Debug)]
+struct Texts {
+    store: TextStore,
+    /// Node index → passage number (`u32::MAX` for other nodes).
+    ordinal: Vec<u32>,
+}
+
+/// Equal trees: the same metadata, neighbour lists and nodes, passage texts
+/// compared as read (wherever they are held).
+impl PartialEq for Tree {
+    fn eq(&self, other: &Tree) -> bool {
+        if self.meta != other.meta
+            || self.neighbours != other.neighbours
+            || self.nodes.len() != other.nodes.len()
+        {
+            return false;
+        }
+        self.nodes
+            .iter()
+            .zip(&other.nodes)
+            .enumerate()
+            .all(|(i, (a, b))| match (&a.kind, &b.kind) {
+                (NodeKind::Passage { id: x, .. }, NodeKind::Passage { id: y, .. }) => {
+                    let id = NodeId(i as u32);
+                    x == y
+                        && a.parent == b.parent
+                        && a.children == b.children
+                        && matches!(
+                            (self.passage_text(id), other.passage_text(id)),
+                            (Ok(s), Ok(t)) if s == t
+                        )
+                }
+                _ => a == b,
+            })
+    }
 }
 
 /// Counts of one depth of the tree.
@@ -206,9 +260,69 @@ impl Tree {
             meta,
             nodes,
             neighbours,
+            texts: None,
+            lexical: None,
         };
         tree.validate()?;
         Ok(tree)
+    }
+
+    /// A passage's text: from its node, or read from the text store beside
+    /// the tree file. An error for a node that is not a passage, or when
+    /// the store cannot be read.
+    pub fn passage_text(&self, id: NodeId) -> Result<Cow<'_, str>> {
+        let Some(NodeKind::Passage { text, .. }) = self.get(id).map(|n| &n.kind) else {
+            return Err(Error::InvalidTree(format!(
+                "node {} is not a passage",
+                id.0
+            )));
+        };
+        match &self.texts {
+            None => Ok(Cow::Borrowed(text)),
+            Some(texts) => {
+                let i = texts.ordinal.get(id.index()).copied().unwrap_or(u32::MAX);
+                texts.store.get(i as usize).map(Cow::Owned)
+            }
+        }
+    }
+
+    /// Where the passage texts are read from: `None` when they are held in
+    /// the nodes.
+    pub fn text_store(&self) -> Option<&TextStore> {
+        self.texts.as_ref().map(|t| &t.store)
+    }
+
+    /// Passage texts are read from `store` from now on (the nodes' own
+    /// texts are dropped). The store must hold one text per passage, in
+    /// node order.
+    pub(crate) fn attach_texts(&mut self, store: TextStore) -> Result<()> {
+        let mut ordinal = vec![u32::MAX; self.nodes.len()];
+        let mut next = 0u32;
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if let NodeKind::Passage { text, .. } = &mut node.kind {
+                *text = String::new();
+                ordinal[i] = next;
+                next += 1;
+            }
+        }
+        if next as usize != store.len() {
+            return Err(Error::BadFile {
+                path: store.path().to_path_buf(),
+                problem: format!("holds {} passages, the tree has {next}", store.len()),
+            });
+        }
+        self.texts = Some(Arc::new(Texts { store, ordinal }));
+        Ok(())
+    }
+
+    /// The lexical index and statistics stored beside the tree file, if it
+    /// was loaded with them (format version 4).
+    pub fn lexical(&self) -> Option<&Lexical> {
+        self.lexical.as_ref()
+    }
+
+    pub(crate) fn attach_lexical(&mut self, lexical: Lexical) {
+        self.lexical = Some(lexical);
     }
 
     /// Whether the tree stores neighbour lists (trees of format version 1 do not).
@@ -231,8 +345,17 @@ impl Tree {
         self
     }
 
-    pub(crate) fn into_parts(self) -> (TreeMeta, Vec<Node>, Vec<Vec<NodeId>>) {
-        (self.meta, self.nodes, self.neighbours)
+    /// Its parts, passage texts in the nodes (read from the store if need be).
+    pub(crate) fn into_parts(self) -> Result<(TreeMeta, Vec<Node>, Vec<Vec<NodeId>>)> {
+        let mut nodes = self.nodes.clone();
+        if self.texts.is_some() {
+            for (i, node) in nodes.iter_mut().enumerate() {
+                if let NodeKind::Passage { text, .. } = &mut node.kind {
+                    *text = self.passage_text(NodeId(i as u32))?.into_owned();
+                }
+            }
+        }
+        Ok((self.meta, nodes, self.neighbours))
     }
 
     /// How the tree was built.

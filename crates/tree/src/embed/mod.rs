@@ -24,6 +24,9 @@ fn default_batch() -> usize {
 fn default_timeout() -> u64 {
     120
 }
+fn default_concurrency() -> usize {
+    4
+}
 fn default_minilm_tokens() -> usize {
     128
 }
@@ -54,6 +57,14 @@ pub enum EmbedderOptions {
         /// Timeout of one request in seconds. By default, 120.
         #[serde(default = "default_timeout")]
         timeout_secs: u64,
+        /// Requests in flight at once (1–256). By default, 4.
+        #[serde(default = "default_concurrency")]
+        concurrency: usize,
+        /// Folder where finished batches are kept by content hash, so a
+        /// build that stopped resumes without re-embedding. By default,
+        /// none (the CLI uses `~/.cache/treenav/embeddings`).
+        #[serde(default)]
+        cache_dir: Option<std::path::PathBuf>,
     },
     /// Precomputed document vectors: a `.npy` file (float32 or float16,
     /// documents × dimensions), row i = document i in corpus order.
@@ -106,6 +117,10 @@ pub enum Embedder {
         key: Option<ApiKey>,
         /// Texts per request.
         batch_size: usize,
+        /// Requests in flight at once.
+        concurrency: usize,
+        /// Folder of finished batches.
+        cache_dir: Option<std::path::PathBuf>,
     },
     /// See [`EmbedderOptions::Vectors`].
     Vectors {
@@ -142,11 +157,18 @@ impl Embedder {
                 api_key_env,
                 batch_size,
                 timeout_secs,
+                concurrency,
+                cache_dir,
             } => {
                 if *batch_size == 0 {
                     return Err(Error::Param(
                         "embedding batch size must be at least 1".into(),
                     ));
+                }
+                if !(1..=256).contains(concurrency) {
+                    return Err(Error::Param(format!(
+                        "embedding concurrency must be in 1..=256, got {concurrency}"
+                    )));
                 }
                 let endpoint = Endpoint::new(
                     "--embed-endpoint",
@@ -166,6 +188,8 @@ impl Embedder {
                     model: endpoint.model,
                     key: endpoint.key,
                     batch_size: *batch_size,
+                    concurrency: *concurrency,
+                    cache_dir: cache_dir.clone(),
                 })
             }
             EmbedderOptions::Vectors { path } => Ok(Embedder::Vectors {
@@ -245,17 +269,19 @@ impl Embedder {
                 model,
                 key,
                 batch_size,
+                concurrency,
+                cache_dir,
             } => {
-                openai::embed(
+                let remote = openai::Remote {
                     client,
                     url,
                     model,
-                    key.as_ref(),
-                    *batch_size,
-                    &texts,
-                    progress,
-                )
-                .await
+                    key: key.as_ref(),
+                    batch_size: *batch_size,
+                    concurrency: *concurrency,
+                    cache: cache_dir.as_deref(),
+                };
+                openai::embed(&remote, &texts, progress).await
             }
             Embedder::Vectors { .. } => Err(Error::Param(
                 "precomputed vectors belong to documents, not texts: use `document_vectors`".into(),

@@ -1,0 +1,317 @@
+//! Files beside a tree file: the passage texts (`T.texts`) and the lexical
+//! entry's index and statistics (`T.lexical`, see [`crate::lexical`]).
+//!
+//! A tree of format version 4 keeps its structure and the labels a judge
+//! reads; passage texts live in the text store and are read one passage at
+//! a time, when a query shows that passage. Each side file starts with its
+//! own magic bytes and the 128-bit content hash the tree file records for
+//! it, so a side file from another build is refused by name rather than
+//! read as if it matched.
+//!
+//! Reads are positioned reads (`pread`), not a memory map: a file cut short
+//! or replaced under a running server gives an error, never a crash, and no
+//! `unsafe` is needed. The page cache does the caching.
+
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use treenav_text::bm25::ReadAt;
+
+/// The first bytes of a text store.
+pub const TEXTS_MAGIC: &[u8; 8] = b"TRNVTEXT";
+const TEXTS_VERSION: u32 = 1;
+/// Magic, version, reserved, content hash, passage count, text bytes.
+const TEXTS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
+
+/// What a tree file records of one of its side files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SideFile {
+    /// The content hash (XXH3-128) of everything after the side file's header.
+    pub hash: u128,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// The suffix of the text store: `T.tree` → `T.tree.texts`.
+pub const TEXTS_SUFFIX: &str = "texts";
+
+/// The path of a tree's side file: `T.tree` → `T.tree.texts`.
+pub fn side_path(tree: &Path, suffix: &str) -> PathBuf {
+    let mut name = tree.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A file read by positioned reads, shared by every query.
+#[derive(Debug)]
+pub struct FileAt {
+    #[cfg(unix)]
+    file: std::fs::File,
+    #[cfg(not(unix))]
+    file: std::sync::Mutex<std::fs::File>,
+}
+
+impl FileAt {
+    /// Opens `path` for reading; returns it and its length.
+    pub fn open(path: &Path) -> Result<(FileAt, u64)> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(Error::BadFile {
+                path: path.to_path_buf(),
+                problem: "not a regular file".into(),
+            });
+        }
+        #[cfg(not(unix))]
+        let file = std::sync::Mutex::new(file);
+        Ok((FileAt { file }, meta.len()))
+    }
+}
+
+impl ReadAt for FileAt {
+    #[cfg(unix)]
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, at)
+    }
+
+    #[cfg(not(unix))]
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("a reader panicked"))?;
+        file.seek(SeekFrom::Start(at))?;
+        file.read_exact(buf)
+    }
+}
+
+/// Writes `bytes_of` into `path` atomically: a temp file beside it, synced,
+/// renamed over the target. `bytes_of` writes the body after a header of
+/// `header` zero bytes; the header is written last, from the body's hash.
+pub(crate) fn write_atomically(
+    path: &Path,
+    header: usize,
+    body: impl FnOnce(&mut dyn Write) -> Result<()>,
+    header_of: impl FnOnce(u128, u64) -> Vec<u8>,
+) -> Result<SideFile> {
+    use std::io::{Seek, SeekFrom};
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = crate::file::temp_path(path);
+    let write = || -> Result<SideFile> {
+        let file = std::fs::File::create(&tmp).map_err(io)?;
+        let mut out = std::io::BufWriter::new(file);
+        out.write_all(&vec![0u8; header]).map_err(io)?;
+        let mut hashing = Hashing {
+            inner: &mut out,
+            hasher: twox_hash::XxHash3_128::new(),
+            bytes: 0,
+        };
+        body(&mut hashing)?;
+        let (hash, len) = (hashing.hasher.finish_128(), hashing.bytes);
+        let mut file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(&header_of(hash, len)).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)?;
+        Ok(SideFile {
+            hash,
+            bytes: header as u64 + len,
+        })
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// A writer that hashes and counts what passes through it.
+struct Hashing<'a> {
+    inner: &'a mut dyn Write,
+    hasher: twox_hash::XxHash3_128,
+    bytes: u64,
+}
+
+impl Write for Hashing<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.write(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes the passage texts, in order, as a text store at `path`.
+pub(crate) fn write_texts<'a>(
+    path: &Path,
+    count: usize,
+    texts: impl Fn() -> Box<dyn Iterator<Item = Result<std::borrow::Cow<'a, str>>> + 'a>,
+) -> Result<SideFile> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut total = 0u64;
+    let body = |out: &mut dyn Write| -> Result<()> {
+        // The offsets, then the texts: two passes over the texts.
+        out.write_all(&0u64.to_le_bytes()).map_err(io)?;
+        let mut written = 0usize;
+        for text in texts() {
+            total += text?.len() as u64;
+            out.write_all(&total.to_le_bytes()).map_err(io)?;
+            written += 1;
+        }
+        if written != count {
+            return Err(Error::InvalidTree(format!(
+                "{written} passage texts for {count} passages"
+            )));
+        }
+        for text in texts() {
+            out.write_all(text?.as_bytes()).map_err(io)?;
+        }
+        Ok(())
+    };
+    let header_of = |hash: u128, len: u64| {
+        let blob = len - 8 * (count as u64 + 1);
+        let mut h = Vec::with_capacity(TEXTS_HEADER);
+        h.extend_from_slice(TEXTS_MAGIC);
+        h.extend_from_slice(&TEXTS_VERSION.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&hash.to_le_bytes());
+        h.extend_from_slice(&(count as u64).to_le_bytes());
+        h.extend_from_slice(&blob.to_le_bytes());
+        h
+    };
+    write_atomically(path, TEXTS_HEADER, body, header_of)
+}
+
+/// Passage texts beside a tree, read one at a time.
+pub struct TextStore {
+    path: PathBuf,
+    source: FileAt,
+    /// Where each text starts in the text bytes; one more than the count.
+    offsets: Vec<u64>,
+    /// Where the text bytes start in the file.
+    blob: u64,
+}
+
+impl std::fmt::Debug for TextStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextStore")
+            .field("path", &self.path)
+            .field("passages", &self.len())
+            .finish()
+    }
+}
+
+impl TextStore {
+    /// Opens the text store at `path`, which must be the one `expected`
+    /// describes (its hash and size) and hold `passages` texts. Reads the
+    /// header and the offsets (8 bytes a passage), not the texts.
+    pub fn open(path: &Path, expected: SideFile, passages: usize) -> Result<TextStore> {
+        let bad = |problem: String| Error::BadFile {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let (source, len) = FileAt::open(path)?;
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut head = [0u8; TEXTS_HEADER];
+        if len < TEXTS_HEADER as u64 {
+            return Err(bad("truncated: shorter than a text store's header".into()));
+        }
+        source.read_at(0, &mut head).map_err(io)?;
+        if &head[..8] != TEXTS_MAGIC {
+            return Err(bad("not a treenav text store (wrong magic bytes)".into()));
+        }
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&head[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let mut hash = [0u8; 16];
+        hash.copy_from_slice(&head[16..32]);
+        let (hash, count, blob_len) = (u128::from_le_bytes(hash), u64_at(32), u64_at(40));
+        if hash != expected.hash || len != expected.bytes {
+            return Err(bad(format!(
+                "this text store does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching .texts file beside the tree, or rebuild",
+                expected.hash, expected.bytes
+            )));
+        }
+        if count != passages as u64 {
+            return Err(bad(format!(
+                "holds {count} passages, the tree has {passages}"
+            )));
+        }
+        let table = (count + 1)
+            .checked_mul(8)
+            .filter(|t| TEXTS_HEADER as u64 + t + blob_len == len)
+            .ok_or_else(|| bad("its counts do not match its size".into()))?;
+        let mut raw = vec![0u8; table as usize];
+        source.read_at(TEXTS_HEADER as u64, &mut raw).map_err(io)?;
+        let offsets: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect();
+        let ordered = offsets.windows(2).all(|w| w[0] <= w[1]);
+        if offsets.first() != Some(&0) || offsets.last() != Some(&blob_len) || !ordered {
+            return Err(bad("its offsets are out of order".into()));
+        }
+        Ok(TextStore {
+            path: path.to_path_buf(),
+            source,
+            offsets,
+            blob: TEXTS_HEADER as u64 + table,
+        })
+    }
+
+    /// How many texts it holds.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Text `i` (the i-th passage in node order), read from the file.
+    pub fn get(&self, i: usize) -> Result<String> {
+        let bad = |problem: String| Error::BadFile {
+            path: self.path.clone(),
+            problem,
+        };
+        let (Some(start), Some(end)) = (self.offsets.get(i), self.offsets.get(i + 1)) else {
+            return Err(bad(format!("no passage {i}: it holds {}", self.len())));
+        };
+        let mut buf = vec![0u8; (end - start) as usize];
+        self.source
+            .read_at(self.blob + start, &mut buf)
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        String::from_utf8(buf).map_err(|_| bad(format!("passage {i} is not UTF-8")))
+    }
+}
