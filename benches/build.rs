@@ -231,6 +231,7 @@ fn main() -> anyhow::Result<()> {
     // TREENAV_BENCH_KEEP=DIR keeps the generated corpora there.
     let keep = std::env::var_os("TREENAV_BENCH_KEEP").map(PathBuf::from);
     let gen_dir = keep.clone().unwrap_or_else(|| dir.path().to_path_buf());
+    std::fs::create_dir_all(&gen_dir)?;
     let mut runs: Vec<(String, PathBuf)> = Vec::new();
     let scifact = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scifact");
     if scifact.exists() {

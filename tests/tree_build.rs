@@ -178,7 +178,6 @@ fn file_round_trip_and_atomic_write() {
 /// the built tree in every passage. Old single-file trees load as before.
 #[test]
 fn saved_trees_keep_texts_and_the_lexical_index_beside_them() {
-    use treenav::tree::lexical::{passage_stats, DocumentIndex};
     let tree = build(&corpus_jsonl(60, &[40, 90, 15]), 8, 10, None);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.tree");
@@ -203,8 +202,8 @@ fn saved_trees_keep_texts_and_the_lexical_index_beside_them() {
     }
     assert!(passages > 60);
     let lexical = loaded.lexical().expect("the lexical side file was read");
-    assert_eq!(*lexical.stats, passage_stats(&tree).expect("stats"));
-    let built = DocumentIndex::build(&tree).expect("index");
+    assert_eq!(*lexical.stats, tree.passage_stats().expect("stats"));
+    let built = tree.document_index().expect("index");
     for query in [
         "topic three words",
         "alpha",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Instant;
 use treenav_judge::{Candidate, CorpusStats, Judge, JudgeOptions, Usage};
-use treenav_tree::lexical::{passage_stats, DocumentIndex};
+use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, NodeKind, Tree};
 
 /// The navigator. Share it (`Arc<Navigator>`) and run queries concurrently.
@@ -46,7 +46,8 @@ impl Navigator {
     pub fn corpus_stats(tree: &Tree) -> Result<Arc<CorpusStats>> {
         match tree.lexical() {
             Some(lexical) => Ok(lexical.stats.clone()),
-            None => passage_stats(tree)
+            None => tree
+                .passage_stats()
                 .map(Arc::new)
                 .map_err(|e| Error::Tree(e.to_string())),
         }
@@ -56,7 +57,8 @@ impl Navigator {
     fn document_index(tree: &Tree) -> Result<Arc<DocumentIndex>> {
         match tree.lexical() {
             Some(lexical) => Ok(lexical.index.clone()),
-            None => DocumentIndex::build(tree)
+            None => tree
+                .document_index()
                 .map(Arc::new)
                 .map_err(|e| Error::Tree(e.to_string())),
         }

@@ -2,7 +2,8 @@
 
 use crate::cluster::{group_centroids, partition, partition_top_down, TopDown};
 use crate::embed::Embedder;
-use crate::model::{Node, NodeId, NodeKind, Tree, TreeMeta};
+use crate::id::NodeId;
+use crate::model::{Node, NodeKind, Tree, TreeMeta};
 use crate::summary::{class_tfidf, count_terms, ClusterFacts, Summarizer, SUMMARY_TERMS};
 use crate::{Error, Progress, Result};
 use ndarray::Array2;

@@ -16,8 +16,9 @@
 //! the structure, so a truncated, corrupted or foreign file is an error,
 //! never a panic or a garbage tree.
 
+use crate::id::NodeId;
 use crate::lexical::{Lexical, LEXICAL_SUFFIX};
-use crate::model::{Node, NodeId, NodeKind, Tree, TreeMeta};
+use crate::model::{Node, NodeKind, Tree, TreeMeta};
 use crate::store::{side_path, write_texts, SideFile, TextStore, TEXTS_SUFFIX};
 use crate::{Error, Result};
 use serde::ser::{Error as _, SerializeSeq};
@@ -324,7 +325,9 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
     }
     if let Some(lexical) = sides.1 {
         let lexical_path = side_path(name, LEXICAL_SUFFIX);
-        let lexical = Lexical::open(name, lexical, &tree)
+        let count = tree.documents().count() as u64;
+        let is_document = |n: NodeId| tree.get(n).map(|x| x.kind.name()) == Some("document");
+        let lexical = Lexical::open(name, lexical, (count, &is_document))
             .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))?;
         tree.attach_lexical(lexical);
     }
@@ -369,11 +372,7 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
     let texts = write_texts(&texts_path, passages, || {
         Box::new(tree.passages().map(|p| tree.passage_text(p)))
     })?;
-    let lexical = match tree.lexical() {
-        Some(l) => l.clone(),
-        None => Lexical::build(tree)?,
-    };
-    let lexical = lexical.write(path)?;
+    let lexical = tree.lexical_or_computed()?.write(path)?;
     let bytes = framed(
         FORMAT_VERSION,
         payload_v4(tree, Some(texts), Some(lexical))?,
@@ -387,27 +386,13 @@ pub fn save_single(tree: &Tree, path: &Path) -> Result<()> {
     write_file(&to_bytes(tree)?, path)
 }
 
-/// The temp path a save writes before renaming over `path`.
-pub(crate) fn temp_path(path: &Path) -> PathBuf {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "tree".into());
-    remove_stale_temp_files(&dir, &file_name);
-    dir.join(format!(".{file_name}.tmp-{}", std::process::id()))
-}
-
 /// Writes bytes to `path` atomically: temp file, fsync, rename.
 fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
     };
-    let tmp = temp_path(path);
+    let tmp = crate::store::temp_path(path);
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -418,40 +403,6 @@ fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         io(e)
     })
-}
-
-/// Removes `.{file_name}.tmp-{pid}` files left by saves that were killed
-/// (kill -9, power loss): ours by name, and only when that process is gone
-/// (checked in `/proc`, so only on Linux; elsewhere they are left alone).
-fn remove_stale_temp_files(dir: &Path, file_name: &str) {
-    if !cfg!(target_os = "linux") {
-        return;
-    }
-    let prefix = format!(".{file_name}.tmp-");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-        if !alive {
-            match std::fs::remove_file(entry.path()) {
-                Ok(()) => {
-                    tracing::info!(file = %entry.path().display(), "removed a stale temp file")
-                }
-                Err(e) => {
-                    tracing::warn!(file = %entry.path().display(), error = %e, "cannot remove a stale temp file")
-                }
-            }
-        }
-    }
 }
 
 /// Loads and validates a tree file. Only a regular file is read, and only

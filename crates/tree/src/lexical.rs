@@ -7,8 +7,9 @@
 //! not re-read every passage. Trees saved before format version 4 have no
 //! side file: the navigator computes both at start, as it always did.
 
+use crate::id::NodeId;
 use crate::store::{side_path, write_atomically, FileAt, SideFile};
-use crate::{Error, NodeId, NodeKind, Result, Tree};
+use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,28 +36,15 @@ pub struct DocumentIndex {
 }
 
 impl DocumentIndex {
-    /// Indexes every document node of a tree: its title, then its passages.
-    pub fn build(tree: &Tree) -> Result<DocumentIndex> {
-        let mut nodes = Vec::new();
-        let mut texts = Vec::new();
-        for id in tree.documents() {
-            let Some(node) = tree.get(id) else { continue };
-            let NodeKind::Document { title, .. } = &node.kind else {
-                continue;
-            };
-            let mut text = title.clone();
-            for p in &node.children {
-                text.push('\n');
-                text.push_str(&tree.passage_text(*p)?);
-            }
-            nodes.push(id);
-            texts.push(text);
-        }
+    /// Indexes documents given as (node, text), in that order (see
+    /// `Tree::document_index`).
+    pub fn new(documents: Vec<(NodeId, String)>) -> DocumentIndex {
+        let (nodes, texts): (Vec<NodeId>, Vec<String>) = documents.into_iter().unzip();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        Ok(DocumentIndex {
+        DocumentIndex {
             index: Bm25Index::new(&texts),
             nodes,
-        })
+        }
     }
 
     /// How many documents it indexes.
@@ -82,16 +70,6 @@ impl DocumentIndex {
             .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
             .collect())
     }
-}
-
-/// The passage statistics of a tree (document frequencies over passages),
-/// for the lexical judge's IDF.
-pub fn passage_stats(tree: &Tree) -> Result<CorpusStats> {
-    let texts = tree
-        .passages()
-        .map(|p| tree.passage_text(p).map(|t| t.into_owned()))
-        .collect::<Result<Vec<String>>>()?;
-    Ok(CorpusStats::from_texts(texts.iter().map(String::as_str)))
 }
 
 /// [`CorpusStats`] as stored: terms sorted, so the same statistics are
@@ -137,15 +115,6 @@ pub struct Lexical {
 }
 
 impl Lexical {
-    /// Computes both from a tree.
-    pub fn build(tree: &Tree) -> Result<Lexical> {
-        Ok(Lexical {
-            index: Arc::new(DocumentIndex::build(tree)?),
-            stats: Arc::new(passage_stats(tree)?),
-            path: None,
-        })
-    }
-
     /// Writes both as the side file of the tree file `tree_path`.
     pub(crate) fn write(&self, tree_path: &Path) -> Result<SideFile> {
         let path = side_path(tree_path, LEXICAL_SUFFIX);
@@ -184,8 +153,13 @@ impl Lexical {
     }
 
     /// Opens the side file of the tree file `tree_path`, which must be the
-    /// one `expected` describes and index `documents` documents of `tree`.
-    pub(crate) fn open(tree_path: &Path, expected: SideFile, tree: &Tree) -> Result<Lexical> {
+    /// one `expected` describes and index `documents.0` documents, each a
+    /// node `documents.1` accepts as a document of the tree.
+    pub(crate) fn open(
+        tree_path: &Path,
+        expected: SideFile,
+        documents: (u64, &dyn Fn(NodeId) -> bool),
+    ) -> Result<Lexical> {
         let path = side_path(tree_path, LEXICAL_SUFFIX);
         let bad = |problem: String| Error::BadFile {
             path: path.clone(),
@@ -196,44 +170,14 @@ impl Lexical {
             source,
         };
         let (source, len) = FileAt::open(&path)?;
-        if len < LEXICAL_HEADER as u64 {
-            return Err(bad("truncated: shorter than a lexical file's header".into()));
-        }
-        let mut head = [0u8; LEXICAL_HEADER];
-        source.read_at(0, &mut head).map_err(io)?;
-        if &head[..8] != LEXICAL_MAGIC {
-            return Err(bad("not a treenav lexical file (wrong magic bytes)".into()));
-        }
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&head[at..at + 8]);
-            u64::from_le_bytes(b)
-        };
-        let mut hash = [0u8; 16];
-        hash.copy_from_slice(&head[16..32]);
-        let hash = u128::from_le_bytes(hash);
-        if hash != expected.hash || len != expected.bytes {
+        let [count, stats_len, index_len] = read_header(&source, len, expected).map_err(&bad)?;
+        if count != documents.0 {
             return Err(bad(format!(
-                "this lexical file does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching .lexical file beside the tree, or rebuild",
-                expected.hash, expected.bytes
+                "indexes {count} documents, the tree has {}",
+                documents.0
             )));
         }
-        let (documents, stats_len, index_len) = (u64_at(32), u64_at(40), u64_at(48));
-        let expected_documents = tree.documents().count() as u64;
-        if documents != expected_documents {
-            return Err(bad(format!(
-                "indexes {documents} documents, the tree has {expected_documents}"
-            )));
-        }
-        let sizes = documents
-            .checked_mul(4)
-            .and_then(|n| n.checked_add(stats_len))
-            .and_then(|n| n.checked_add(index_len))
-            .and_then(|n| n.checked_add(LEXICAL_HEADER as u64));
-        if sizes != Some(len) {
-            return Err(bad("its section sizes do not add up to its size".into()));
-        }
-        let mut raw = vec![0u8; documents as usize * 4];
+        let mut raw = vec![0u8; count as usize * 4];
         source
             .read_at(LEXICAL_HEADER as u64, &mut raw)
             .map_err(io)?;
@@ -241,13 +185,10 @@ impl Lexical {
             .chunks_exact(4)
             .map(|c| NodeId(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
             .collect();
-        if let Some(n) = nodes
-            .iter()
-            .find(|n| tree.get(**n).map(|x| x.kind.name()) != Some("document"))
-        {
+        if let Some(n) = nodes.iter().find(|n| !(documents.1)(**n)) {
             return Err(bad(format!("node {} is not a document of the tree", n.0)));
         }
-        let stats_at = LEXICAL_HEADER as u64 + documents * 4;
+        let stats_at = LEXICAL_HEADER as u64 + count * 4;
         let mut raw = vec![0u8; stats_len as usize];
         source.read_at(stats_at, &mut raw).map_err(io)?;
         let stats: CorpusStats = postcard::from_bytes::<StoredStats>(&raw)
@@ -267,4 +208,41 @@ impl Lexical {
             path: Some(path),
         })
     }
+}
+
+/// Reads and checks a lexical file's header against what its tree expects;
+/// returns the document count and the statistics' and index's sizes.
+fn read_header(source: &FileAt, len: u64, expected: SideFile) -> Result<[u64; 3], String> {
+    if len < LEXICAL_HEADER as u64 {
+        return Err("truncated: shorter than a lexical file's header".into());
+    }
+    let mut head = [0u8; LEXICAL_HEADER];
+    source.read_at(0, &mut head).map_err(|e| e.to_string())?;
+    if &head[..8] != LEXICAL_MAGIC {
+        return Err("not a treenav lexical file (wrong magic bytes)".into());
+    }
+    let u64_at = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&head[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&head[16..32]);
+    let hash = u128::from_le_bytes(hash);
+    if hash != expected.hash || len != expected.bytes {
+        return Err(format!(
+            "this lexical file does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching .lexical file beside the tree, or rebuild",
+            expected.hash, expected.bytes
+        ));
+    }
+    let sizes = [u64_at(32), u64_at(40), u64_at(48)];
+    let total = sizes[0]
+        .checked_mul(4)
+        .and_then(|n| n.checked_add(sizes[1]))
+        .and_then(|n| n.checked_add(sizes[2]))
+        .and_then(|n| n.checked_add(LEXICAL_HEADER as u64));
+    if total != Some(len) {
+        return Err("its section sizes do not add up to its size".into());
+    }
+    Ok(sizes)
 }

@@ -40,6 +40,7 @@ mod build;
 pub mod cluster;
 pub mod embed;
 pub mod file;
+mod id;
 pub mod lexical;
 mod model;
 pub mod neighbours;
@@ -50,7 +51,8 @@ pub use build::{
     build_tree, default_clusters, Clustering, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
 };
 pub use embed::{Embedder, EmbedderOptions};
-pub use model::{LevelKind, LevelStats, Node, NodeId, NodeKind, Tree, TreeMeta};
+pub use id::NodeId;
+pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
 pub use petgraph;
 pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_text as text;

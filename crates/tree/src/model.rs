@@ -1,23 +1,13 @@
 //! The corpus tree: an arena of nodes (root → clusters → documents → passages)
 //! that petgraph can view.
 
-use crate::lexical::Lexical;
+use crate::id::NodeId;
+use crate::lexical::{DocumentIndex, Lexical};
 use crate::store::TextStore;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::sync::Arc;
-
-/// Index of a node in its [`Tree`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct NodeId(pub u32);
-
-impl NodeId {
-    /// The index into the node arena.
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 /// What a node stands for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -319,6 +309,50 @@ impl Tree {
     /// was loaded with them (format version 4).
     pub fn lexical(&self) -> Option<&Lexical> {
         self.lexical.as_ref()
+    }
+
+    /// A BM25 index over the document nodes (title, then all passages):
+    /// the navigator's lexical entry.
+    pub fn document_index(&self) -> Result<DocumentIndex> {
+        let mut documents = Vec::new();
+        for id in self.documents() {
+            let Some(node) = self.get(id) else { continue };
+            let NodeKind::Document { title, .. } = &node.kind else {
+                continue;
+            };
+            let mut text = title.clone();
+            for p in &node.children {
+                text.push('\n');
+                text.push_str(&self.passage_text(*p)?);
+            }
+            documents.push((id, text));
+        }
+        Ok(DocumentIndex::new(documents))
+    }
+
+    /// The passage statistics (document frequencies over passages) the
+    /// lexical judge computes its IDF with.
+    pub fn passage_stats(&self) -> Result<treenav_text::stats::CorpusStats> {
+        let texts = self
+            .passages()
+            .map(|p| self.passage_text(p).map(Cow::into_owned))
+            .collect::<Result<Vec<String>>>()?;
+        Ok(treenav_text::stats::CorpusStats::from_texts(
+            texts.iter().map(String::as_str),
+        ))
+    }
+
+    /// The lexical index and statistics: as stored beside the tree file, or
+    /// computed.
+    pub fn lexical_or_computed(&self) -> Result<Lexical> {
+        match &self.lexical {
+            Some(l) => Ok(l.clone()),
+            None => Ok(Lexical {
+                index: Arc::new(self.document_index()?),
+                stats: Arc::new(self.passage_stats()?),
+                path: None,
+            }),
+        }
     }
 
     pub(crate) fn attach_lexical(&mut self, lexical: Lexical) {

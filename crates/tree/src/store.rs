@@ -1,5 +1,5 @@
 //! Files beside a tree file: the passage texts (`T.texts`) and the lexical
-//! entry's index and statistics (`T.lexical`, see [`crate::lexical`]).
+//! entry's index and statistics (`T.lexical`, written by the `lexical` module).
 //!
 //! A tree of format version 4 keeps its structure and the labels a judge
 //! reads; passage texts live in the text store and are read one passage at
@@ -105,7 +105,7 @@ pub(crate) fn write_atomically(
         path: path.to_path_buf(),
         source,
     };
-    let tmp = crate::file::temp_path(path);
+    let tmp = temp_path(path);
     let write = || -> Result<SideFile> {
         let file = std::fs::File::create(&tmp).map_err(io)?;
         let mut out = std::io::BufWriter::new(file);
@@ -313,5 +313,53 @@ impl TextStore {
                 source,
             })?;
         String::from_utf8(buf).map_err(|_| bad(format!("passage {i} is not UTF-8")))
+    }
+}
+
+/// The temp path a save writes before renaming over `path`.
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tree".into());
+    remove_stale_temp_files(&dir, &file_name);
+    dir.join(format!(".{file_name}.tmp-{}", std::process::id()))
+}
+
+/// Removes `.{file_name}.tmp-{pid}` files left by saves that were killed
+/// (kill -9, power loss): ours by name, and only when that process is gone
+/// (checked in `/proc`, so only on Linux; elsewhere they are left alone).
+fn remove_stale_temp_files(dir: &Path, file_name: &str) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let prefix = format!(".{file_name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !alive {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(file = %entry.path().display(), "removed a stale temp file")
+                }
+                Err(e) => {
+                    tracing::warn!(file = %entry.path().display(), error = %e, "cannot remove a stale temp file")
+                }
+            }
+        }
     }
 }
