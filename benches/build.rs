@@ -175,7 +175,14 @@ fn generate(n: usize, path: &Path) -> anyhow::Result<()> {
         let mut text = String::new();
         for _ in 0..rng.gen_range(3..8) {
             let words: Vec<&str> = (0..rng.gen_range(8..20)).map(|_| pick(&mut rng)).collect();
-            text.push_str(&words.join(" "));
+            // Sentences start with a capital, as real ones do (the chunker
+            // and the document lead find sentence ends by it).
+            let sentence = words.join(" ");
+            let mut chars = sentence.chars();
+            if let Some(first) = chars.next() {
+                text.extend(first.to_uppercase());
+                text.push_str(chars.as_str());
+            }
             text.push_str(". ");
         }
         writeln!(

@@ -82,12 +82,22 @@ struct TreeV3 {
     neighbours: Vec<Vec<NodeId>>,
 }
 
-/// The payload of a version-4 file, as read.
+/// Nodes per chunk of a version-4 payload: chunks are encoded and decoded
+/// in parallel.
+/// (Small under test, so the tests cross chunk boundaries.)
+const NODE_CHUNK: usize = if cfg!(test) { 7 } else { 1 << 16 };
+
+/// The payload of a version-4 file, as read: nodes and neighbour lists in
+/// chunks of [`NODE_CHUNK`] nodes, each chunk postcard bytes of its own.
 #[derive(serde::Deserialize)]
-struct TreeV4 {
+struct TreeV4<'a> {
     meta: TreeMeta,
-    nodes: Vec<Node>,
-    neighbours: Vec<Vec<NodeId>>,
+    /// Per chunk: the encoded `Vec<Node>`.
+    #[serde(borrow)]
+    nodes: Vec<&'a [u8]>,
+    /// Per chunk: the encoded `Vec<Vec<NodeId>>` (none without neighbour lists).
+    #[serde(borrow)]
+    neighbours: Vec<&'a [u8]>,
     /// The text store beside the file (`None`: texts are in the nodes).
     texts: Option<SideFile>,
     /// The lexical side file (`None`: computed when needed).
@@ -99,16 +109,26 @@ struct TreeV4 {
 #[derive(serde::Serialize)]
 struct TreeV4Out<'a> {
     meta: &'a TreeMeta,
-    nodes: NodesOut<'a>,
-    neighbours: Vec<&'a [NodeId]>,
+    nodes: Vec<Chunk>,
+    neighbours: Vec<Chunk>,
     texts: Option<SideFile>,
     lexical: Option<SideFile>,
 }
 
-/// A tree's nodes, encoded as `Vec<Node>` is, with passage texts read from
-/// wherever the tree holds them (`with_texts`) or left empty.
+/// Encoded bytes, written as one byte string.
+struct Chunk(Vec<u8>);
+
+impl serde::Serialize for Chunk {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.0)
+    }
+}
+
+/// A range of a tree's nodes, encoded as `Vec<Node>` is, with passage
+/// texts read from wherever the tree holds them (`with_texts`) or left empty.
 struct NodesOut<'a> {
     tree: &'a Tree,
+    range: std::ops::Range<usize>,
     with_texts: bool,
 }
 
@@ -145,9 +165,13 @@ struct NodeOut<'a> {
 
 impl serde::Serialize for NodesOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let nodes = self.tree.nodes();
+        let nodes = self
+            .tree
+            .nodes()
+            .get(self.range.clone())
+            .unwrap_or_default();
         let mut seq = serializer.serialize_seq(Some(nodes.len()))?;
-        for (i, node) in nodes.iter().enumerate() {
+        for (i, node) in (self.range.start..).zip(nodes) {
             let kind = match &node.kind {
                 NodeKind::Root => KindOut::Root,
                 NodeKind::Cluster {
@@ -195,19 +219,78 @@ impl serde::Serialize for NodesOut<'_> {
 
 /// Encodes a version-4 payload.
 fn payload_v4(tree: &Tree, texts: Option<SideFile>, lexical: Option<SideFile>) -> Result<Vec<u8>> {
+    use rayon::prelude::*;
+    let encode = |e: postcard::Error| Error::Encode(e.to_string());
+    let ranges: Vec<std::ops::Range<usize>> = (0..tree.len())
+        .step_by(NODE_CHUNK)
+        .map(|start| start..(start + NODE_CHUNK).min(tree.len()))
+        .collect();
+    let nodes = ranges
+        .par_iter()
+        .map(|range| {
+            let chunk = NodesOut {
+                tree,
+                range: range.clone(),
+                with_texts: texts.is_none(),
+            };
+            postcard::to_stdvec(&chunk).map(Chunk).map_err(encode)
+        })
+        .collect::<Result<Vec<Chunk>>>()?;
+    let neighbours = match tree.has_neighbours() {
+        false => Vec::new(),
+        true => ranges
+            .par_iter()
+            .map(|range| {
+                let lists: Vec<&[NodeId]> = range
+                    .clone()
+                    .map(|i| tree.neighbours(NodeId(i as u32)))
+                    .collect();
+                postcard::to_stdvec(&lists).map(Chunk).map_err(encode)
+            })
+            .collect::<Result<Vec<Chunk>>>()?,
+    };
     let out = TreeV4Out {
         meta: tree.meta(),
-        nodes: NodesOut {
-            tree,
-            with_texts: texts.is_none(),
-        },
-        neighbours: (0..if tree.has_neighbours() { tree.len() } else { 0 })
-            .map(|i| tree.neighbours(NodeId(i as u32)))
-            .collect(),
+        nodes,
+        neighbours,
         texts,
         lexical,
     };
-    postcard::to_stdvec(&out).map_err(|e| Error::Encode(e.to_string()))
+    postcard::to_stdvec(&out).map_err(encode)
+}
+
+/// Decodes a version-4 payload's chunks in parallel: the nodes, the
+/// neighbour lists and the side files it names.
+#[allow(clippy::type_complexity)]
+fn decode_v4(
+    payload: &[u8],
+) -> std::result::Result<
+    (
+        TreeMeta,
+        Vec<Node>,
+        Vec<Vec<NodeId>>,
+        (Option<SideFile>, Option<SideFile>),
+    ),
+    postcard::Error,
+> {
+    use rayon::prelude::*;
+    let v4: TreeV4<'_> = postcard::from_bytes(payload)?;
+    let nodes: Vec<Vec<Node>> = v4
+        .nodes
+        .par_iter()
+        .map(|chunk| postcard::from_bytes(chunk))
+        .collect::<std::result::Result<_, _>>()?;
+    let neighbours: Vec<Vec<Vec<NodeId>>> = v4
+        .neighbours
+        .par_iter()
+        .map(|chunk| postcard::from_bytes(chunk))
+        .collect::<std::result::Result<_, _>>()?;
+    Ok((
+        v4.meta,
+        nodes.into_iter().flatten().collect(),
+        neighbours.into_iter().flatten().collect(),
+        (v4.texts, v4.lexical),
+    ))
 }
 
 /// Encodes a tree into the bytes of one self-contained file (header +
@@ -309,10 +392,7 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
             let v3: TreeV3 = postcard::from_bytes(payload).map_err(decode_error)?;
             (v3.meta, v3.nodes, v3.neighbours, no_sides)
         }
-        _ => {
-            let v4: TreeV4 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v4.meta, v4.nodes, v4.neighbours, (v4.texts, v4.lexical))
-        }
+        _ => decode_v4(payload).map_err(decode_error)?,
     };
     let mut tree =
         Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
@@ -460,4 +540,87 @@ fn open_tree_file(path: &Path) -> Result<(std::fs::File, u64)> {
         return Err(bad("not a treenav tree file (wrong magic bytes)"));
     }
     Ok((file, meta.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root, two clusters, `docs` documents of two passages each, with
+    /// neighbour lists: enough nodes to span several chunks.
+    fn small_tree(docs: u32) -> Tree {
+        let meta = TreeMeta {
+            source: "t".into(),
+            embedder: "e".into(),
+            summarizer: "s".into(),
+            branching: 100,
+            seed: 1,
+            built_by: "test".into(),
+            corpus: None,
+        };
+        let node = |kind, parent: Option<u32>, children: Vec<u32>| Node {
+            kind,
+            parent: parent.map(NodeId),
+            children: children.into_iter().map(NodeId).collect(),
+        };
+        let cluster = |c: u32| NodeKind::Cluster {
+            summary: format!("cluster {c}"),
+            terms: vec![format!("t{c}")],
+            documents: docs / 2,
+        };
+        let first_doc = 3;
+        let doc_ids: Vec<u32> = (0..docs).map(|d| first_doc + d).collect();
+        let mut nodes = vec![
+            node(NodeKind::Root, None, vec![1, 2]),
+            node(cluster(0), Some(0), doc_ids[..(docs / 2) as usize].to_vec()),
+            node(cluster(1), Some(0), doc_ids[(docs / 2) as usize..].to_vec()),
+        ];
+        let first_passage = first_doc + docs;
+        for d in 0..docs {
+            let parent = if d < docs / 2 { 1 } else { 2 };
+            let p = first_passage + 2 * d;
+            nodes.push(node(
+                NodeKind::Document {
+                    id: format!("d{d}"),
+                    title: format!("Doc {d}"),
+                    lead: "Lead.".into(),
+                    part: None,
+                    metadata: None,
+                },
+                Some(parent),
+                vec![p, p + 1],
+            ));
+        }
+        for d in 0..docs {
+            for k in 0..2 {
+                let kind = NodeKind::Passage {
+                    id: format!("d{d}#{k}"),
+                    text: format!("text {d} {k}"),
+                };
+                nodes.push(node(kind, Some(first_doc + d), Vec::new()));
+            }
+        }
+        let mut neighbours = vec![Vec::new(); nodes.len()];
+        for d in 0..docs {
+            neighbours[(first_doc + d) as usize] = vec![NodeId(first_doc + (d + 1) % docs)];
+        }
+        Tree::with_neighbours(meta, nodes, neighbours).expect("valid tree")
+    }
+
+    #[test]
+    fn chunked_payloads_round_trip_across_chunk_boundaries() {
+        for docs in [2, 3, 10, 21] {
+            let tree = small_tree(docs);
+            assert!(tree.len() > 2 * NODE_CHUNK || docs < 10);
+            let bytes = to_bytes(&tree).expect("encode");
+            let again = from_bytes(&bytes, Path::new("mem.tree")).expect("decode");
+            assert_eq!(again, tree, "{docs} documents");
+            let plain = from_bytes(
+                &to_bytes(&tree.clone().without_neighbours()).expect("encode"),
+                Path::new("m"),
+            )
+            .expect("decode");
+            assert!(!plain.has_neighbours());
+        }
+    }
 }

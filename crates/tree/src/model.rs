@@ -337,9 +337,7 @@ impl Tree {
             .passages()
             .map(|p| self.passage_text(p).map(Cow::into_owned))
             .collect::<Result<Vec<String>>>()?;
-        Ok(treenav_text::stats::CorpusStats::from_texts(
-            texts.iter().map(String::as_str),
-        ))
+        Ok(treenav_text::stats::CorpusStats::from_many(&texts))
     }
 
     /// The lexical index and statistics: as stored beside the tree file, or
