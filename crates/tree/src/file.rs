@@ -287,10 +287,20 @@ fn decode_v4(
         .collect::<std::result::Result<_, _>>()?;
     Ok((
         v4.meta,
-        nodes.into_iter().flatten().collect(),
-        neighbours.into_iter().flatten().collect(),
+        concat(nodes),
+        concat(neighbours),
         (v4.texts, v4.lexical),
     ))
+}
+
+/// The chunks joined in order, allocated once (a `flatten` would grow the
+/// vector by doubling, copying it again at each step).
+fn concat<T>(chunks: Vec<Vec<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(chunks.iter().map(Vec::len).sum());
+    for chunk in chunks {
+        out.extend(chunk);
+    }
+    out
 }
 
 /// Encodes a tree into the bytes of one self-contained file (header +
@@ -405,8 +415,13 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
     }
     if let Some(lexical) = sides.1 {
         let lexical_path = side_path(name, LEXICAL_SUFFIX);
-        let count = tree.documents().count() as u64;
-        let is_document = |n: NodeId| tree.get(n).map(|x| x.kind.name()) == Some("document");
+        let documents: Vec<bool> = tree
+            .nodes()
+            .iter()
+            .map(|n| matches!(n.kind, NodeKind::Document { .. }))
+            .collect();
+        let count = documents.iter().filter(|d| **d).count() as u64;
+        let is_document = |n: NodeId| documents.get(n.index()).copied().unwrap_or(false);
         let lexical = Lexical::open(name, lexical, (count, &is_document))
             .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))?;
         tree.attach_lexical(lexical);
