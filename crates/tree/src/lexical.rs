@@ -8,7 +8,7 @@
 //! side file: the navigator computes both at start, as it always did.
 
 use crate::id::NodeId;
-use crate::store::{side_path, write_atomically, FileAt, SideFile};
+use crate::store::{read_side_header, side_path, u64_at, write_atomically, FileAt, SideFile};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -213,29 +213,9 @@ impl Lexical {
 /// Reads and checks a lexical file's header against what its tree expects;
 /// returns the document count and the statistics' and index's sizes.
 fn read_header(source: &FileAt, len: u64, expected: SideFile) -> Result<[u64; 3], String> {
-    if len < LEXICAL_HEADER as u64 {
-        return Err("truncated: shorter than a lexical file's header".into());
-    }
-    let mut head = [0u8; LEXICAL_HEADER];
-    source.read_at(0, &mut head).map_err(|e| e.to_string())?;
-    if &head[..8] != LEXICAL_MAGIC {
-        return Err("not a treenav lexical file (wrong magic bytes)".into());
-    }
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&head[at..at + 8]);
-        u64::from_le_bytes(b)
-    };
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&head[16..32]);
-    let hash = u128::from_le_bytes(hash);
-    if hash != expected.hash || len != expected.bytes {
-        return Err(format!(
-            "this lexical file does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching .lexical file beside the tree, or rebuild",
-            expected.hash, expected.bytes
-        ));
-    }
-    let sizes = [u64_at(32), u64_at(40), u64_at(48)];
+    let head: [u8; LEXICAL_HEADER] =
+        read_side_header(source, len, expected, LEXICAL_MAGIC, ".lexical")?;
+    let sizes = [u64_at(&head, 32), u64_at(&head, 40), u64_at(&head, 48)];
     let total = sizes[0]
         .checked_mul(4)
         .and_then(|n| n.checked_add(sizes[1]))

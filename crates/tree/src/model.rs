@@ -333,10 +333,11 @@ impl Tree {
     /// The passage statistics (document frequencies over passages) the
     /// lexical judge computes its IDF with.
     pub fn passage_stats(&self) -> Result<treenav_text::stats::CorpusStats> {
+        // Borrowed from the nodes when they hold the texts; read otherwise.
         let texts = self
             .passages()
-            .map(|p| self.passage_text(p).map(Cow::into_owned))
-            .collect::<Result<Vec<String>>>()?;
+            .map(|p| self.passage_text(p))
+            .collect::<Result<Vec<Cow<'_, str>>>>()?;
         Ok(treenav_text::stats::CorpusStats::from_many(&texts))
     }
 

@@ -195,6 +195,52 @@ pub(crate) fn write_texts<'a>(
     write_atomically(path, TEXTS_HEADER, body, header_of)
 }
 
+/// The little-endian u64 at `at` of a header read whole.
+pub(crate) fn u64_at(head: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = head.get(at..at + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+/// Reads a side file's header of `N` bytes and checks what every side file
+/// starts with: its magic, layout version 1, and the content hash and size
+/// the tree file expects. `what` names the kind of file (".texts", …) in
+/// errors.
+pub(crate) fn read_side_header<const N: usize>(
+    source: &FileAt,
+    len: u64,
+    expected: SideFile,
+    magic: &[u8; 8],
+    what: &str,
+) -> std::result::Result<[u8; N], String> {
+    if len < N as u64 {
+        return Err(format!("truncated: shorter than a {what} file's header"));
+    }
+    let mut head = [0u8; N];
+    source.read_at(0, &mut head).map_err(|e| e.to_string())?;
+    if &head[..8] != magic {
+        return Err(format!("not a treenav {what} file (wrong magic bytes)"));
+    }
+    let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+    if version != 1 {
+        return Err(format!(
+            "layout version {version}, but this build reads version 1: rebuild the tree"
+        ));
+    }
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&head[16..32]);
+    let hash = u128::from_le_bytes(hash);
+    if hash != expected.hash || len != expected.bytes {
+        return Err(format!(
+            "this {what} file does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching {what} file beside the tree, or rebuild",
+            expected.hash, expected.bytes
+        ));
+    }
+    Ok(head)
+}
+
 /// Passage texts beside a tree, read one at a time.
 pub struct TextStore {
     path: PathBuf,
@@ -228,28 +274,9 @@ impl TextStore {
             path: path.to_path_buf(),
             source,
         };
-        let mut head = [0u8; TEXTS_HEADER];
-        if len < TEXTS_HEADER as u64 {
-            return Err(bad("truncated: shorter than a text store's header".into()));
-        }
-        source.read_at(0, &mut head).map_err(io)?;
-        if &head[..8] != TEXTS_MAGIC {
-            return Err(bad("not a treenav text store (wrong magic bytes)".into()));
-        }
-        let u64_at = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&head[at..at + 8]);
-            u64::from_le_bytes(b)
-        };
-        let mut hash = [0u8; 16];
-        hash.copy_from_slice(&head[16..32]);
-        let (hash, count, blob_len) = (u128::from_le_bytes(hash), u64_at(32), u64_at(40));
-        if hash != expected.hash || len != expected.bytes {
-            return Err(bad(format!(
-                "this text store does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching .texts file beside the tree, or rebuild",
-                expected.hash, expected.bytes
-            )));
-        }
+        let head: [u8; TEXTS_HEADER] =
+            read_side_header(&source, len, expected, TEXTS_MAGIC, ".texts").map_err(&bad)?;
+        let (count, blob_len) = (u64_at(&head, 32), u64_at(&head, 40));
         if count != passages as u64 {
             return Err(bad(format!(
                 "holds {count} passages, the tree has {passages}"
