@@ -135,17 +135,27 @@ impl Bm25Index {
     /// `bm25` crate's (FxHash, a fixed function), so they stay valid across
     /// builds.
     pub fn write_to(&self, out: &mut impl std::io::Write) -> Result<(), StoreError> {
-        // (token hash, postings), sorted by hash.
-        let mut table: Vec<(u64, Vec<(u32, f32)>)> = match &self.postings {
+        // (token hash, postings), sorted by hash: lists built here are
+        // borrowed, not copied; stored ones are read back.
+        let mut table: Vec<(u64, std::borrow::Cow<'_, [(u32, f32)]>)> = match &self.postings {
             Postings::Memory { slots, lists } => slots
                 .iter()
-                .map(|(h, s)| (*h, lists.get(*s as usize).cloned().unwrap_or_default()))
+                .map(|(h, s)| {
+                    (
+                        *h,
+                        lists
+                            .get(*s as usize)
+                            .map(Vec::as_slice)
+                            .unwrap_or(&[])
+                            .into(),
+                    )
+                })
                 .collect(),
             Postings::Stored(stored) => (0..stored.terms)
                 .map(|t| {
                     let (hash, range) = stored.entry(t);
                     let list = List::Stored(stored.postings(range)?);
-                    Ok((hash, list.iter().collect()))
+                    Ok((hash, list.iter().collect::<Vec<_>>().into()))
                 })
                 .collect::<Result<_, StoreError>>()?,
         };
@@ -169,7 +179,7 @@ impl Bm25Index {
             start += list.len() as u64;
         }
         for (_, list) in &table {
-            for (doc, weight) in list {
+            for (doc, weight) in list.iter() {
                 out.write_all(&doc.to_le_bytes())?;
                 out.write_all(&weight.to_le_bytes())?;
             }
