@@ -137,7 +137,7 @@ impl Bm25Index {
     pub fn write_to(&self, out: &mut impl std::io::Write) -> Result<(), StoreError> {
         // (token hash, postings), sorted by hash: lists built here are
         // borrowed, not copied; stored ones are read back.
-        let mut table: Vec<(u64, std::borrow::Cow<'_, [(u32, f32)]>)> = match &self.postings {
+        let mut table: Vec<(u64, ListRef<'_>)> = match &self.postings {
             Postings::Memory { slots, lists } => slots
                 .iter()
                 .map(|(h, s)| {
@@ -438,6 +438,9 @@ fn check_table(table: &[(u64, u64)], postings: u64) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+/// One token's postings while an index is written: borrowed or read back.
+type ListRef<'a> = std::borrow::Cow<'a, [(u32, f32)]>;
 
 /// One token's postings, wherever they live.
 enum List<'a> {
