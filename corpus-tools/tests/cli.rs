@@ -756,3 +756,104 @@ fn build_takes_precomputed_vectors_and_refuses_a_wrong_count() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_build_split_into_plan_shards_and_merge_equals_the_single_build() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let s = |p: &Path| p.to_str().expect("utf8 path").to_string();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
+    let (single, merged, plan) = (d.join("single.tree"), d.join("merged.tree"), d.join("plan"));
+    let o = treenav(&["build", &s(&corpus), "--branching", "4", "-o", &s(&single)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = treenav(&[
+        "build",
+        &s(&corpus),
+        "--branching",
+        "4",
+        "--plan",
+        &s(&plan),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("--shard I/N"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    // Refused before any work: an index past the count, a corpus given
+    // to a shard, a merge with a shard missing.
+    let o = treenav(&["build", "--plan", &s(&plan), "--shard", "3/3"]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("counts from 0"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = treenav(&["build", &s(&corpus), "--plan", &s(&plan), "--shard", "0/3"]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("drop the corpus"),
+        "{}",
+        text(&o.stderr)
+    );
+    for i in [0, 2] {
+        let o = treenav(&["build", "--plan", &s(&plan), "--shard", &format!("{i}/3")]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let o = treenav(&["merge", "--plan", &s(&plan), "-o", &s(&merged)]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("shard 1/3 is missing"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!merged.exists(), "nothing written");
+
+    let o = treenav(&["build", "--plan", &s(&plan), "--shard", "1/3"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = treenav(&["merge", "--plan", &s(&plan), "-o", &s(&merged)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let read = |p: &Path| std::fs::read(p).expect("read");
+    assert!(
+        read(&merged) == read(&single),
+        "the merged tree file is the single build's"
+    );
+    for suffix in ["texts", "lexical"] {
+        let side = |p: &Path| PathBuf::from(format!("{}.{suffix}", p.display()));
+        assert!(
+            read(&side(&merged)) == read(&side(&single)),
+            ".{suffix} differs"
+        );
+    }
+
+    // The corpus moved: --corpus names it; another corpus is refused.
+    let other = d.join("other.json");
+    let edited = std::fs::read_to_string(&corpus).expect("corpus").replacen(
+        "\"context\": \"",
+        "\"context\": \"Edited. ",
+        1,
+    );
+    std::fs::write(&other, edited).expect("write");
+    let o = treenav(&[
+        "merge",
+        "--plan",
+        &s(&plan),
+        "--corpus",
+        &s(&other),
+        "-o",
+        &s(&merged),
+    ]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("not the corpus the plan"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = treenav(&[
+        "merge",
+        "--plan",
+        &s(&plan),
+        "--corpus",
+        &s(&corpus),
+        "-o",
+        &s(&merged),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}

@@ -46,6 +46,13 @@ pub fn kmeans(points: ArrayView2<'_, f32>, k: usize, seed: u64) -> Result<Vec<us
     Ok(labels.to_vec())
 }
 
+/// The default cluster count for `n` items under a branching limit:
+/// max(round(√n), ⌈n / branching⌉), at most n.
+pub fn default_clusters(n: usize, branching: usize) -> usize {
+    let sqrt = (n as f64).sqrt().round() as usize;
+    sqrt.max(n.div_ceil(branching.max(1))).clamp(1, n.max(1))
+}
+
 /// Rows per block of the distance products.
 const BLOCK: usize = 2048;
 
@@ -125,8 +132,8 @@ fn sample_of(members: &[usize], size: usize, seed: u64) -> Vec<usize> {
     picked.into_iter().map(|i| members[i]).collect()
 }
 
-/// Settings of [`partition_top_down`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Settings of the top-down split ([`partition_top_down`], [`split_node`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopDown {
     /// Most groups one split makes (the branching limit).
     pub branching: usize,
@@ -138,51 +145,242 @@ pub struct TopDown {
     pub seed: u64,
 }
 
-/// Partitions the rows of `points` from the root down: at each node,
-/// k-means with k = ⌈members / leaf⌉ clamped to 2..=branching, trained
-/// on at most `sample` members, then every member assigned to its nearest
-/// centroid; groups under a tenth of the leaf size are folded into
-/// their nearest sibling (when at least two siblings remain); recursion
-/// until a group is at most 1.5 × `leaf` (and within `branching`). Work grows as N·branching·depth. Groups are
-/// non-empty, ordered by their smallest member, most central first;
-/// `placed` is called with the size of each finished group.
-pub fn partition_top_down(
-    points: ArrayView2<'_, f32>,
-    settings: TopDown,
-    placed: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<Vec<usize>>> {
-    let all: Vec<usize> = (0..points.nrows()).collect();
-    let branching = settings.branching.max(2);
-    let settings = TopDown {
-        branching,
-        leaf: settings.leaf.clamp(1, branching),
-        sample: settings.sample.max(2),
-        ..settings
-    };
-    let mut out = split_down(points, all, settings, settings.seed, placed)?;
-    out.par_iter_mut()
-        .for_each(|g| sort_by_centrality(points, g));
-    out.sort_by_key(|g| g.iter().copied().min().unwrap_or(usize::MAX));
-    Ok(out)
+impl TopDown {
+    /// The settings with every field in range: branching ≥ 2, leaf in
+    /// 1..=branching, sample ≥ 2.
+    pub fn clamped(self) -> TopDown {
+        let branching = self.branching.max(2);
+        TopDown {
+            branching,
+            leaf: self.leaf.clamp(1, branching),
+            sample: self.sample.max(2),
+            seed: self.seed,
+        }
+    }
 }
 
-fn split_down(
+/// A node of the cluster tree the top-down split makes: a finished group
+/// of rows (most central first), or a cluster of groups.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Group {
+    /// A leaf cluster: its rows, most central first.
+    Leaf(Vec<usize>),
+    /// A cluster of clusters, ordered by their smallest row.
+    Inner(Vec<Group>),
+}
+
+impl Group {
+    /// The smallest row beneath.
+    pub fn min_row(&self) -> usize {
+        match self {
+            Group::Leaf(rows) => rows.iter().copied().min().unwrap_or(usize::MAX),
+            Group::Inner(children) => children
+                .iter()
+                .map(Group::min_row)
+                .min()
+                .unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The leaf clusters beneath, in order.
+    pub fn leaves(&self) -> Vec<&[usize]> {
+        let mut out = Vec::new();
+        self.visit_leaves(&mut |rows| out.push(rows));
+        out
+    }
+
+    fn visit_leaves<'a>(&'a self, f: &mut dyn FnMut(&'a [usize])) {
+        match self {
+            Group::Leaf(rows) => f(rows),
+            Group::Inner(children) => children.iter().for_each(|c| c.visit_leaves(f)),
+        }
+    }
+
+    /// The rows beneath, leaf by leaf.
+    pub fn rows(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.visit_leaves(&mut |rows| out.extend_from_slice(rows));
+        out
+    }
+
+    /// The first row beneath (the most central of the first leaf).
+    pub fn first_row(&self) -> Option<usize> {
+        match self {
+            Group::Leaf(rows) => rows.first().copied(),
+            Group::Inner(children) => children.first().and_then(Group::first_row),
+        }
+    }
+
+    /// Rewrites every row through `f` (shards work on their own rows).
+    pub fn map_rows(&mut self, f: &dyn Fn(usize) -> usize) {
+        match self {
+            Group::Leaf(rows) => rows.iter_mut().for_each(|r| *r = f(*r)),
+            Group::Inner(children) => children.iter_mut().for_each(|c| c.map_rows(f)),
+        }
+    }
+
+    /// Levels of clusters beneath: 0 for a leaf.
+    pub fn height(&self) -> usize {
+        match self {
+            Group::Leaf(_) => 0,
+            Group::Inner(children) => 1 + children.iter().map(Group::height).max().unwrap_or(0),
+        }
+    }
+
+    /// The tree with every leaf at the same depth (a tree's documents are
+    /// all at one depth). Leaves above the deepest level are gathered, with
+    /// their sibling leaves, under new clusters of at most `branching`
+    /// children, as low in the tree as possible: the structure above stays
+    /// as split, and a judge weighs the gathered leaves together.
+    pub fn balanced(self, branching: usize) -> Group {
+        let height = self.height();
+        self.padded(height, branching.max(2))
+    }
+
+    fn padded(self, height: usize, branching: usize) -> Group {
+        let children = match self {
+            Group::Leaf(rows) if height == 0 => return Group::Leaf(rows),
+            leaf @ Group::Leaf(_) => vec![leaf],
+            Group::Inner(children) => children,
+        };
+        let below = height.saturating_sub(1);
+        // Leaves too shallow are gathered here; clusters are padded inside,
+        // down where their own leaves are gathered.
+        let (short, tall): (Vec<Group>, Vec<Group>) = children
+            .into_iter()
+            .partition(|c| matches!(c, Group::Leaf(_)) && below > 0);
+        let mut out: Vec<Group> = tall
+            .into_iter()
+            .map(|c| c.padded(below, branching))
+            .collect();
+        let mut short = short.into_iter().peekable();
+        while short.peek().is_some() {
+            let chunk: Vec<Group> = short.by_ref().take(branching).collect();
+            out.push(Group::Inner(chunk).padded(below, branching));
+        }
+        out.sort_by_key(Group::min_row);
+        Group::Inner(out)
+    }
+
+    /// The leaf clusters sharing a parent, for every parent beneath and
+    /// including this node (a leaf itself has none).
+    pub fn families(&self) -> Vec<Vec<&[usize]>> {
+        let mut out = Vec::new();
+        self.collect_families(&mut out);
+        out
+    }
+
+    /// The rows of the leaf clusters directly beneath (none for a leaf).
+    pub fn leaf_children(&self) -> Vec<&[usize]> {
+        let Group::Inner(children) = self else {
+            return Vec::new();
+        };
+        children
+            .iter()
+            .filter_map(|c| match c {
+                Group::Leaf(rows) => Some(rows.as_slice()),
+                Group::Inner(_) => None,
+            })
+            .collect()
+    }
+
+    fn collect_families<'a>(&'a self, out: &mut Vec<Vec<&'a [usize]>>) {
+        let Group::Inner(children) = self else {
+            return;
+        };
+        let leaves = self.leaf_children();
+        if !leaves.is_empty() {
+            out.push(leaves);
+        }
+        children.iter().for_each(|c| c.collect_families(out));
+    }
+}
+
+/// A cluster made of `children`: ordered by their smallest row, and with
+/// the leaves beneath lifted to be its children when they are at most
+/// `branching` (so a small corpus gets one level of clusters, and every
+/// node keeps within the limit).
+pub fn cluster_of(children: Vec<Group>, branching: usize) -> Group {
+    let leaves: usize = children.iter().map(|c| c.leaves().len()).sum();
+    let mut children =
+        if leaves <= branching && children.iter().any(|c| matches!(c, Group::Inner(_))) {
+            children
+                .into_iter()
+                .flat_map(|c| match c {
+                    Group::Leaf(rows) => vec![Group::Leaf(rows)],
+                    Group::Inner(_) => c
+                        .leaves()
+                        .into_iter()
+                        .map(|l| Group::Leaf(l.to_vec()))
+                        .collect(),
+                })
+                .collect()
+        } else {
+            children
+        };
+    children.sort_by_key(Group::min_row);
+    Group::Inner(children)
+}
+
+/// Even runs of `rows` (most central first) as leaves of at most `leaf`
+/// rows, under clusters of at most `branching` children: for points
+/// k-means cannot separate (e.g. identical vectors).
+fn even_runs(
     points: ArrayView2<'_, f32>,
-    members: Vec<usize>,
+    mut rows: Vec<usize>,
+    leaf: usize,
+    branching: usize,
+) -> Group {
+    sort_by_centrality(points, &mut rows);
+    let size = rows
+        .len()
+        .div_ceil(rows.len().div_ceil(leaf.max(1)).max(1))
+        .max(1);
+    let mut level: Vec<Group> = rows.chunks(size).map(|c| Group::Leaf(c.to_vec())).collect();
+    while level.len() > branching {
+        let mut next = Vec::with_capacity(level.len().div_ceil(branching));
+        let mut it = level.into_iter().peekable();
+        while it.peek().is_some() {
+            next.push(Group::Inner(it.by_ref().take(branching).collect()));
+        }
+        level = next;
+    }
+    Group::Inner(level)
+}
+
+/// What one top-down step does with a node's members.
+#[derive(Debug)]
+pub enum Step {
+    /// Small enough: a finished leaf (members most central first).
+    Leaf(Vec<usize>),
+    /// k-means could not separate them: even runs.
+    Runs(Group),
+    /// Split into these groups; child `i` continues with [`child_seed`]`(seed, i)`.
+    Split(Vec<Vec<usize>>),
+}
+
+/// The seed of child `i` of a node split with `seed`.
+pub fn child_seed(seed: u64, i: usize) -> u64 {
+    seed.wrapping_add(1 + i as u64).wrapping_mul(0x9e37_79b9)
+}
+
+/// One top-down step: a group up to 1.5 × leaf (and within the branching
+/// limit) is finished; otherwise k-means with k = ⌈members / leaf⌉
+/// clamped to 2..=branching, trained on at most `sample` members, every
+/// member assigned to its nearest centroid, groups under a tenth of the
+/// leaf size folded into their nearest sibling.
+pub fn split_node(
+    points: ArrayView2<'_, f32>,
+    mut members: Vec<usize>,
     settings: TopDown,
     seed: u64,
-    placed: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<Vec<usize>>> {
+) -> Step {
     let leaf = settings.leaf;
     // A group up to half again the target size is finished (within the
     // limit): splitting it would leave two groups half the target.
     if members.len() <= (leaf + leaf / 2).min(settings.branching) {
-        placed(members.len());
-        return Ok(if members.is_empty() {
-            Vec::new()
-        } else {
-            vec![members]
-        });
+        sort_by_centrality(points, &mut members);
+        return Step::Leaf(members);
     }
     let k = members.len().div_ceil(leaf).clamp(2, settings.branching);
     let train = points.select(Axis(0), &sample_of(&members, settings.sample, seed));
@@ -197,28 +395,58 @@ fn split_down(
     fold_tiny(points, &mut groups, &centroids, (leaf / 10).max(2));
     groups.retain(|g| !g.is_empty());
     if groups.len() <= 1 {
-        // k-means could not separate these points (e.g. identical vectors):
-        // even runs, most central first.
-        let mut g = groups.pop().unwrap_or_default();
-        sort_by_centrality(points, &mut g);
-        let size = g.len().div_ceil(g.len().div_ceil(leaf));
-        placed(g.len());
-        return Ok(g.chunks(size).map(<[usize]>::to_vec).collect());
+        // k-means could not separate these points (e.g. identical vectors).
+        return Step::Runs(even_runs(points, members, leaf, settings.branching));
     }
-    let parts: Vec<Vec<Vec<usize>>> = groups
-        .into_par_iter()
-        .enumerate()
-        .map(|(i, g)| {
-            split_down(
-                points,
-                g,
-                settings,
-                seed.wrapping_add(1 + i as u64).wrapping_mul(0x9e37_79b9),
-                placed,
-            )
-        })
-        .collect::<Result<_>>()?;
-    Ok(parts.into_iter().flatten().collect())
+    Step::Split(groups)
+}
+
+/// The cluster tree of `members` from the top-down split: finished groups
+/// are leaves, split ones clusters of their children (subtrees in
+/// parallel). `placed` is called with the size of each finished group.
+pub fn subtree(
+    points: ArrayView2<'_, f32>,
+    members: Vec<usize>,
+    settings: TopDown,
+    seed: u64,
+    placed: &(dyn Fn(usize) + Sync),
+) -> Group {
+    let count = members.len();
+    match split_node(points, members, settings, seed) {
+        Step::Leaf(rows) => {
+            placed(count);
+            Group::Leaf(rows)
+        }
+        Step::Runs(group) => {
+            placed(count);
+            group
+        }
+        Step::Split(groups) => {
+            let children: Vec<Group> = groups
+                .into_par_iter()
+                .enumerate()
+                .map(|(i, g)| subtree(points, g, settings, child_seed(seed, i), placed))
+                .collect();
+            cluster_of(children, settings.branching)
+        }
+    }
+}
+
+/// Partitions the rows of `points` from the root down (see [`split_node`]
+/// and [`subtree`]) into a tree of clusters of at most `branching`
+/// children. Work grows as N·branching·depth. `placed` is called with the
+/// size of each finished group.
+pub fn partition_top_down(
+    points: ArrayView2<'_, f32>,
+    settings: TopDown,
+    placed: &(dyn Fn(usize) + Sync),
+) -> Group {
+    let settings = settings.clamped();
+    let all: Vec<usize> = (0..points.nrows()).collect();
+    match subtree(points, all, settings, settings.seed, placed) {
+        leaf @ Group::Leaf(_) => Group::Inner(vec![leaf]),
+        inner => inner,
+    }
 }
 
 /// Moves the members of groups smaller than `min` to the nearest centroid
@@ -472,7 +700,9 @@ mod tests {
             sample: 200,
             seed: 7,
         };
-        let groups = partition_top_down(pts.view(), settings, &count)?;
+        let tree = partition_top_down(pts.view(), settings, &count);
+        assert!(fan_out(&tree) <= 25, "every node within the limit");
+        let groups = leaf_groups(&tree);
         let mut all: Vec<usize> = groups.iter().flatten().copied().collect();
         all.sort_unstable();
         assert_eq!(
@@ -493,7 +723,7 @@ mod tests {
             groups.iter().map(Vec::len).collect::<Vec<_>>()
         );
         // Same seed, same groups (subtrees run in parallel).
-        assert_eq!(groups, partition_top_down(pts.view(), settings, &|_| {})?);
+        assert_eq!(tree, partition_top_down(pts.view(), settings, &|_| {}));
         Ok(())
     }
 
@@ -507,14 +737,14 @@ mod tests {
             sample: 1_000,
             seed: 3,
         };
-        let groups = partition_top_down(pts.view(), settings, &|_| {})?;
+        let groups = leaf_groups(&partition_top_down(pts.view(), settings, &|_| {}));
         let pure = groups
             .iter()
             .filter(|g| g.iter().all(|m| m % 4 == g[0] % 4))
             .count();
         assert_eq!(pure, groups.len(), "no group mixes blobs: {groups:?}");
         let identical = Array2::<f32>::zeros((45, 3));
-        let groups = partition_top_down(
+        let groups = leaf_groups(&partition_top_down(
             identical.view(),
             TopDown {
                 branching: 10,
@@ -523,9 +753,82 @@ mod tests {
                 seed: 0,
             },
             &|_| {},
-        )?;
+        ));
         assert!(groups.iter().all(|g| g.len() <= 10 && !g.is_empty()));
         assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 45);
         Ok(())
+    }
+
+    fn leaf_groups(tree: &Group) -> Vec<Vec<usize>> {
+        tree.leaves().into_iter().map(<[usize]>::to_vec).collect()
+    }
+
+    /// The most children of any node.
+    fn fan_out(tree: &Group) -> usize {
+        match tree {
+            Group::Leaf(rows) => rows.len(),
+            Group::Inner(children) => children
+                .iter()
+                .map(fan_out)
+                .max()
+                .unwrap_or(0)
+                .max(children.len()),
+        }
+    }
+
+    #[test]
+    fn large_trees_nest_clusters_within_the_limit() {
+        // 1,000 identical rows under a limit of 4: 250 runs of 4, nested.
+        let identical = Array2::<f32>::zeros((1_000, 2));
+        let settings = TopDown {
+            branching: 4,
+            leaf: 4,
+            sample: 100,
+            seed: 1,
+        };
+        let tree = partition_top_down(identical.view(), settings, &|_| {});
+        assert!(fan_out(&tree) <= 4);
+        assert_eq!(tree.rows().len(), 1_000);
+        // Blobs: clusters nest, leaves under one parent form a family.
+        let pts = blobs(16, 30, 5);
+        let tree = partition_top_down(
+            pts.view(),
+            TopDown {
+                branching: 6,
+                leaf: 6,
+                sample: 500,
+                seed: 2,
+            },
+            &|_| {},
+        );
+        assert!(fan_out(&tree) <= 6);
+        let Group::Inner(top) = &tree else {
+            panic!("the root is a cluster")
+        };
+        assert!(
+            top.iter().any(|c| matches!(c, Group::Inner(_))),
+            "a deep tree"
+        );
+        let family_rows: usize = tree.families().iter().flatten().map(|l| l.len()).sum();
+        assert_eq!(family_rows, 480, "every leaf has one parent");
+        let mut sorted = tree.rows();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..480).collect::<Vec<_>>());
+        // Balanced: every leaf at the root's height, the rows unchanged.
+        let height = tree.height();
+        let balanced = tree.clone().balanced(6);
+        assert!(fan_out(&balanced) <= 6);
+        fn depths(g: &Group, d: usize, out: &mut Vec<usize>) {
+            match g {
+                Group::Leaf(_) => out.push(d),
+                Group::Inner(c) => c.iter().for_each(|c| depths(c, d + 1, out)),
+            }
+        }
+        let mut found = Vec::new();
+        depths(&balanced, 0, &mut found);
+        assert!(found.iter().all(|d| *d == height), "{found:?}");
+        let mut rows = balanced.rows();
+        rows.sort_unstable();
+        assert_eq!(rows, sorted);
     }
 }

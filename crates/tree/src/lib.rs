@@ -40,10 +40,12 @@ mod build;
 pub mod cluster;
 pub mod embed;
 pub mod file;
+mod grow;
 mod id;
 pub mod lexical;
 mod model;
 pub mod neighbours;
+pub mod shard;
 pub mod store;
 pub mod summary;
 
@@ -54,6 +56,7 @@ pub use embed::{Embedder, EmbedderOptions};
 pub use id::NodeId;
 pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
 pub use petgraph;
+pub use shard::{Plan, ShardSpec};
 pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_text as text;
 

@@ -1,0 +1,578 @@
+//! `treenav build` (one process, or split: --plan, --shard) and `treenav merge`.
+
+use crate::{emit, inspect, printable, progress, runtime};
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use treenav::corpus::{self, Format, LoadOptions};
+use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum EmbedderKind {
+    /// TF-IDF with a seeded random projection (pure Rust, no model).
+    Tfidf,
+    /// An OpenAI-compatible POST /v1/embeddings server (--endpoint, --model).
+    Openai,
+    /// all-MiniLM-L6-v2 in-process (build with --features minilm; --model-dir).
+    Minilm,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SummarizerKind {
+    /// Distinctive terms plus the most central titles (offline).
+    Extractive,
+    /// One sentence per cluster from an OpenAI-compatible chat endpoint.
+    Llm,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// The corpus: a BEIR folder or corpus.jsonl, SQuAD JSON, passages
+    /// (.jsonl/.tsv) or a folder of .md/.txt files. Without it, the bundled
+    /// sample corpus (48 Wikipedia articles from XQuAD) is used.
+    input: Option<PathBuf>,
+    /// Where to write the tree file (`T`; the passage texts and the
+    /// lexical index go beside it, in `T.texts` and `T.lexical`).
+    #[arg(short, long, required_unless_present = "plan")]
+    output: Option<PathBuf>,
+    /// Split the build across processes: with no --shard, embed the
+    /// corpus, split the root and save the plan in this folder; with
+    /// --shard I/N, build shard I's subtrees from the plan. Join the
+    /// shards with `treenav merge --plan DIR -o TREE`.
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    plan: Option<PathBuf>,
+    /// Build shard I of N (I counts from 0) of the plan in --plan DIR; the
+    /// corpus and every setting come from the plan.
+    #[arg(long, value_name = "I/N", requires = "plan")]
+    shard: Option<String>,
+    /// Force the input format instead of detecting it
+    /// (beir, squad, passages-jsonl, passages-tsv, files).
+    #[arg(long)]
+    format: Option<String>,
+    /// Word budget of a passage when chunking documents that are not pre-chunked.
+    #[arg(long, default_value_t = corpus::chunk::DEFAULT_PASSAGE_WORDS)]
+    passage_words: usize,
+    /// Most children any node may have.
+    #[arg(long, default_value_t = 100)]
+    branching: usize,
+    /// How documents are split into clusters: `top-down` (from the root,
+    /// k ≤ branching per node, trained on --sample-rows; the default) or
+    /// `flat` (all documents at once into --clusters, then upward).
+    #[arg(long)]
+    clustering: Option<String>,
+    /// Rows k-means is trained on at each node of the top-down build.
+    #[arg(long, default_value_t = tree::DEFAULT_SAMPLE)]
+    sample_rows: usize,
+    /// Number of k-means clusters over documents for the flat clustering
+    /// (default: max(√N, N/branching)); implies --clustering flat.
+    #[arg(long)]
+    clusters: Option<usize>,
+    /// Seed of k-means and the TF-IDF projection.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Sentences of each document embedded with its title for clustering.
+    #[arg(long, default_value_t = 1)]
+    embed_sentences: usize,
+    /// Nearest documents stored per document for best-first navigation
+    /// (searched in its leaf cluster and the sibling clusters; 0: none).
+    #[arg(long, default_value_t = treenav::tree::neighbours::DEFAULT_NEIGHBOURS)]
+    neighbours: usize,
+    /// Embedder used for clustering.
+    #[arg(long, value_enum, default_value_t = EmbedderKind::Tfidf)]
+    embedder: EmbedderKind,
+    /// Precomputed document vectors instead of an embedder: a .npy file
+    /// (float32 or float16, documents × dimensions), row i = document i in
+    /// corpus order.
+    #[arg(long, conflicts_with = "embedder")]
+    embeddings: Option<PathBuf>,
+    /// Dimensions of the TF-IDF projection.
+    #[arg(long, default_value_t = 128)]
+    dims: usize,
+    /// Embeddings server base URL (openai embedder), e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Embedding model name (openai embedder).
+    #[arg(long)]
+    model: Option<String>,
+    /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Environment variable holding the embeddings API key (none sent if not given).
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// Texts per embeddings request.
+    #[arg(long, default_value_t = 32)]
+    batch_size: usize,
+    /// Embeddings requests in flight at once (openai embedder, 1–256).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Folder where finished embedding batches are kept by content hash, so
+    /// a stopped build resumes without re-embedding (openai embedder).
+    /// Default: ~/.cache/treenav/embeddings.
+    #[arg(long)]
+    embed_cache: Option<PathBuf>,
+    /// Keep no embedding batches on disk.
+    #[arg(long, conflicts_with = "embed_cache")]
+    no_embed_cache: bool,
+    /// How clusters are summarised.
+    #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
+    summarizer: SummarizerKind,
+    /// Chat endpoint base URL (llm summarizer).
+    #[arg(long)]
+    summary_endpoint: Option<String>,
+    /// Chat model name (llm summarizer).
+    #[arg(long)]
+    summary_model: Option<String>,
+    /// Environment variable holding the chat API key (llm summarizer).
+    #[arg(long)]
+    summary_api_key_env: Option<String>,
+    /// Skip bad records (listing them) instead of stopping at the first.
+    #[arg(long)]
+    skip_bad: bool,
+    /// Print the build report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
+    if let Some(path) = &args.embeddings {
+        return Ok(EmbedderOptions::Vectors { path: path.clone() });
+    }
+    Ok(match args.embedder {
+        EmbedderKind::Tfidf => EmbedderOptions::Tfidf { dims: args.dims },
+        EmbedderKind::Openai => EmbedderOptions::Openai {
+            endpoint: args
+                .endpoint
+                .clone()
+                .context("--embedder openai needs --endpoint URL (e.g. http://127.0.0.1:8080)")?,
+            model: args
+                .model
+                .clone()
+                .context("--embedder openai needs --model NAME")?,
+            api_key_env: args.api_key_env.clone(),
+            batch_size: args.batch_size,
+            timeout_secs: 120,
+            concurrency: args.concurrency,
+            cache_dir: match (&args.embed_cache, args.no_embed_cache) {
+                (_, true) => None,
+                (Some(dir), false) => Some(dir.clone()),
+                (None, false) => {
+                    Some(treenav::tree::summary::default_cache_dir().join("embeddings"))
+                }
+            },
+        },
+        EmbedderKind::Minilm => EmbedderOptions::Minilm {
+            model_dir: args.model_dir.clone(),
+            batch_size: args.batch_size,
+            max_tokens: 128,
+        },
+    })
+}
+
+fn summarizer_options(args: &BuildArgs) -> Result<SummarizerOptions> {
+    Ok(match args.summarizer {
+        SummarizerKind::Extractive => SummarizerOptions::Extractive,
+        SummarizerKind::Llm => SummarizerOptions::Llm {
+            endpoint: args
+                .summary_endpoint
+                .clone()
+                .context("--summarizer llm needs --summary-endpoint URL")?,
+            model: args
+                .summary_model
+                .clone()
+                .context("--summarizer llm needs --summary-model NAME")?,
+            api_key_env: args.summary_api_key_env.clone(),
+            cache_dir: None,
+            concurrency: 4,
+            timeout_secs: 120,
+        },
+    })
+}
+
+#[derive(serde::Serialize)]
+struct BuildReport {
+    output: PathBuf,
+    source: String,
+    format: String,
+    documents: usize,
+    passages: usize,
+    clusters: usize,
+    cluster_levels: usize,
+    bytes: u64,
+    /// The side files beside the tree file (passage texts, lexical index).
+    side_files: Vec<SideFileReport>,
+    seconds: f64,
+    skipped: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct SideFileReport {
+    path: PathBuf,
+    bytes: u64,
+}
+
+/// Refuses an output that is the input, or inside an input folder: the tree
+/// would replace the user's corpus. Paths are compared resolved (symlinks,
+/// `..`), the output by its folder since it may not exist yet.
+fn refuse_output_over_input(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    let Ok(input) = input.canonicalize() else {
+        return Ok(()); // a missing input fails later, naming the path
+    };
+    let folder = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let (Ok(folder), Some(name)) = (folder.canonicalize(), output.file_name()) else {
+        return Ok(());
+    };
+    let output = folder.join(name);
+    let output = output.canonicalize().unwrap_or(output);
+    if output == input || output.starts_with(&input) {
+        let how = if output == input { "is" } else { "is inside" };
+        bail!(
+            "-o {} {how} the input {}: the tree would replace your data; write it elsewhere",
+            output.display(),
+            input.display()
+        );
+    }
+    Ok(())
+}
+
+/// How the plan's corpus is loaded again by `treenav merge`, and how its
+/// clusters are summarised: kept in the plan.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Recipe {
+    /// The corpus path, resolved (`None`: the bundled sample).
+    input: Option<PathBuf>,
+    /// The source as named at build time (kept in the tree).
+    source: String,
+    format: String,
+    passage_words: usize,
+    skip_bad: bool,
+    summarizer: SummarizerOptions,
+}
+
+/// `treenav merge`: join the shards of a plan into one tree.
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// The plan folder given to `treenav build --plan`.
+    #[arg(long, value_name = "DIR")]
+    plan: PathBuf,
+    /// Where to write the tree file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// The corpus, if it is no longer at the path the plan recorded (e.g.
+    /// mounted elsewhere); it must be the same corpus.
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    /// Print the build report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn tree_params(args: &BuildArgs) -> Result<tree::ValidTreeParams> {
+    Ok(TreeParams::default()
+        .branching(args.branching)
+        .clusters(args.clusters)
+        .clustering(match (&args.clustering, args.clusters) {
+            (Some(name), _) => name.parse()?,
+            (None, Some(_)) => tree::Clustering::Flat,
+            (None, None) => tree::Clustering::TopDown,
+        })
+        .sample(args.sample_rows)
+        .seed(args.seed)
+        .embed_sentences(args.embed_sentences)
+        .neighbours(args.neighbours)
+        .check()?)
+}
+
+/// A loaded corpus, what it was called and its format.
+struct Loaded {
+    corpus: corpus::Corpus,
+    source: String,
+    format: Format,
+}
+
+/// Loads the corpus at `input` (the bundled sample without one), printing
+/// what was loaded and the records skipped unless `quiet`.
+fn load_corpus(
+    input: Option<&Path>,
+    forced: Option<Format>,
+    options: &LoadOptions,
+    quiet: bool,
+) -> Result<Loaded> {
+    let loaded = match input {
+        Some(path) => {
+            let format = match forced {
+                Some(f) => f,
+                None => Format::detect(path)?,
+            };
+            let corpus = corpus::load(path, format, options)?;
+            Loaded {
+                corpus,
+                source: path.display().to_string(),
+                format,
+            }
+        }
+        None => {
+            if !quiet {
+                eprintln!(
+                    "no input given: building the bundled sample corpus ({})",
+                    treenav::SAMPLE_NAME
+                );
+            }
+            let format = forced.unwrap_or(Format::Squad);
+            let corpus =
+                corpus::load_str(treenav::SAMPLE_CORPUS, "xquad-sample.json", format, options)?;
+            Loaded {
+                corpus,
+                source: treenav::SAMPLE_NAME.to_string(),
+                format,
+            }
+        }
+    };
+    if !quiet {
+        let (c, skipped) = (&loaded.corpus, &loaded.corpus.skipped);
+        eprintln!(
+            "loaded {} documents, {} passages ({}) from {}",
+            c.documents.len(),
+            c.passage_count(),
+            loaded.format,
+            loaded.source
+        );
+        if !skipped.is_empty() {
+            eprintln!("skipped {} bad records:", skipped.len());
+            for s in skipped.iter().take(20) {
+                eprintln!("  {}", printable(&s.to_string()));
+            }
+            if skipped.len() > 20 {
+                eprintln!("  … and {} more (see --json)", skipped.len() - 20);
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+fn check_output_folder(output: &Path) -> Result<()> {
+    if let Some(dir) = output.parent() {
+        if !dir.as_os_str().is_empty() && !dir.exists() {
+            bail!("output folder {} does not exist", dir.display());
+        }
+    }
+    Ok(())
+}
+
+pub fn run_build(args: BuildArgs) -> Result<()> {
+    let start = Instant::now();
+    if let Some(shard) = &args.shard {
+        return run_shard(&args, shard);
+    }
+    // Check everything before any work.
+    let params = tree_params(&args)?;
+    let embedder = tree::Embedder::new(&embedder_options(&args)?, params.seed())?;
+    let summarizer_options = summarizer_options(&args)?;
+    let summarizer = tree::Summarizer::new(&summarizer_options)?;
+    if let Some(output) = &args.output {
+        check_output_folder(output)?;
+        if let Some(input) = &args.input {
+            refuse_output_over_input(input, output)?;
+        }
+    }
+    let forced: Option<Format> = args.format.as_deref().map(str::parse).transpose()?;
+    let options = LoadOptions {
+        skip_bad: args.skip_bad,
+        passage_words: args.passage_words,
+    };
+    let loaded = load_corpus(args.input.as_deref(), forced, &options, args.json)?;
+    let runtime = runtime()?;
+    let bars = progress::Bars::new(args.json);
+    if let Some(dir) = &args.plan {
+        let recipe = Recipe {
+            input: match &args.input {
+                Some(path) => Some(
+                    path.canonicalize()
+                        .with_context(|| format!("cannot resolve {}", path.display()))?,
+                ),
+                None => None,
+            },
+            source: loaded.source.clone(),
+            format: loaded.format.to_string(),
+            passage_words: args.passage_words,
+            skip_bad: args.skip_bad,
+            summarizer: summarizer_options,
+        };
+        let recipe = serde_json::to_string(&recipe)?;
+        let plan = runtime.block_on(tree::Plan::make(
+            &loaded.corpus,
+            &params,
+            &embedder,
+            &recipe,
+            dir,
+            &bars,
+        ))?;
+        bars.finish();
+        return emit(&format!(
+            "wrote the plan in {}: {} top clusters over {} documents, {:.1} s; next, for I in 0..N: `treenav build --plan {} --shard I/N`, then `treenav merge --plan {} -o TREE`\n",
+            dir.display(),
+            plan.tops(),
+            loaded.corpus.documents.len(),
+            start.elapsed().as_secs_f64(),
+            dir.display(),
+            dir.display()
+        ));
+    }
+    let output = args.output.clone().context("-o TREE is needed")?;
+    let made = Made::of(&loaded);
+    let tree = runtime.block_on(tree::build_tree(
+        loaded.corpus,
+        &loaded.source,
+        &params,
+        &embedder,
+        &summarizer,
+        &bars,
+    ))?;
+    bars.finish();
+    save_and_report(&tree, &output, made, start, args.json)
+}
+
+/// `treenav build --plan DIR --shard I/N`.
+fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
+    let start = Instant::now();
+    let dir = args.plan.as_deref().context("--shard needs --plan DIR")?;
+    if args.input.is_some() {
+        bail!(
+            "--shard reads everything it needs from the plan in {}: drop the corpus argument",
+            dir.display()
+        );
+    }
+    let spec: tree::ShardSpec = shard.parse()?;
+    let plan = tree::Plan::open(dir)?;
+    let bars = progress::Bars::new(args.json);
+    let path = runtime()?.block_on(async { tree::Plan::build_shard(&plan, spec, &bars) })?;
+    bars.finish();
+    emit(&format!(
+        "wrote {} ({}) in {:.1} s\n",
+        path.display(),
+        inspect::human_bytes(std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)),
+        start.elapsed().as_secs_f64()
+    ))
+}
+
+/// `treenav merge --plan DIR -o TREE`.
+pub fn run_merge(args: &MergeArgs) -> Result<()> {
+    let start = Instant::now();
+    let plan = tree::Plan::open(&args.plan)?;
+    let recipe: Recipe = serde_json::from_str(plan.recipe()).with_context(|| {
+        format!(
+            "the plan in {} was not made by `treenav build --plan`",
+            args.plan.display()
+        )
+    })?;
+    check_output_folder(&args.output)?;
+    let input = args.corpus.clone().or(recipe.input.clone());
+    if let Some(input) = &input {
+        refuse_output_over_input(input, &args.output)?;
+    }
+    let summarizer = tree::Summarizer::new(&recipe.summarizer)?;
+    let options = LoadOptions {
+        skip_bad: recipe.skip_bad,
+        passage_words: recipe.passage_words,
+    };
+    let format: Format = recipe.format.parse()?;
+    let loaded = load_corpus(input.as_deref(), Some(format), &options, args.json)?;
+    let made = Made {
+        source: recipe.source.clone(),
+        ..Made::of(&loaded)
+    };
+    let bars = progress::Bars::new(args.json);
+    let tree =
+        runtime()?.block_on(plan.merge(loaded.corpus, &recipe.source, &summarizer, &bars))?;
+    bars.finish();
+    save_and_report(&tree, &args.output, made, start, args.json)
+}
+
+/// What a build was made from, for its report.
+struct Made {
+    source: String,
+    format: String,
+    documents: usize,
+    passages: usize,
+    skipped: Vec<String>,
+}
+
+impl Made {
+    fn of(loaded: &Loaded) -> Made {
+        Made {
+            source: loaded.source.clone(),
+            format: loaded.format.to_string(),
+            documents: loaded.corpus.documents.len(),
+            passages: loaded.corpus.passage_count(),
+            skipped: loaded
+                .corpus
+                .skipped
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        }
+    }
+}
+
+/// Saves the tree and its side files, and reports them.
+fn save_and_report(
+    tree: &tree::Tree,
+    output: &Path,
+    made: Made,
+    start: Instant,
+    json: bool,
+) -> Result<()> {
+    tree::file::save(tree, output)?;
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let bytes = size(output);
+    let side_files: Vec<SideFileReport> = tree::file::side_files(output)
+        .into_iter()
+        .map(|path| SideFileReport {
+            bytes: size(&path),
+            path,
+        })
+        .collect();
+    let stats = tree.level_stats();
+    let clusters: usize = stats
+        .iter()
+        .filter(|s| s.kind == "cluster")
+        .map(|s| s.nodes)
+        .sum();
+    let cluster_levels = stats.iter().filter(|s| s.kind == "cluster").count();
+    let report = BuildReport {
+        output: output.to_path_buf(),
+        source: made.source,
+        format: made.format,
+        documents: made.documents,
+        passages: made.passages,
+        clusters,
+        cluster_levels,
+        bytes,
+        side_files,
+        seconds: start.elapsed().as_secs_f64(),
+        skipped: made.skipped,
+    };
+    if json {
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+    }
+    let sides: Vec<String> = report
+        .side_files
+        .iter()
+        .map(|f| format!("{} ({})", f.path.display(), inspect::human_bytes(f.bytes)))
+        .collect();
+    emit(&format!(
+        "wrote {} ({}) and beside it {}: {} documents, {} passages, {} clusters in {} level(s), {:.1} s\n",
+        report.output.display(),
+        inspect::human_bytes(bytes),
+        sides.join(", "),
+        report.documents,
+        report.passages,
+        clusters,
+        cluster_levels,
+        report.seconds
+    ))
+}

@@ -1,0 +1,57 @@
+//! Units: the document nodes to be (a whole document, or a part of one
+//! when it has more passages than the branching limit).
+
+use treenav_corpus::{chunk, Corpus, Document};
+
+/// A document node to be: a whole document, or a part of one.
+#[derive(Debug, Clone)]
+pub(crate) struct Unit {
+    pub(crate) doc: usize,
+    pub(crate) part: Option<(u32, u32)>,
+    pub(crate) passages: std::ops::Range<usize>,
+}
+
+/// The units of a corpus, in corpus order.
+pub(crate) fn units(corpus: &Corpus, branching: usize) -> Vec<Unit> {
+    let mut out = Vec::new();
+    for (doc, d) in corpus.documents.iter().enumerate() {
+        let n = d.passages.len();
+        if n <= branching {
+            out.push(Unit {
+                doc,
+                part: None,
+                passages: 0..n,
+            });
+            continue;
+        }
+        let parts = n.div_ceil(branching);
+        let size = n.div_ceil(parts);
+        for p in 0..parts {
+            let start = p * size;
+            out.push(Unit {
+                doc,
+                part: Some((p as u32 + 1, parts as u32)),
+                passages: start..(start + size).min(n),
+            });
+        }
+    }
+    out
+}
+
+pub(crate) fn unit_doc<'c>(corpus: &'c Corpus, u: &Unit) -> Option<&'c Document> {
+    corpus.documents.get(u.doc)
+}
+
+/// The first `sentences` sentences of the unit's first passage.
+pub(crate) fn unit_lead(corpus: &Corpus, u: &Unit, sentences: usize) -> String {
+    unit_doc(corpus, u)
+        .and_then(|d| d.passages.get(u.passages.start))
+        .map(|p| chunk::first_sentences(&p.text, sentences))
+        .unwrap_or_default()
+}
+
+pub(crate) fn unit_title(corpus: &Corpus, u: &Unit) -> String {
+    unit_doc(corpus, u)
+        .map(|d| d.title.clone())
+        .unwrap_or_default()
+}

@@ -1,0 +1,193 @@
+//! The files of a sharded build: framed records (the plan, each shard's
+//! subtrees) and the plan's vectors, read row by row.
+//!
+//! A record is `magic (8) · version u32 · reserved u32 · XXH3-128 of the
+//! body (16) · body length u64 · postcard body`. The vectors file is
+//! `TRNVVECS · version u32 · reserved u32 · XXH3-128 of the body (16) ·
+//! rows u64 · dims u64 · rows × dims little-endian f32`, row-major, so a
+//! shard reads only its own rows.
+
+use crate::store::{u64_at, write_atomically, FileAt};
+use crate::{Error, Result};
+use ndarray::{Array2, ArrayView2};
+use serde::{de::DeserializeOwned, Serialize};
+use std::path::Path;
+use treenav_text::bm25::ReadAt;
+
+const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
+const VECTORS_MAGIC: &[u8; 8] = b"TRNVVECS";
+const VECTORS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
+const VERSION: u32 = 1;
+
+fn bad(path: &Path, problem: impl Into<String>) -> Error {
+    Error::BadFile {
+        path: path.to_path_buf(),
+        problem: problem.into(),
+    }
+}
+
+fn header(magic: &[u8; 8], hash: u128, tail: &[u64]) -> Vec<u8> {
+    let mut h = Vec::with_capacity(RECORD_HEADER + 8 * tail.len());
+    h.extend_from_slice(magic);
+    h.extend_from_slice(&VERSION.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    h.extend_from_slice(&hash.to_le_bytes());
+    for v in tail {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
+    h
+}
+
+/// Writes `value` as a record atomically; returns the body's hash.
+pub(crate) fn write_record<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<u128> {
+    let body = postcard::to_stdvec(value).map_err(|e| Error::Encode(e.to_string()))?;
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = write_atomically(
+        path,
+        RECORD_HEADER,
+        |out| out.write_all(&body).map_err(io),
+        |hash, len| header(magic, hash, &[len]),
+    )?;
+    Ok(file.hash)
+}
+
+/// Reads a record written by [`write_record`]; `what` names the kind of
+/// file in errors. Returns the value and its body's hash.
+pub(crate) fn read_record<T: DeserializeOwned>(
+    path: &Path,
+    magic: &[u8; 8],
+    what: &str,
+) -> Result<(T, u128)> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if bytes.len() < RECORD_HEADER || &bytes[..8] != magic {
+        return Err(bad(path, format!("not a treenav {what} file")));
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != VERSION {
+        return Err(bad(
+            path,
+            format!("{what} layout version {version}, but this build reads version {VERSION}: make it again with this build"),
+        ));
+    }
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&bytes[16..32]);
+    let hash = u128::from_le_bytes(hash);
+    let body = &bytes[RECORD_HEADER..];
+    if u64_at(&bytes, 32) != body.len() as u64 {
+        return Err(bad(path, format!("truncated {what} file")));
+    }
+    if twox_hash::XxHash3_128::oneshot(body) != hash {
+        return Err(bad(
+            path,
+            format!("checksum mismatch: the {what} file is corrupted"),
+        ));
+    }
+    let value = postcard::from_bytes(body)
+        .map_err(|e| bad(path, format!("cannot decode the {what} file: {e}")))?;
+    Ok((value, hash))
+}
+
+/// Writes the rows of `vectors` atomically; returns the body's hash.
+pub(crate) fn write_vectors(path: &Path, vectors: ArrayView2<'_, f32>) -> Result<u128> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (rows, dims) = vectors.dim();
+    let file = write_atomically(
+        path,
+        VECTORS_HEADER,
+        |out| {
+            let mut row_bytes = Vec::with_capacity(dims * 4);
+            for row in vectors.rows() {
+                row_bytes.clear();
+                row_bytes.extend(row.iter().flat_map(|v| v.to_le_bytes()));
+                out.write_all(&row_bytes).map_err(io)?;
+            }
+            Ok(())
+        },
+        |hash, _| header(VECTORS_MAGIC, hash, &[rows as u64, dims as u64]),
+    )?;
+    Ok(file.hash)
+}
+
+/// The plan's vectors, read row by row.
+pub(crate) struct Vectors {
+    path: std::path::PathBuf,
+    file: FileAt,
+    dims: usize,
+}
+
+impl Vectors {
+    /// Opens the file and checks it is the one the plan wrote: `rows` ×
+    /// `dims`, body hash `hash`.
+    pub(crate) fn open(path: &Path, rows: u64, dims: u64, hash: u128) -> Result<Vectors> {
+        let (file, len) = FileAt::open(path)?;
+        let mut head = [0u8; VECTORS_HEADER];
+        if len < VECTORS_HEADER as u64 {
+            return Err(bad(path, "truncated: shorter than a vectors file's header"));
+        }
+        file.read_at(0, &mut head).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if &head[..8] != VECTORS_MAGIC {
+            return Err(bad(path, "not a treenav vectors file"));
+        }
+        let mut found = [0u8; 16];
+        found.copy_from_slice(&head[16..32]);
+        let expected_len =
+            (VECTORS_HEADER as u64).saturating_add(rows.saturating_mul(dims).saturating_mul(4));
+        if u128::from_le_bytes(found) != hash
+            || u64_at(&head, 32) != rows
+            || u64_at(&head, 40) != dims
+            || len != expected_len
+        {
+            return Err(bad(
+                path,
+                format!("these vectors are not the plan's ({rows} × {dims} expected, hash {hash:032x}): make the plan again"),
+            ));
+        }
+        Ok(Vectors {
+            path: path.to_path_buf(),
+            file,
+            dims: usize::try_from(dims).map_err(|_| bad(path, "too many dimensions"))?,
+        })
+    }
+
+    /// The given rows (ascending, distinct) as a matrix, in that order.
+    /// Runs of consecutive rows are read in one call.
+    pub(crate) fn rows(&self, rows: &[usize]) -> Result<Array2<f32>> {
+        let row_bytes = self.dims * 4;
+        let mut out = Vec::with_capacity(rows.len() * self.dims);
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while i < rows.len() {
+            let mut j = i + 1;
+            while j < rows.len() && rows[j] == rows[j - 1] + 1 && j - i < 4096 {
+                j += 1;
+            }
+            buf.resize((j - i) * row_bytes, 0);
+            let at = VECTORS_HEADER as u64 + rows[i] as u64 * row_bytes as u64;
+            self.file
+                .read_at(at, &mut buf)
+                .map_err(|source| Error::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            out.extend(
+                buf.chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            i = j;
+        }
+        Array2::from_shape_vec((rows.len(), self.dims), out)
+            .map_err(|e| bad(&self.path, e.to_string()))
+    }
+}

@@ -1,0 +1,536 @@
+//! A build split across processes or machines, as three steps with files
+//! in and out (the shards run as jobs on whatever engine a team has:
+//! Kubernetes Jobs, a Slurm array, Ray tasks):
+//!
+//! 1. **Plan** ([`Plan::make`]): embed every document, split the root
+//!    (the first step of the top-down build) and save in a folder
+//!    `plan.bin` (the settings, the corpus's fingerprint, every top
+//!    cluster's members, seed and centroid) and `vectors.bin` (the
+//!    embeddings, so nothing is embedded twice).
+//! 2. **Shard** ([`Plan::build_shard`], shard `i` of `n`): grow the
+//!    subtrees of the top clusters given to shard `i` (largest first to
+//!    the least loaded shard), with their neighbour lists, reading only
+//!    their rows of the vectors; save `shard-i-of-n.bin`.
+//! 3. **Merge** ([`Plan::merge`]): join the subtrees under the root, label
+//!    and summarise every cluster, lay out the tree.
+//!
+//! A single build ([`crate::build_tree`]) runs the same three steps in one
+//! process, so the merged tree equals it, byte for byte, for the same
+//! corpus, settings and seed.
+
+mod files;
+
+use crate::build::{embed_units, finish, near_by_unit, units, ValidTreeParams};
+use crate::cluster::{centroid, Group, TopDown};
+use crate::embed::Embedder;
+use crate::grow::{grow, join, root_neighbours, Grown, Local, RootSplit};
+use crate::model::{Tree, TreeMeta};
+use crate::neighbours::Lists;
+use crate::summary::Summarizer;
+use crate::{Clustering, Error, Progress, Result};
+use files::{read_record, write_record, write_vectors, Vectors};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use treenav_corpus::{Corpus, Fingerprint};
+
+/// The plan's file in a plan folder.
+pub const PLAN_FILE: &str = "plan.bin";
+/// The plan's vectors in a plan folder.
+pub const VECTORS_FILE: &str = "vectors.bin";
+const PLAN_MAGIC: &[u8; 8] = b"TRNVPLAN";
+const SHARD_MAGIC: &[u8; 8] = b"TRNVSHRD";
+
+/// The file shard `index` of `count` writes in a plan folder.
+pub fn shard_file(index: u32, count: u32) -> String {
+    format!("shard-{index}-of-{count}.bin")
+}
+
+/// Which shard a process builds: `index` of `count`, counted from 0
+/// (`2/3` is the last of three), as a Kubernetes indexed Job or a Slurm
+/// array numbers its tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    index: u32,
+    count: u32,
+}
+
+impl ShardSpec {
+    /// Shard `index` of `count`; the index counts from 0.
+    pub fn new(index: u32, count: u32) -> Result<ShardSpec> {
+        if count == 0 || count > 100_000 {
+            return Err(Error::Param(format!(
+                "the shard count must be in 1..=100000, got {count}"
+            )));
+        }
+        if index >= count {
+            return Err(Error::Param(format!(
+                "shard {index}/{count}: the index counts from 0, so it must be below {count} (0/{count} … {}/{count})",
+                count - 1
+            )));
+        }
+        Ok(ShardSpec { index, count })
+    }
+}
+
+impl std::str::FromStr for ShardSpec {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<ShardSpec> {
+        let parse = |part: &str| part.trim().parse::<u32>().ok();
+        match s.split_once('/').map(|(i, n)| (parse(i), parse(n))) {
+            Some((Some(i), Some(n))) => ShardSpec::new(i, n),
+            _ => Err(Error::Param(format!(
+                "`{s}` is not a shard: write INDEX/COUNT, e.g. 0/3"
+            ))),
+        }
+    }
+}
+
+/// One top cluster of the plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Top {
+    /// The seed its subtree grows with.
+    seed: u64,
+    /// Its documents (units), in the order the split listed them.
+    members: Vec<u32>,
+    /// The mean of its members' vectors.
+    centroid: Vec<f32>,
+}
+
+/// The plan file's content.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PlanFile {
+    corpus: Fingerprint,
+    units: u64,
+    dims: u64,
+    vectors: u128,
+    branching: u32,
+    seed: u64,
+    neighbours: u32,
+    settings: TopDown,
+    embedder: String,
+    recipe: String,
+    /// Whether the root was split (else the one top is the whole corpus).
+    split: bool,
+    tops: Vec<Top>,
+}
+
+/// A shard file's content.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ShardFile {
+    plan: u128,
+    index: u32,
+    count: u32,
+    /// (top cluster, its subtree), rows are units.
+    tops: Vec<(u32, Group)>,
+    /// Neighbour lists of units under a parent inside the subtrees.
+    near: Vec<(u32, Vec<u32>)>,
+}
+
+/// Top clusters per shard: largest first, each to the least loaded shard
+/// (ties: the lower shard, the lower cluster). Each shard's list ascends.
+fn assign(sizes: &[usize], count: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by(|a, b| sizes[*b].cmp(&sizes[*a]).then(a.cmp(b)));
+    let mut load = vec![0usize; count];
+    let mut out = vec![Vec::new(); count];
+    for t in order {
+        let least = (0..count).min_by_key(|s| (load[*s], *s)).unwrap_or(0);
+        load[least] += sizes[t];
+        out[least].push(t);
+    }
+    out.iter_mut().for_each(|s| s.sort_unstable());
+    out
+}
+
+/// A plan: the root's split of a corpus, saved in a folder.
+#[derive(Debug)]
+pub struct Plan {
+    dir: PathBuf,
+    file: PlanFile,
+    hash: u128,
+}
+
+impl Plan {
+    /// Embeds every document of `corpus`, splits the root and saves the
+    /// plan and the vectors in `dir` (created if missing). `recipe` is kept
+    /// for the caller (the CLI keeps how to load the corpus again).
+    pub async fn make(
+        corpus: &Corpus,
+        params: &ValidTreeParams,
+        embedder: &Embedder,
+        recipe: &str,
+        dir: &Path,
+        progress: &dyn Progress,
+    ) -> Result<Plan> {
+        if params.clustering() != Clustering::TopDown {
+            return Err(Error::Param(
+                "a sharded build needs the top-down clustering".into(),
+            ));
+        }
+        if corpus.documents.is_empty() {
+            return Err(Error::Param("the corpus has no document".into()));
+        }
+        let units = units(corpus, params.branching());
+        let embeddings = embed_units(corpus, &units, params, embedder, progress).await?;
+        progress.stage("planning", 1);
+        let split = crate::build::blocking(|| {
+            RootSplit::new(
+                embeddings.view(),
+                params.branching(),
+                params.sample(),
+                params.seed(),
+            )
+        });
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let vectors = write_vectors(&dir.join(VECTORS_FILE), embeddings.view())?;
+        let tops = split
+            .tops
+            .iter()
+            .map(|(seed, members)| Top {
+                seed: *seed,
+                members: members.iter().map(|m| *m as u32).collect(),
+                centroid: centroid(embeddings.view(), members).to_vec(),
+            })
+            .collect();
+        let file = PlanFile {
+            corpus: corpus.fingerprint(),
+            units: units.len() as u64,
+            dims: embeddings.ncols() as u64,
+            vectors,
+            branching: params.branching() as u32,
+            seed: params.seed(),
+            neighbours: params.neighbours() as u32,
+            settings: split.settings,
+            embedder: embedder.describe(),
+            recipe: recipe.to_string(),
+            split: split.split,
+            tops,
+        };
+        let hash = write_record(&dir.join(PLAN_FILE), PLAN_MAGIC, &file)?;
+        progress.inc(1);
+        Ok(Plan {
+            dir: dir.to_path_buf(),
+            file,
+            hash,
+        })
+    }
+
+    /// Opens the plan saved in `dir`, checking it.
+    pub fn open(dir: &Path) -> Result<Plan> {
+        let path = dir.join(PLAN_FILE);
+        if !path.exists() {
+            return Err(Error::Param(format!(
+                "no plan in {}: make one first with `treenav build CORPUS --plan {}`",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        let (file, hash): (PlanFile, u128) = read_record(&path, PLAN_MAGIC, "plan")?;
+        let units = file.units;
+        let bad = |problem: String| Error::BadFile {
+            path: path.clone(),
+            problem,
+        };
+        let placed: u64 = file.tops.iter().map(|t| t.members.len() as u64).sum();
+        if placed != units
+            || file
+                .tops
+                .iter()
+                .flat_map(|t| &t.members)
+                .any(|m| u64::from(*m) >= units)
+        {
+            return Err(bad(format!(
+                "the top clusters do not hold the {units} documents"
+            )));
+        }
+        if !(2..=10_000).contains(&file.branching) || file.settings != file.settings.clamped() {
+            return Err(bad("the settings are out of range".into()));
+        }
+        Ok(Plan {
+            dir: dir.to_path_buf(),
+            file,
+            hash,
+        })
+    }
+
+    /// What the caller kept with the plan.
+    pub fn recipe(&self) -> &str {
+        &self.file.recipe
+    }
+
+    /// The fingerprint of the corpus the plan was made from.
+    pub fn corpus(&self) -> &Fingerprint {
+        &self.file.corpus
+    }
+
+    /// The number of top clusters.
+    pub fn tops(&self) -> usize {
+        self.file.tops.len()
+    }
+
+    /// The top clusters of each of `count` shards.
+    fn shard_tops(&self, count: u32) -> Vec<Vec<usize>> {
+        let sizes: Vec<usize> = self.file.tops.iter().map(|t| t.members.len()).collect();
+        assign(&sizes, count as usize)
+    }
+
+    fn vectors(&self) -> Result<Vectors> {
+        Vectors::open(
+            &self.dir.join(VECTORS_FILE),
+            self.file.units,
+            self.file.dims,
+            self.file.vectors,
+        )
+    }
+
+    /// Grows the subtrees of shard `spec`'s top clusters, reading only
+    /// their rows of the vectors, and saves them in the plan's folder;
+    /// returns the file written.
+    pub fn build_shard(&self, spec: ShardSpec, progress: &dyn Progress) -> Result<PathBuf> {
+        let mine = self.shard_tops(spec.count).swap_remove(spec.index as usize);
+        let members: Vec<Vec<usize>> = mine
+            .iter()
+            .map(|t| {
+                self.file.tops[*t]
+                    .members
+                    .iter()
+                    .map(|m| *m as usize)
+                    .collect()
+            })
+            .collect();
+        let local = Local::new(members.iter().flatten().copied().collect());
+        let points = self.vectors()?.rows(&local.rows)?;
+        progress.stage("clustering", local.rows.len() as u64);
+        let placed = |m: usize| progress.inc(m as u64);
+        let grown: Vec<Grown> = crate::build::blocking(|| {
+            mine.par_iter()
+                .zip(members)
+                .map(|(t, m)| {
+                    let seed = self.file.tops[*t].seed;
+                    let k = self.file.neighbours as usize;
+                    grow(
+                        points.view(),
+                        local.to_local(&m),
+                        seed,
+                        self.file.settings,
+                        k,
+                        &placed,
+                    )
+                })
+                .collect()
+        });
+        let mut file = ShardFile {
+            plan: self.hash,
+            index: spec.index,
+            count: spec.count,
+            tops: Vec::with_capacity(grown.len()),
+            near: Vec::new(),
+        };
+        for (t, mut g) in mine.into_iter().zip(grown) {
+            g.group
+                .map_rows(&|r| local.rows.get(r).copied().unwrap_or(r));
+            file.tops.push((t as u32, g.group));
+            file.near.extend(g.near.into_iter().map(|(u, list)| {
+                let global = local.to_global(&list).into_iter().map(|v| v as u32);
+                (
+                    local.rows.get(u).copied().unwrap_or(u) as u32,
+                    global.collect(),
+                )
+            }));
+        }
+        let path = self.dir.join(shard_file(spec.index, spec.count));
+        write_record(&path, SHARD_MAGIC, &file)?;
+        Ok(path)
+    }
+
+    /// The shard files in the plan's folder: one count, every index, each
+    /// made from this plan.
+    fn read_shards(&self) -> Result<Vec<ShardFile>> {
+        let counts = self.shard_counts()?;
+        let dir = self.dir.display();
+        let count = match counts.as_slice() {
+            [] => {
+                return Err(Error::Param(format!(
+                    "no shard in {dir}: build each with `treenav build --plan {dir} --shard I/N` (I = 0 … N-1)"
+                )))
+            }
+            [one] => *one,
+            many => {
+                return Err(Error::Param(format!(
+                    "{dir} holds shards of {} different counts ({many:?}): remove the files of the runs you do not want",
+                    many.len()
+                )))
+            }
+        };
+        let mut out = Vec::with_capacity(count as usize);
+        for index in 0..count {
+            let path = self.dir.join(shard_file(index, count));
+            if !path.exists() {
+                return Err(Error::Param(format!(
+                    "shard {index}/{count} is missing ({}): run `treenav build --plan {dir} --shard {index}/{count}`",
+                    path.display()
+                )));
+            }
+            let (shard, _): (ShardFile, u128) = read_record(&path, SHARD_MAGIC, "shard")?;
+            if shard.plan != self.hash {
+                return Err(Error::BadFile {
+                    path,
+                    problem: format!("this shard was built from another plan, not the one in {dir}: build it again"),
+                });
+            }
+            if (shard.index, shard.count) != (index, count) {
+                return Err(Error::BadFile {
+                    path,
+                    problem: format!(
+                        "it holds shard {}/{}, not {index}/{count}",
+                        shard.index, shard.count
+                    ),
+                });
+            }
+            out.push(shard);
+        }
+        Ok(out)
+    }
+
+    /// The shard counts named by the shard files in the plan's folder.
+    fn shard_counts(&self) -> Result<Vec<u32>> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| Error::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
+        let mut counts: Vec<u32> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let rest = name.strip_prefix("shard-")?.strip_suffix(".bin")?;
+                let (_, count) = rest.split_once("-of-")?;
+                count.parse().ok()
+            })
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        Ok(counts)
+    }
+
+    /// Joins the shards saved in the plan's folder into the tree of
+    /// `corpus` (which must be the corpus the plan was made from), labels
+    /// and summarises it.
+    pub async fn merge(
+        &self,
+        corpus: Corpus,
+        source: &str,
+        summarizer: &Summarizer,
+        progress: &dyn Progress,
+    ) -> Result<Tree> {
+        let fingerprint = corpus.fingerprint();
+        if fingerprint != self.file.corpus {
+            return Err(Error::Param(format!(
+                "{source} is not the corpus the plan in {} was made from ({} documents, {} passages, content {} now; the plan has {} documents, {} passages, content {})",
+                self.dir.display(),
+                fingerprint.documents,
+                fingerprint.passages,
+                fingerprint.xxh3_128,
+                self.file.corpus.documents,
+                self.file.corpus.passages,
+                self.file.corpus.xxh3_128
+            )));
+        }
+        let units = units(&corpus, self.file.branching as usize);
+        if units.len() as u64 != self.file.units {
+            return Err(Error::Param(format!(
+                "the plan has {} documents to place, the corpus gives {}",
+                self.file.units,
+                units.len()
+            )));
+        }
+        progress.stage("merging", self.tops() as u64);
+        let (root, near) = self.join_shards(progress)?;
+        let meta = TreeMeta {
+            source: source.to_string(),
+            embedder: self.file.embedder.clone(),
+            summarizer: summarizer.describe(),
+            branching: self.file.branching,
+            seed: self.file.seed,
+            built_by: concat!("treenav ", env!("CARGO_PKG_VERSION")).to_string(),
+            corpus: Some(fingerprint),
+        };
+        let near = near_by_unit(units.len(), near);
+        finish(corpus, units, root, near, meta, summarizer, progress).await
+    }
+
+    /// The root over every shard's subtrees, and every neighbour list.
+    fn join_shards(&self, progress: &dyn Progress) -> Result<(Group, Lists)> {
+        let shards = self.read_shards()?;
+        let count = shards.len() as u32;
+        let expected = self.shard_tops(count);
+        let mut tops: Vec<Option<Group>> = vec![None; self.tops()];
+        let mut near: Lists = Vec::new();
+        for shard in shards {
+            let mut held: Vec<usize> = shard.tops.iter().map(|(t, _)| *t as usize).collect();
+            held.sort_unstable();
+            if held != expected[shard.index as usize] {
+                return Err(Error::BadFile {
+                    path: self.dir.join(shard_file(shard.index, count)),
+                    problem: format!(
+                        "it holds top clusters {held:?}, but the plan gives this shard {:?}",
+                        expected[shard.index as usize]
+                    ),
+                });
+            }
+            for (t, group) in shard.tops {
+                progress.inc(1);
+                if let Some(slot) = tops.get_mut(t as usize) {
+                    *slot = Some(group);
+                }
+            }
+            near.extend(
+                shard
+                    .near
+                    .into_iter()
+                    .map(|(u, list)| (u as usize, list.into_iter().map(|v| v as usize).collect())),
+            );
+        }
+        let groups: Vec<Group> = tops.into_iter().flatten().collect();
+        let root = join(self.file.split, self.file.settings.branching, groups);
+        let vectors = self.vectors()?;
+        near.extend(root_neighbours(
+            &root,
+            self.file.neighbours as usize,
+            |rows| vectors.rows(rows),
+        )?);
+        Ok((root, near))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_parsed_and_checked() {
+        assert_eq!("2/3".parse::<ShardSpec>().ok(), ShardSpec::new(2, 3).ok());
+        for bad in ["3/3", "1/0", "a/3", "1", "-1/3", "1/3/4"] {
+            assert!(bad.parse::<ShardSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn top_clusters_are_balanced_over_shards() {
+        let sizes = [50, 10, 40, 30, 20, 5];
+        let shards = assign(&sizes, 3);
+        let loads: Vec<usize> = shards
+            .iter()
+            .map(|s| s.iter().map(|t| sizes[*t]).sum())
+            .collect();
+        assert_eq!(loads, vec![55, 50, 50]);
+        let mut all: Vec<usize> = shards.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..6).collect::<Vec<_>>());
+        // More shards than clusters: some are empty.
+        assert!(assign(&[1, 2], 4).iter().filter(|s| s.is_empty()).count() == 2);
+    }
+}
