@@ -228,38 +228,28 @@ impl Group {
     }
 
     /// The tree with every leaf at the same depth (a tree's documents are
-    /// all at one depth). Leaves above the deepest level are gathered, with
-    /// their sibling leaves, under new clusters of at most `branching`
-    /// children, as low in the tree as possible: the structure above stays
-    /// as split, and a judge weighs the gathered leaves together.
-    pub fn balanced(self, branching: usize) -> Group {
+    /// all at one depth): a leaf above the deepest level is wrapped in
+    /// clusters of one child, just above it. Each keeps its own label where
+    /// a judge meets it; gathering such leaves under one new cluster would
+    /// save judgments but hide unrelated topics behind one mixed label.
+    pub fn balanced(self) -> Group {
         let height = self.height();
-        self.padded(height, branching.max(2))
+        self.padded(height)
     }
 
-    fn padded(self, height: usize, branching: usize) -> Group {
-        let children = match self {
-            Group::Leaf(rows) if height == 0 => return Group::Leaf(rows),
-            leaf @ Group::Leaf(_) => vec![leaf],
-            Group::Inner(children) => children,
-        };
-        let below = height.saturating_sub(1);
-        // Leaves too shallow are gathered here; clusters are padded inside,
-        // down where their own leaves are gathered.
-        let (short, tall): (Vec<Group>, Vec<Group>) = children
-            .into_iter()
-            .partition(|c| matches!(c, Group::Leaf(_)) && below > 0);
-        let mut out: Vec<Group> = tall
-            .into_iter()
-            .map(|c| c.padded(below, branching))
-            .collect();
-        let mut short = short.into_iter().peekable();
-        while short.peek().is_some() {
-            let chunk: Vec<Group> = short.by_ref().take(branching).collect();
-            out.push(Group::Inner(chunk).padded(below, branching));
+    fn padded(self, height: usize) -> Group {
+        match self {
+            Group::Leaf(rows) if height > 0 => {
+                Group::Inner(vec![Group::Leaf(rows).padded(height - 1)])
+            }
+            leaf @ Group::Leaf(_) => leaf,
+            Group::Inner(children) => Group::Inner(
+                children
+                    .into_iter()
+                    .map(|c| c.padded(height.saturating_sub(1)))
+                    .collect(),
+            ),
         }
-        out.sort_by_key(Group::min_row);
-        Group::Inner(out)
     }
 
     /// The leaf clusters sharing a parent, for every parent beneath and
@@ -816,7 +806,7 @@ mod tests {
         assert_eq!(sorted, (0..480).collect::<Vec<_>>());
         // Balanced: every leaf at the root's height, the rows unchanged.
         let height = tree.height();
-        let balanced = tree.clone().balanced(6);
+        let balanced = tree.clone().balanced();
         assert!(fan_out(&balanced) <= 6);
         fn depths(g: &Group, d: usize, out: &mut Vec<usize>) {
             match g {

@@ -27,7 +27,7 @@ pub(crate) async fn finish(
     progress: &dyn Progress,
 ) -> Result<Tree> {
     check_cover(&root, units.len())?;
-    let root = root.balanced(meta.branching as usize);
+    let root = root.balanced();
     let (facts, terms, doc_counts) = super::blocking(|| {
         let clusters = clusters_in_layout_order(&root);
         labels(&corpus, &units, &clusters)
