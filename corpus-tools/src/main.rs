@@ -6,6 +6,11 @@ macro_rules! out {
     ($o:expr, $($t:tt)*) => {{ use std::fmt::Write as _; let _ = writeln!($o, $($t)*); }};
 }
 
+/// mimalloc: loading a large tree allocates millions of small strings from
+/// several threads at once, where it is faster than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bench;
 mod build;
 mod doctor;

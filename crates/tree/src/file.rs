@@ -273,34 +273,89 @@ fn decode_v4(
     ),
     postcard::Error,
 > {
-    use rayon::prelude::*;
     let v4: TreeV4<'_> = postcard::from_bytes(payload)?;
-    let nodes: Vec<Vec<Node>> = v4
-        .nodes
-        .par_iter()
-        .map(|chunk| postcard::from_bytes(chunk))
-        .collect::<std::result::Result<_, _>>()?;
-    let neighbours: Vec<Vec<Vec<NodeId>>> = v4
-        .neighbours
-        .par_iter()
-        .map(|chunk| postcard::from_bytes(chunk))
-        .collect::<std::result::Result<_, _>>()?;
-    Ok((
-        v4.meta,
-        concat(nodes),
-        concat(neighbours),
-        (v4.texts, v4.lexical),
-    ))
+    // Each node takes at least 3 bytes, each list at least 1.
+    let nodes = decode_chunks(&v4.nodes, payload.len() / 3, || Node {
+        kind: NodeKind::Root,
+        parent: None,
+        children: Vec::new(),
+    })?;
+    let neighbours = decode_chunks(&v4.neighbours, payload.len(), Vec::new)?;
+    Ok((v4.meta, nodes, neighbours, (v4.texts, v4.lexical)))
 }
 
-/// The chunks joined in order, allocated once (a `flatten` would grow the
-/// vector by doubling, copying it again at each step).
-fn concat<T>(chunks: Vec<Vec<T>>) -> Vec<T> {
-    let mut out = Vec::with_capacity(chunks.iter().map(Vec::len).sum());
-    for chunk in chunks {
-        out.extend(chunk);
+/// Decodes chunks, each an encoded `Vec<T>`, into one vector in parallel,
+/// straight into its place: the vector is first filled with `placeholder`
+/// (in parallel), then each chunk's items overwrite their slots. (Decoding
+/// each chunk into a vector of its own and joining them moved 300 MB at
+/// 1M passages, faulting in every page twice.) At most `max` items.
+fn decode_chunks<T: serde::de::DeserializeOwned + Send>(
+    chunks: &[&[u8]],
+    max: usize,
+    placeholder: impl Fn() -> T + Sync,
+) -> std::result::Result<Vec<T>, postcard::Error> {
+    use rayon::prelude::*;
+    let lens: Vec<usize> = chunks
+        .iter()
+        .map(|c| postcard::take_from_bytes::<usize>(c).map(|(len, _)| len))
+        .collect::<std::result::Result<_, _>>()?;
+    let total = lens
+        .iter()
+        .try_fold(0usize, |sum, len| sum.checked_add(*len))
+        .filter(|total| *total <= max)
+        .ok_or(postcard::Error::DeserializeBadVarint)?;
+    let mut out: Vec<T> = (0..total).into_par_iter().map(|_| placeholder()).collect();
+    let mut slots: Vec<&mut [T]> = Vec::with_capacity(chunks.len());
+    let mut rest = out.as_mut_slice();
+    for len in &lens {
+        let (head, tail) = rest.split_at_mut(*len);
+        slots.push(head);
+        rest = tail;
     }
-    out
+    slots
+        .into_par_iter()
+        .zip(chunks)
+        .try_for_each(|(slots, chunk)| {
+            let mut de = postcard::Deserializer::from_bytes(chunk);
+            serde::de::DeserializeSeed::deserialize(IntoSlots(slots), &mut de)
+        })?;
+    Ok(out)
+}
+
+/// Deserialises a sequence into the given slots, which it must fill exactly.
+struct IntoSlots<'s, T>(&'s mut [T]);
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for IntoSlots<'_, T> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for IntoSlots<'_, T> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a sequence of {} items", self.0.len())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<(), A::Error> {
+        use serde::de::Error as _;
+        let mut filled = 0;
+        while let Some(item) = seq.next_element::<T>()? {
+            let slot = self
+                .0
+                .get_mut(filled)
+                .ok_or_else(|| A::Error::custom("more items than the chunk's length"))?;
+            *slot = item;
+            filled += 1;
+        }
+        if filled != self.0.len() {
+            return Err(A::Error::custom("fewer items than the chunk's length"));
+        }
+        Ok(())
+    }
 }
 
 /// Encodes a tree into the bytes of one self-contained file (header +
@@ -504,15 +559,38 @@ fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
 /// past a header with the right magic bytes, so a device (`/dev/zero`) or
 /// a large foreign file is refused without reading it whole.
 pub fn load(path: &Path) -> Result<Tree> {
-    use std::io::Read;
-    let (mut file, len) = open_tree_file(path)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).min(1 << 30));
-    bytes.extend_from_slice(MAGIC);
-    file.read_to_end(&mut bytes).map_err(|source| Error::Io {
+    let (_, len) = open_tree_file(path)?;
+    let bytes = read_parallel(path, len)?;
+    from_bytes(&bytes, path)
+}
+
+/// Reads a file of `len` bytes whole, in blocks read by positioned reads in
+/// parallel (a 200 MB tree file reads in about half the time of one
+/// sequential read, which spends it faulting in the buffer's pages). A file
+/// that changed length meanwhile is an error.
+fn read_parallel(path: &Path, len: u64) -> Result<Vec<u8>> {
+    use rayon::prelude::*;
+    use treenav_text::bm25::ReadAt;
+    const BLOCK: usize = 8 << 20;
+    let len = usize::try_from(len).map_err(|_| Error::BadFile {
+        path: path.to_path_buf(),
+        problem: "too large for this machine".into(),
+    })?;
+    let (file, now) = crate::store::FileAt::open(path)?;
+    let mut bytes = vec![0u8; len];
+    let read = if now == len as u64 {
+        bytes
+            .par_chunks_mut(BLOCK)
+            .enumerate()
+            .try_for_each(|(i, block)| file.read_at((i * BLOCK) as u64, block))
+    } else {
+        Err(std::io::ErrorKind::UnexpectedEof.into())
+    };
+    read.map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    from_bytes(&bytes, path)
+    Ok(bytes)
 }
 
 /// The format version a tree file's header names (not validated further).
@@ -559,6 +637,29 @@ fn open_tree_file(path: &Path) -> Result<(std::fs::File, u64)> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn chunks_decode_into_one_vector_and_bad_lengths_are_errors() {
+        let a = postcard::to_stdvec(&vec![1u32, 2, 3]).expect("encode");
+        let b = postcard::to_stdvec(&vec![4u32]).expect("encode");
+        let empty = postcard::to_stdvec(&Vec::<u32>::new()).expect("encode");
+        let chunks: Vec<&[u8]> = vec![&a, &empty, &b];
+        assert_eq!(
+            decode_chunks(&chunks, 10, || 0u32).ok(),
+            Some(vec![1, 2, 3, 4])
+        );
+        assert!(
+            decode_chunks(&chunks, 3, || 0u32).is_err(),
+            "over the bound"
+        );
+        let cut: Vec<&[u8]> = vec![&a[..a.len() - 1], &b];
+        assert!(
+            decode_chunks(&cut, 10, || 0u32).is_err(),
+            "a chunk cut short"
+        );
+        assert_eq!(decode_chunks(&[], 10, || 0u32).ok(), Some(Vec::new()));
+    }
+
     use super::*;
 
     /// A root, two clusters, `docs` documents of two passages each, with
