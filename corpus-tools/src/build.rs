@@ -412,6 +412,14 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
             &bars,
         ))?;
         bars.finish();
+        if args.json {
+            let report = serde_json::json!({
+                "plan": dir, "top_clusters": plan.tops(),
+                "documents": loaded.corpus.documents.len(),
+                "seconds": start.elapsed().as_secs_f64(),
+            });
+            return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        }
         return emit(&format!(
             "wrote the plan in {}: {} top clusters over {} documents, {:.1} s; next, for I in 0..N: `treenav build --plan {} --shard I/N`, then `treenav merge --plan {} -o TREE`\n",
             dir.display(),
@@ -451,11 +459,16 @@ fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
     let bars = progress::Bars::new(args.json);
     let path = runtime()?.block_on(async { tree::Plan::build_shard(&plan, spec, &bars) })?;
     bars.finish();
+    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let seconds = start.elapsed().as_secs_f64();
+    if args.json {
+        let report = serde_json::json!({ "shard": path, "bytes": bytes, "seconds": seconds });
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+    }
     emit(&format!(
-        "wrote {} ({}) in {:.1} s\n",
+        "wrote {} ({}) in {seconds:.1} s\n",
         path.display(),
-        inspect::human_bytes(std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)),
-        start.elapsed().as_secs_f64()
+        inspect::human_bytes(bytes),
     ))
 }
 
