@@ -75,7 +75,7 @@ pub struct BuildArgs {
     #[arg(long, default_value_t = 1)]
     embed_sentences: usize,
     /// Nearest documents stored per document for best-first navigation
-    /// (searched in its leaf cluster and the sibling clusters; 0: none).
+    /// (searched in its leaf cluster and the leaf clusters sharing its parent; 0: none).
     #[arg(long, default_value_t = treenav::tree::neighbours::DEFAULT_NEIGHBOURS)]
     neighbours: usize,
     /// Embedder used for clustering.

@@ -4,10 +4,11 @@
 //! above them and one or more levels of topic clusters above those, each
 //! labelled by a one-line summary. It is built once ([`build_tree`]): each
 //! document's title and lead are embedded ([`Embedder`]: TF-IDF by default,
-//! or any OpenAI-compatible embeddings server), grouped by k-means (linfa,
-//! k-means++ init, fixed seed) into clusters, and clusters are clustered
-//! again until no node has more children than the branching limit. Clusters
-//! are summarised ([`Summarizer`]: extractive by default, or an LLM).
+//! or any OpenAI-compatible embeddings server, or precomputed vectors), and
+//! split by k-means (k-means++ init, fixed seed) from the root down, each
+//! split within the branching limit. Clusters are summarised
+//! ([`Summarizer`]: extractive by default, or an LLM). The same build can
+//! run across machines ([`Plan`]: the root's split, shards, a merge).
 //! Embeddings are a build-time tool only: the saved tree holds no vectors,
 //! and the query side navigates it with a decision model.
 //!

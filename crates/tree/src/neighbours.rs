@@ -1,6 +1,6 @@
 //! Neighbour lists: for every document, its nearest documents in the build
 //! embedding (cosine on L2-normalised rows), searched inside its leaf
-//! cluster and that cluster's siblings (the other children of its parent).
+//! cluster and the other leaf clusters under the same parent.
 //!
 //! This is adjacency computed once at build time, like the tree itself: the
 //! query side reads the lists and never embeds anything. The search pool of

@@ -119,7 +119,7 @@ impl TreeParams {
     }
 
     /// Nearest documents stored per document (searched in its leaf cluster
-    /// and the sibling clusters; 0 stores none). By default, 16.
+    /// and the leaf clusters sharing its parent; 0 stores none). By default, 16.
     pub fn neighbours(mut self, k: usize) -> Self {
         self.neighbours = k;
         self
@@ -337,14 +337,16 @@ pub(crate) fn near_by_unit(units: usize, pairs: Lists) -> Vec<Vec<usize>> {
 }
 
 /// The embedding of every unit (its title and lead), from the embedder or
-/// the precomputed vectors: L2-normalised rows, one per unit.
+/// the precomputed vectors (shared with the embedder when every document is
+/// one unit: the matrix is never held twice): L2-normalised rows, one per
+/// unit.
 pub(crate) async fn embed_units(
     corpus: &Corpus,
     units: &[Unit],
     params: &ValidTreeParams,
     embedder: &Embedder,
     progress: &dyn Progress,
-) -> Result<Array2<f32>> {
+) -> Result<std::sync::Arc<Array2<f32>>> {
     progress.stage("embedding", units.len() as u64);
     let doc_rows: Vec<usize> = units.iter().map(|u| u.doc).collect();
     let embeddings = match embedder.document_vectors(corpus.documents.len(), &doc_rows) {
@@ -361,7 +363,7 @@ pub(crate) async fn embed_units(
                     format!("{title}. {lead}")
                 })
                 .collect();
-            embedder.embed(texts, progress).await?
+            std::sync::Arc::new(embedder.embed(texts, progress).await?)
         }
     };
     if embeddings.nrows() != units.len() {

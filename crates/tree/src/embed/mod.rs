@@ -233,12 +233,13 @@ impl Embedder {
 
     /// For precomputed vectors: the rows of the given documents (indices in
     /// corpus order), after checking the file has one row per document.
-    /// `None` for the embedders that embed text.
+    /// When `rows` are every document in order, the matrix itself, shared,
+    /// not a copy. `None` for the embedders that embed text.
     pub fn document_vectors(
         &self,
         documents: usize,
         rows: &[usize],
-    ) -> Option<Result<Array2<f32>>> {
+    ) -> Option<Result<std::sync::Arc<Array2<f32>>>> {
         let Embedder::Vectors { path, matrix } = self else {
             return None;
         };
@@ -249,7 +250,12 @@ impl Embedder {
                 matrix.nrows()
             ))));
         }
-        Some(Ok(matrix.select(ndarray::Axis(0), rows)))
+        let every = rows.len() == documents && rows.iter().enumerate().all(|(i, r)| i == *r);
+        Some(Ok(if every {
+            matrix.clone()
+        } else {
+            std::sync::Arc::new(matrix.select(ndarray::Axis(0), rows))
+        }))
     }
 
     /// Embeds texts into L2-normalised rows, one per text, in order.
@@ -295,5 +301,36 @@ impl Embedder {
                 Ok(out)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precomputed_vectors_are_shared_not_copied_when_every_document_is_one_row() {
+        let matrix = std::sync::Arc::new(ndarray::arr2(&[[1.0f32, 0.0], [0.0, 1.0]]));
+        let embedder = Embedder::Vectors {
+            path: "v.npy".into(),
+            matrix: matrix.clone(),
+        };
+        let all = embedder
+            .document_vectors(2, &[0, 1])
+            .expect("vectors")
+            .expect("rows");
+        assert!(
+            std::sync::Arc::ptr_eq(&all, &matrix),
+            "one copy of the matrix"
+        );
+        // A document split into parts repeats its row: a new matrix.
+        let parts = embedder
+            .document_vectors(2, &[0, 0, 1])
+            .expect("vectors")
+            .expect("rows");
+        assert_eq!(parts.nrows(), 3);
+        assert_eq!(parts.row(1), matrix.row(0));
+        let wrong = embedder.document_vectors(3, &[0, 1, 2]).expect("vectors");
+        assert!(wrong.is_err(), "a row count that is not the document count");
     }
 }
