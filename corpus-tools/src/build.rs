@@ -388,21 +388,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     let runtime = runtime()?;
     let bars = progress::Bars::new(args.json);
     if let Some(dir) = &args.plan {
-        let recipe = Recipe {
-            input: match &args.input {
-                Some(path) => Some(
-                    path.canonicalize()
-                        .with_context(|| format!("cannot resolve {}", path.display()))?,
-                ),
-                None => None,
-            },
-            source: loaded.source.clone(),
-            format: loaded.format.to_string(),
-            passage_words: args.passage_words,
-            skip_bad: args.skip_bad,
-            summarizer: summarizer_options,
-        };
-        let recipe = serde_json::to_string(&recipe)?;
+        let recipe = recipe(&args, &loaded, summarizer_options)?;
         let plan = runtime.block_on(tree::Plan::make(
             &loaded.corpus,
             &params,
@@ -412,23 +398,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
             &bars,
         ))?;
         bars.finish();
-        if args.json {
-            let report = serde_json::json!({
-                "plan": dir, "top_clusters": plan.tops(),
-                "documents": loaded.corpus.documents.len(),
-                "seconds": start.elapsed().as_secs_f64(),
-            });
-            return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
-        }
-        return emit(&format!(
-            "wrote the plan in {}: {} top clusters over {} documents, {:.1} s; next, for I in 0..N: `treenav build --plan {} --shard I/N`, then `treenav merge --plan {} -o TREE`\n",
-            dir.display(),
-            plan.tops(),
-            loaded.corpus.documents.len(),
-            start.elapsed().as_secs_f64(),
-            dir.display(),
-            dir.display()
-        ));
+        return report_plan(dir, &plan, loaded.corpus.documents.len(), start, args.json);
     }
     let output = args.output.clone().context("-o TREE is needed")?;
     let made = Made::of(&loaded);
@@ -442,6 +412,47 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     ))?;
     bars.finish();
     save_and_report(&tree, &output, made, start, args.json)
+}
+
+/// The recipe kept in a plan: how `treenav merge` loads the corpus again
+/// and summarises its clusters.
+fn recipe(args: &BuildArgs, loaded: &Loaded, summarizer: SummarizerOptions) -> Result<String> {
+    let input = match &args.input {
+        Some(path) => Some(
+            path.canonicalize()
+                .with_context(|| format!("cannot resolve {}", path.display()))?,
+        ),
+        None => None,
+    };
+    Ok(serde_json::to_string(&Recipe {
+        input,
+        source: loaded.source.clone(),
+        format: loaded.format.to_string(),
+        passage_words: args.passage_words,
+        skip_bad: args.skip_bad,
+        summarizer,
+    })?)
+}
+
+fn report_plan(
+    dir: &Path,
+    plan: &tree::Plan,
+    documents: usize,
+    start: Instant,
+    json: bool,
+) -> Result<()> {
+    let seconds = start.elapsed().as_secs_f64();
+    if json {
+        let report = serde_json::json!({
+            "plan": dir, "top_clusters": plan.tops(), "documents": documents, "seconds": seconds,
+        });
+        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+    }
+    let dir = dir.display();
+    emit(&format!(
+        "wrote the plan in {dir}: {} top clusters over {documents} documents, {seconds:.1} s; next, for I in 0..N: `treenav build --plan {dir} --shard I/N`, then `treenav merge --plan {dir} -o TREE`\n",
+        plan.tops(),
+    ))
 }
 
 /// `treenav build --plan DIR --shard I/N`.

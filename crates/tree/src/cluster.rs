@@ -189,6 +189,22 @@ impl Group {
         out
     }
 
+    /// The number of leaf clusters beneath (1 for a leaf).
+    pub fn leaf_count(&self) -> usize {
+        match self {
+            Group::Leaf(_) => 1,
+            Group::Inner(children) => children.iter().map(Group::leaf_count).sum(),
+        }
+    }
+
+    /// Moves the leaf clusters beneath, in order, onto `out`.
+    fn into_leaves(self, out: &mut Vec<Group>) {
+        match self {
+            leaf @ Group::Leaf(_) => out.push(leaf),
+            Group::Inner(children) => children.into_iter().for_each(|c| c.into_leaves(out)),
+        }
+    }
+
     fn visit_leaves<'a>(&'a self, f: &mut dyn FnMut(&'a [usize])) {
         match self {
             Group::Leaf(rows) => f(rows),
@@ -291,24 +307,18 @@ impl Group {
 /// `branching` (so a small corpus gets one level of clusters, and every
 /// node keeps within the limit).
 pub fn cluster_of(children: Vec<Group>, branching: usize) -> Group {
-    let leaves: usize = children.iter().map(|c| c.leaves().len()).sum();
-    let mut children =
-        if leaves <= branching && children.iter().any(|c| matches!(c, Group::Inner(_))) {
-            children
-                .into_iter()
-                .flat_map(|c| match c {
-                    Group::Leaf(rows) => vec![Group::Leaf(rows)],
-                    Group::Inner(_) => c
-                        .leaves()
-                        .into_iter()
-                        .map(|l| Group::Leaf(l.to_vec()))
-                        .collect(),
-                })
-                .collect()
-        } else {
-            children
-        };
-    children.sort_by_key(Group::min_row);
+    let leaves: usize = children.iter().map(Group::leaf_count).sum();
+    let lift = leaves <= branching && children.iter().any(|c| matches!(c, Group::Inner(_)));
+    let mut children = if lift {
+        let mut lifted = Vec::with_capacity(leaves);
+        children
+            .into_iter()
+            .for_each(|c| c.into_leaves(&mut lifted));
+        lifted
+    } else {
+        children
+    };
+    children.sort_by_cached_key(Group::min_row);
     Group::Inner(children)
 }
 

@@ -92,7 +92,7 @@ impl RootSplit {
         points: ArrayView2<'_, f32>,
         grown: Vec<Grown>,
         neighbours: usize,
-    ) -> (Group, Lists) {
+    ) -> Result<(Group, Lists)> {
         let mut near = Vec::new();
         let groups = grown
             .into_iter()
@@ -101,12 +101,15 @@ impl RootSplit {
                 g.group
             })
             .collect();
-        let root = join(self.split, self.settings.branching, groups);
-        // Rows of the plan's matrix cannot be missing here.
-        let at_root = root_neighbours(&root, neighbours, |rows| Ok(points.select(Axis(0), rows)))
-            .unwrap_or_default();
-        near.extend(at_root);
-        (root, near)
+        let rows_of = |rows: &[usize]| Ok(points.select(Axis(0), rows));
+        join(
+            self.split,
+            self.settings.branching,
+            groups,
+            near,
+            neighbours,
+            rows_of,
+        )
     }
 }
 
@@ -128,21 +131,35 @@ pub(crate) fn grow(
     Grown { group, near }
 }
 
-/// The root over the top clusters' subtrees.
-pub(crate) fn join(split: bool, branching: usize, tops: Vec<Group>) -> Group {
-    if split {
-        return cluster_of(tops, branching);
-    }
-    match tops.into_iter().next() {
-        Some(leaf @ Group::Leaf(_)) => Group::Inner(vec![leaf]),
-        Some(inner) => inner,
-        None => Group::Inner(Vec::new()),
-    }
+/// The root over the top clusters' subtrees (in the plan's order), and
+/// the neighbour lists: those found inside the subtrees (`near`), then
+/// those of the leaves directly under the root, searched among each other
+/// with the vectors `rows_of` gives. Where both name a document, the
+/// root's list comes last and is the one kept.
+pub(crate) fn join(
+    split: bool,
+    branching: usize,
+    tops: Vec<Group>,
+    mut near: Lists,
+    neighbours: usize,
+    rows_of: impl FnOnce(&[usize]) -> Result<Array2<f32>>,
+) -> Result<(Group, Lists)> {
+    let root = if split {
+        cluster_of(tops, branching)
+    } else {
+        match tops.into_iter().next() {
+            Some(leaf @ Group::Leaf(_)) => Group::Inner(vec![leaf]),
+            Some(inner) => inner,
+            None => Group::Inner(Vec::new()),
+        }
+    };
+    near.extend(root_neighbours(&root, neighbours, rows_of)?);
+    Ok((root, near))
 }
 
 /// Neighbour lists of the leaves directly under the root, searched among
 /// each other; `rows_of` gives the vectors of ascending rows.
-pub(crate) fn root_neighbours(
+fn root_neighbours(
     root: &Group,
     neighbours: usize,
     rows_of: impl FnOnce(&[usize]) -> Result<Array2<f32>>,
@@ -157,7 +174,7 @@ pub(crate) fn root_neighbours(
     let slices: Vec<&[usize]> = local_family.iter().map(Vec::as_slice).collect();
     Ok(nearest(points.view(), &[slices], neighbours)
         .into_iter()
-        .map(|(u, list)| (local.rows[u], local.to_global(&list)))
+        .map(|(u, list)| (local.global(u), local.to_global(&list)))
         .collect())
 }
 
@@ -179,6 +196,11 @@ impl Local {
         rows.iter()
             .map(|r| self.rows.binary_search(r).unwrap_or_else(|i| i))
             .collect()
+    }
+
+    /// The row numbered `r` here (`r` itself if out of range).
+    pub(crate) fn global(&self, r: usize) -> usize {
+        self.rows.get(r).copied().unwrap_or(r)
     }
 
     pub(crate) fn to_global(&self, rows: &[usize]) -> Vec<usize> {

@@ -308,7 +308,7 @@ pub async fn build_tree(
                 params.seed(),
             );
             let tops = split.grow_all(embeddings.view(), params.neighbours(), progress);
-            Ok(split.join(embeddings.view(), tops, params.neighbours()))
+            split.join(embeddings.view(), tops, params.neighbours())
         }
     })?;
     drop(embeddings);

@@ -23,7 +23,7 @@ mod files;
 use crate::build::{embed_units, finish, near_by_unit, units, ValidTreeParams};
 use crate::cluster::{centroid, Group, TopDown};
 use crate::embed::Embedder;
-use crate::grow::{grow, join, root_neighbours, Grown, Local, RootSplit};
+use crate::grow::{grow, join, Grown, Local, RootSplit};
 use crate::model::{Tree, TreeMeta};
 use crate::neighbours::Lists;
 use crate::summary::Summarizer;
@@ -331,15 +331,11 @@ impl Plan {
             near: Vec::new(),
         };
         for (t, mut g) in mine.into_iter().zip(grown) {
-            g.group
-                .map_rows(&|r| local.rows.get(r).copied().unwrap_or(r));
+            g.group.map_rows(&|r| local.global(r));
             file.tops.push((t as u32, g.group));
             file.near.extend(g.near.into_iter().map(|(u, list)| {
                 let global = local.to_global(&list).into_iter().map(|v| v as u32);
-                (
-                    local.rows.get(u).copied().unwrap_or(u) as u32,
-                    global.collect(),
-                )
+                (local.global(u) as u32, global.collect())
             }));
         }
         let path = self.dir.join(shard_file(spec.index, spec.count));
@@ -495,14 +491,15 @@ impl Plan {
             );
         }
         let groups: Vec<Group> = tops.into_iter().flatten().collect();
-        let root = join(self.file.split, self.file.settings.branching, groups);
         let vectors = self.vectors()?;
-        near.extend(root_neighbours(
-            &root,
+        join(
+            self.file.split,
+            self.file.settings.branching,
+            groups,
+            near,
             self.file.neighbours as usize,
             |rows| vectors.rows(rows),
-        )?);
-        Ok((root, near))
+        )
     }
 }
 
