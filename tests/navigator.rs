@@ -8,7 +8,9 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
-use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
+use treenav::judge::{
+    bm25_scores, BackendOptions, Candidate, DispatchOptions, Judge, JudgeOptions, Limits,
+};
 use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use treenav::tree::{LevelKind, NodeKind};
 
@@ -91,10 +93,18 @@ async fn finds_the_answer_deterministically_within_budgets() {
         assert_eq!(p.path.first(), Some(&tree.root()));
         assert_eq!(p.path_probabilities.len(), p.path.len() - 1);
     }
-    // The counts add up: every level's candidates and the shortlist of 3.
+    // The counts add up: every level's candidates, the calibration
+    // references its calls showed, and the shortlist of 3.
+    let references: usize = t
+        .levels
+        .iter()
+        .flat_map(|l| &l.calls)
+        .map(|c| c.references)
+        .sum();
+    assert!(references > 0, "batches of 5 need references");
     assert_eq!(
         t.candidates_judged,
-        t.levels.iter().map(|l| l.candidates.len()).sum::<usize>() + 3
+        t.levels.iter().map(|l| l.candidates.len()).sum::<usize>() + references + 3
     );
     let level_calls: u32 = t.levels.iter().map(|l| l.usage.calls).sum();
     assert_eq!(
@@ -158,6 +168,62 @@ async fn calibration_shows_references_in_every_batch() {
         assert!((0.0..=1.0).contains(&c.probability));
     }
     assert!(!r.passages.is_empty());
+}
+
+/// The lexical judge scores relative to its call (logit = ln(s + ε) −
+/// ln(mean + ε)), so a level split into calls is on one scale only if every
+/// call carries the references and is shifted by them. With a judge whose
+/// limit (8 questions) is below the batch size (100), the dispatcher used to
+/// split each batch again and only the first call carried the references:
+/// this failed before the decision session.
+#[tokio::test]
+async fn levels_calibrate_across_calls_split_by_the_judges_limit() {
+    let tree = support::sample_tree().await;
+    let judge = Judge::new(&JudgeOptions {
+        backend: BackendOptions::default(),
+        dispatch: DispatchOptions {
+            limits: Some(Limits {
+                max_questions: 8,
+                max_options: 26,
+                max_state_tokens: 1 << 30,
+            }),
+            ..DispatchOptions::default()
+        },
+    })
+    .expect("judge");
+    let config = NavigatorConfig::default()
+        .batch_size(100)
+        .lexical_entry(0)
+        .check()
+        .expect("config");
+    let nav = Navigator::new(tree.clone(), judge, config).expect("navigator");
+    let stats = Navigator::corpus_stats(&tree).expect("stats");
+    let r = nav.retrieve(QUERY).await.expect("retrieve");
+    let mut split = 0;
+    for level in r.trace.levels.iter().filter(|l| l.candidates.len() > 8) {
+        split += 1;
+        let labels: Vec<Candidate> = level
+            .candidates
+            .iter()
+            .map(|c| Candidate::new("x", nav.label(c.node)))
+            .collect();
+        let bm25 = bm25_scores(QUERY, &labels, 1.2, 0.75, Some(stats.clone()));
+        let logit = |p: f64| (p / (1.0 - p)).ln();
+        let offsets: Vec<f64> = level
+            .candidates
+            .iter()
+            .zip(&bm25)
+            .map(|(c, s)| logit(c.probability) - (s.max(0.0) + 0.01).ln())
+            .collect();
+        for o in &offsets {
+            assert!(
+                (o - offsets[0]).abs() < 1e-6,
+                "level {} is not on one scale: {offsets:?}",
+                level.depth
+            );
+        }
+    }
+    assert!(split >= 1, "no level was split");
 }
 
 #[tokio::test]
@@ -365,6 +431,61 @@ async fn navigates_end_to_end_with_a_real_sparrow_decider() {
     while let Some(done) = tasks.join_next().await {
         assert!(done.expect("task").expect("retrieve") > 0);
     }
+}
+
+/// A real System One server behind a limit of 8 questions a call (below the
+/// batch size): every call of a split level carries the two references, and
+/// the trace says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_to_a_real_sparrow_decider_carries_the_references() {
+    let Some(server) = support::start(
+        "sparrow-decider",
+        &["serve", "--port", "{port}"],
+        "pip install sparrow-decider==0.2.0",
+    ) else {
+        return;
+    };
+    let tree = support::sample_tree().await;
+    let config = NavigatorConfig::default()
+        .batch_size(100)
+        .check()
+        .expect("config");
+    let dispatch = DispatchOptions {
+        limits: Some(Limits {
+            max_questions: 8,
+            max_options: 26,
+            max_state_tokens: 30_000,
+        }),
+        ..DispatchOptions::default()
+    };
+    let nav = Navigator::new(tree, systemone(&server.base, dispatch), config).expect("navigator");
+    let r = nav.retrieve(QUERY).await.expect("retrieve");
+    let split: Vec<_> = r
+        .trace
+        .levels
+        .iter()
+        .filter(|l| l.calls.len() > 1)
+        .collect();
+    assert!(!split.is_empty(), "no level needed more than one call");
+    for level in split {
+        assert_eq!(level.calls[0].references, 0, "the first call holds them");
+        for call in &level.calls[1..] {
+            assert_eq!(call.references, 2, "{:?}", level.calls);
+            assert!(call.candidates + call.references <= 8);
+        }
+        let scored: usize = level.calls.iter().map(|c| c.candidates).sum();
+        assert_eq!(scored, level.candidates.len());
+    }
+    assert_eq!(
+        r.trace.candidates_judged as u32,
+        r.trace
+            .levels
+            .iter()
+            .flat_map(|l| &l.calls)
+            .map(|c| (c.candidates + c.references) as u32)
+            .sum::<u32>()
+            + r.trace.rerank.as_ref().map_or(0, |_| 5)
+    );
 }
 
 /// A tree saved with its side files and loaded again (texts read from the

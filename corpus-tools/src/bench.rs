@@ -318,12 +318,10 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
 /// Queries at once by default: the cores for a judge that runs in this
 /// process, the judge's calls in flight for one behind a server.
 fn default_concurrency(judge: &treenav::judge::JudgeOptions) -> usize {
-    match judge.backend {
-        treenav::judge::BackendOptions::Lexical { .. }
-        | treenav::judge::BackendOptions::CrossEncoder { .. } => {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        }
-        _ => judge.dispatch.concurrency.max(1),
+    if judge.backend.profile().in_process {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        judge.dispatch.concurrency.max(1)
     }
 }
 

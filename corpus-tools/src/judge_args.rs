@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use std::path::PathBuf;
-use treenav::judge::{BackendOptions, DispatchOptions, JudgeOptions};
+use treenav::judge::{defaults, BackendOptions, DispatchOptions, JudgeOptions};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JudgeKind {
@@ -45,22 +45,22 @@ pub struct JudgeArgs {
     pub ort_library: Option<PathBuf>,
     /// Cross-encoder: tokens of a (query, candidate) pair at most; longer
     /// pairs are truncated (cost grows with it).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = defaults::CROSS_ENCODER_MAX_TOKENS)]
     pub max_tokens: usize,
     /// System One path (OpenRouter: /api/alpha/decisions).
-    #[arg(long, default_value = "/v1/systemone")]
+    #[arg(long, default_value = defaults::SYSTEMONE_PATH)]
     pub systemone_path: String,
     /// Judge calls in flight at most (per process; shared by every query).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = defaults::CONCURRENCY)]
     pub judge_concurrency: usize,
     /// Timeout of one call, seconds.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = defaults::TIMEOUT_SECS)]
     pub timeout: f64,
     /// Price per million input tokens in USD (default: the backend's list price).
     #[arg(long)]
     pub price: Option<f64>,
     /// Largest reply a judge server may send, MiB; a longer one fails the call.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = defaults::MAX_REPLY_MIB)]
     pub max_reply_mib: u64,
 }
 
@@ -104,8 +104,8 @@ impl JudgeArgs {
             JudgeKind::CrossEncoder => BackendOptions::CrossEncoder {
                 model_dir: self.model_dir.clone(),
                 ort_library: self.ort_library.clone(),
-                threads: 2,
-                batch_size: 16,
+                threads: defaults::CROSS_ENCODER_THREADS,
+                batch_size: defaults::CROSS_ENCODER_BATCH,
                 max_tokens: self.max_tokens,
             },
         };

@@ -189,13 +189,15 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
     if trace {
         print_rounds(&mut o, t);
         for level in &t.levels {
+            let references: usize = level.calls.iter().map(|c| c.references).sum();
             out!(
                 o,
-                "\nlevel {} ({}): {} shown in {} batches, kept {} (budget {})",
+                "\nlevel {} ({}): {} shown in {} calls ({} calibration references), kept {} (budget {})",
                 level.depth,
                 level.kind,
                 level.candidates.len(),
                 level.batches,
+                references,
                 level.kept,
                 level.budget
             );

@@ -14,7 +14,7 @@ use crate::Result;
 use ndarray::{Array2, ArrayView1};
 use std::collections::HashMap;
 use treenav_corpus::Corpus;
-use treenav_judge::{Candidate, Judge, RankOptions, Usage};
+use treenav_judge::{Candidate, Decide, Session, SessionOptions, Usage};
 use treenav_text::bm25::Bm25Index;
 use treenav_tree::{Embedder, Progress};
 
@@ -170,27 +170,35 @@ pub struct Judged {
     pub candidates_judged: usize,
     /// Judge usage, shortlist included.
     pub usage: Usage,
+    /// Sequential steps: the list, then the shortlist rerank when one was asked.
+    pub rounds: usize,
 }
 
 /// Judges `passages` (indices into `collection`) for `query` and reranks the
 /// best `how.shortlist` of them, as the navigator does at its leaves,
-/// through the judge crate's one ranking path ([`Judge::rank`]).
+/// through the judge crate's one ranking path ([`Session::rank`]).
 pub async fn judge_rank(
-    judge: &Judge,
+    judge: &dyn Decide,
     query: &str,
     collection: &Collection,
     passages: &[usize],
-    how: RankOptions,
+    how: SessionOptions,
 ) -> treenav_judge::Result<Judged> {
     let candidates: Vec<Candidate> = passages
         .iter()
         .map(|i| Candidate::new(collection.ids[*i].clone(), collection.labels[*i].clone()))
         .collect();
-    let ranked = judge.rank(query, &candidates, how).await?;
+    let mut session = Session::new(judge, how);
+    let ranked = session
+        .rank(query, &candidates)
+        .await
+        .map_err(|e| e.source)?;
+    let reranked = ranked.rerank.iter().any(Option::is_some);
     Ok(Judged {
         ranking: ranked.order.into_iter().map(|i| passages[i]).collect(),
         candidates_judged: ranked.shown,
         usage: ranked.usage,
+        rounds: 1 + usize::from(reranked),
     })
 }
 

@@ -39,7 +39,7 @@ pub(crate) enum Runner {
     Judged {
         judge: Judge,
         pool: Option<usize>,
-        how: treenav_judge::RankOptions,
+        how: treenav_judge::SessionOptions,
     },
     /// The navigator over the tree.
     Tree(Box<Navigator>),
@@ -114,11 +114,12 @@ impl Context {
 
     /// How judged lists are ranked: the navigator's batch size, calibration
     /// and shortlist.
-    pub(crate) fn rank_options(&self) -> treenav_judge::RankOptions {
-        treenav_judge::RankOptions {
+    pub(crate) fn session_options(&self) -> treenav_judge::SessionOptions {
+        treenav_judge::SessionOptions {
             batch_size: self.setup.navigator.batch_size(),
             calibration: self.setup.navigator.calibration(),
             shortlist: self.setup.navigator.shortlist(),
+            max_cost_usd: None,
         }
     }
 
@@ -154,7 +155,7 @@ impl Context {
             Ok(Runner::Judged {
                 judge: self.judge(system.name())?,
                 pool,
-                how: self.rank_options(),
+                how: self.session_options(),
             })
         };
         match system {
@@ -264,11 +265,7 @@ impl Context {
                     titles_read: docs.len() as f64 / c.documents.len().max(1) as f64,
                     latency_ms: 0.0,
                     kept: None,
-                    rounds: if how.shortlist >= 2 && pool.len() >= 2 {
-                        2
-                    } else {
-                        1
-                    },
+                    rounds: judged.rounds,
                     judged_documents: docs,
                     steps: Vec::new(),
                 }

@@ -4,7 +4,8 @@
 //!
 //! * `tree`: best-first navigation at B (the bench's navigator settings);
 //! * `rerank`: BM25's top N passages judged, then the shortlist of m, N as
-//!   large as fits B with the calibration references counted;
+//!   large as fits B with the calibration references counted (a pointwise
+//!   judge takes neither: N = B);
 //! * `gar`: best-first over the BM25 list and the stored neighbour lists,
 //!   without the clusters — the ablation that shows what the tree adds.
 //!
@@ -17,7 +18,7 @@ pub use crate::report::{markdown, BudgetReport, SYSTEMS};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use treenav_judge::rank::BatchPlan;
+use treenav_judge::Session;
 use treenav_tree::Progress;
 
 /// Runs the sweep over `ctx.setup.judge_budgets` (none: an empty list).
@@ -41,10 +42,13 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
                 "tree" => ctx.navigator(name, tree_config(nav, budget)?)?,
                 "gar" => ctx.navigator(name, gar_config(nav, budget)?)?,
                 _ => {
-                    let how = ctx.rank_options();
-                    let n = BatchPlan::fit(budget - m, how.batch_size, how.calibration);
+                    let how = ctx.session_options();
+                    let judge = ctx.judge(name)?;
+                    // As many as fit B: references and the shortlist
+                    // counted, none for a pointwise judge.
+                    let n = Session::new(&judge, how).fit(budget);
                     Runner::Judged {
-                        judge: ctx.judge(name)?,
+                        judge,
                         pool: Some(n),
                         how,
                     }

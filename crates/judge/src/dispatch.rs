@@ -4,7 +4,7 @@ use crate::backend::{text_key, Backend, CorpusStats, Op, OpKind, Raw, Values};
 use crate::checked;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{JudgeOptions, Limits};
-use crate::render::{call_tokens, candidate_line_tokens, estimate_tokens, render_state};
+use crate::render::{call_tokens, split_batches};
 use crate::{
     confidence, expected_level, normalize, Candidate, Choice, Grade, Grades, Judgments, Scale,
     Usage,
@@ -138,6 +138,11 @@ impl Judge {
         })
     }
 
+    /// Whether the backend reads corpus statistics ([`Judge::with_corpus_stats`]).
+    pub fn uses_corpus_stats(&self) -> bool {
+        self.inner.backend.uses_corpus_stats()
+    }
+
     /// The backend kind (`lexical`, `systemone`, …).
     pub fn kind(&self) -> &'static str {
         self.inner.kind
@@ -147,7 +152,7 @@ impl Judge {
     /// its scores are then comparable across calls without calibration
     /// references.
     pub fn pointwise(&self) -> bool {
-        self.inner.backend.pointwise()
+        self.inner.options.backend.profile().pointwise
     }
 
     /// The model (or, for the lexical judge, its formula).
@@ -355,24 +360,12 @@ impl Judge {
     /// Splits candidates into consecutive batches of at most `max` whose
     /// rendered state fits the token limit (at least one candidate each).
     fn batches(&self, query: &str, candidates: &[Candidate], max: usize) -> Vec<Range<usize>> {
-        let limit = self.inner.limits.max_state_tokens;
-        let base = estimate_tokens(&render_state(query, &[]));
-        let mut out: Vec<Range<usize>> = Vec::new();
-        let mut start = 0;
-        let mut tokens = base;
-        for (i, c) in candidates.iter().enumerate() {
-            let t = candidate_line_tokens(c);
-            if i > start && (i - start >= max || tokens + t > limit) {
-                out.push(start..i);
-                start = i;
-                tokens = base;
-            }
-            tokens += t;
-        }
-        if start < candidates.len() {
-            out.push(start..candidates.len());
-        }
-        out
+        split_batches(
+            query,
+            candidates,
+            |_| max,
+            self.inner.limits.max_state_tokens,
+        )
     }
 
     async fn with_deadline<T>(
@@ -499,7 +492,8 @@ fn check_reported_usage(backend: &'static str, raw: Raw) -> Result<Raw> {
     Ok(raw)
 }
 
-fn argmax(p: &[f64]) -> usize {
+/// The index of the largest value (the first among equals).
+pub(crate) fn argmax(p: &[f64]) -> usize {
     p.iter()
         .enumerate()
         .fold((0, f64::NEG_INFINITY), |(bi, bp), (i, x)| {

@@ -39,21 +39,24 @@
 mod backend;
 pub mod checked;
 mod checkup;
+mod decide;
 mod dispatch;
 mod error;
 mod options;
-pub mod rank;
 mod render;
+pub mod session;
 
 pub use backend::{
-    bm25_scores, default_model_dir, default_ort_library, onnx_runtime_build, CorpusStats,
+    bm25_scores, default_model_dir, default_ort_library, onnx_runtime_build, CorpusStats, Profile,
+    PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
+pub use decide::{Decide, Script, Scripted, WithFallback};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
-pub use options::{BackendOptions, DispatchOptions, JudgeOptions, Limits};
-pub use rank::{BatchScores, RankOptions, Ranking};
+pub use options::{defaults, BackendOptions, DispatchOptions, JudgeOptions, Limits};
 pub use render::{estimate_tokens, render_state};
+pub use session::{Ranking, Scored, Session, SessionOptions};
 
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +137,14 @@ pub struct Usage {
     pub cost_usd: f64,
     /// Answers the backend flagged as unreliable (e.g. low label mass in logprob emulation).
     pub low_confidence: u32,
+    /// Calls answered by a fallback decider after the primary failed
+    /// ([`WithFallback`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fallbacks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -146,6 +157,7 @@ impl Usage {
         self.latency_ms += other.latency_ms;
         self.cost_usd += other.cost_usd;
         self.low_confidence = self.low_confidence.saturating_add(other.low_confidence);
+        self.fallbacks = self.fallbacks.saturating_add(other.fallbacks);
     }
 }
 

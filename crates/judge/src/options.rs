@@ -2,23 +2,49 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The one set of defaults that serde (config files) and the CLI's flags read.
+pub mod defaults {
+    /// BM25 k1 of the lexical judge.
+    pub const K1: f64 = treenav_text::score::K1;
+    /// BM25 b of the lexical judge.
+    pub const B: f64 = treenav_text::score::B;
+    /// Cross-encoder: threads of one inference.
+    pub const CROSS_ENCODER_THREADS: usize = 2;
+    /// Cross-encoder: pairs per inference batch.
+    pub const CROSS_ENCODER_BATCH: usize = 16;
+    /// Cross-encoder: tokens of a (query, candidate) pair at most.
+    pub const CROSS_ENCODER_MAX_TOKENS: usize = 256;
+    /// System One path.
+    pub const SYSTEMONE_PATH: &str = "/v1/systemone";
+    /// Backend calls in flight at most.
+    pub const CONCURRENCY: usize = 8;
+    /// Timeout of one HTTP call, seconds.
+    pub const TIMEOUT_SECS: f64 = 30.0;
+    /// Retries of a retryable failure.
+    pub const RETRIES: u32 = 3;
+    /// Answers kept in the cache.
+    pub const CACHE_CAPACITY: u64 = 10_000;
+    /// Largest reply body, MiB.
+    pub const MAX_REPLY_MIB: u64 = 32;
+}
+
 fn k1() -> f64 {
-    1.2
+    defaults::K1
 }
 fn b() -> f64 {
-    0.75
+    defaults::B
 }
 fn threads() -> usize {
-    2
+    defaults::CROSS_ENCODER_THREADS
 }
 fn pair_batch() -> usize {
-    16
+    defaults::CROSS_ENCODER_BATCH
 }
 fn max_tokens() -> usize {
-    256
+    defaults::CROSS_ENCODER_MAX_TOKENS
 }
 fn systemone_path() -> String {
-    "/v1/systemone".into()
+    defaults::SYSTEMONE_PATH.into()
 }
 
 /// The backend, picked by `kind` (`--judge` on the CLI).
@@ -101,59 +127,6 @@ impl Default for BackendOptions {
     }
 }
 
-impl BackendOptions {
-    /// The backend's name as used in config and errors.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            BackendOptions::Lexical { .. } => "lexical",
-            BackendOptions::Systemone { .. } => "systemone",
-            BackendOptions::OpenaiDecisions { .. } => "openai-decisions",
-            BackendOptions::OpenaiLogprobs { .. } => "openai-logprobs",
-            BackendOptions::CrossEncoder { .. } => "cross-encoder",
-        }
-    }
-
-    /// The limits a backend of this kind is assumed to have, before overrides.
-    pub fn default_limits(&self) -> Limits {
-        match self {
-            BackendOptions::Lexical { .. } | BackendOptions::CrossEncoder { .. } => Limits {
-                max_questions: 10_000,
-                max_options: 10_000,
-                max_state_tokens: u64::MAX / 4,
-            },
-            // dev-double and laya cap at 64 questions and 26 options; Jev at
-            // ≈ 33k tokens of state plus question.
-            BackendOptions::Systemone { .. } => Limits {
-                max_questions: 64,
-                max_options: 26,
-                max_state_tokens: 30_000,
-            },
-            BackendOptions::OpenaiDecisions { .. } => Limits {
-                max_questions: 64,
-                max_options: 255,
-                max_state_tokens: 30_000,
-            },
-            // One completion per question; top-20 log-probabilities cap the options.
-            BackendOptions::OpenaiLogprobs { .. } => Limits {
-                max_questions: 64,
-                max_options: 20,
-                max_state_tokens: 6_000,
-            },
-        }
-    }
-
-    /// The default price per million input tokens in USD (Jev $0.042, OpenAI decisions $0.10).
-    pub fn default_price_per_million(&self) -> f64 {
-        match self {
-            BackendOptions::Lexical { .. }
-            | BackendOptions::OpenaiLogprobs { .. }
-            | BackendOptions::CrossEncoder { .. } => 0.0,
-            BackendOptions::Systemone { .. } => 0.042,
-            BackendOptions::OpenaiDecisions { .. } => 0.10,
-        }
-    }
-}
-
 /// What one backend call may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,19 +140,19 @@ pub struct Limits {
 }
 
 fn concurrency() -> usize {
-    8
+    defaults::CONCURRENCY
 }
 fn timeout_secs() -> f64 {
-    30.0
+    defaults::TIMEOUT_SECS
 }
 fn retries() -> u32 {
-    3
+    defaults::RETRIES
 }
 fn cache_capacity() -> u64 {
-    10_000
+    defaults::CACHE_CAPACITY
 }
 fn max_reply_bytes() -> u64 {
-    32 << 20
+    defaults::MAX_REPLY_MIB << 20
 }
 
 /// How the dispatcher drives the backend.

@@ -99,6 +99,36 @@ pub(crate) fn candidate_line_tokens(c: &Candidate) -> u64 {
     (c.id.len().min(200) + c.text.len().min(4 * MAX_CANDIDATE_CHARS)) as u64 / 4 + 6
 }
 
+/// Splits candidates into consecutive batches whose rendered state fits
+/// `max_tokens` and whose size is at most `cap(b)` for batch `b` (at least
+/// one candidate each). The one splitting rule: the dispatcher splits a call
+/// with it, the session plans its calls with it (leaving room for its
+/// references), so a call the session plans is never split again.
+pub(crate) fn split_batches(
+    query: &str,
+    candidates: &[Candidate],
+    cap: impl Fn(usize) -> usize,
+    max_tokens: u64,
+) -> Vec<std::ops::Range<usize>> {
+    let base = estimate_tokens(&render_state(query, &[]));
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    let mut tokens = base;
+    for (i, c) in candidates.iter().enumerate() {
+        let t = candidate_line_tokens(c);
+        if i > start && (i - start >= cap(out.len()).max(1) || tokens + t > max_tokens) {
+            out.push(start..i);
+            start = i;
+            tokens = base;
+        }
+        tokens += t;
+    }
+    if start < candidates.len() {
+        out.push(start..candidates.len());
+    }
+    out
+}
+
 /// The input tokens of one call when the server reports none: the state as
 /// rendered (texts capped) plus a question's worth per candidate.
 pub(crate) fn call_tokens(query: &str, candidates: &[Candidate]) -> u64 {

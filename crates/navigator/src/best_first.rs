@@ -22,37 +22,25 @@
 //!   `k` neighbours of a judged document `d` (nearest first),
 //!   whichever is higher; a card's priority is its parent's path score.
 //!   Ties go to the passage that best matches the query lexically.
-//! * **Rounds.** The budget (minus the shortlist rerank) is spread over
-//!   `rounds` rounds; a round's slates (`slate_size` candidates each) are
-//!   judged concurrently. With a judge that reads the context (not
-//!   pointwise) and calibration on, every slate but the very first also
-//!   shows one reference (the first candidate ever judged), and its logits
-//!   are shifted so the reference scores as it did first: every round is
-//!   then on one scale. References count against the budget.
+//! * **Rounds.** The budget (minus the shortlist rerank, which a pointwise
+//!   decider does not take) is spread over `rounds` rounds; each round is
+//!   one [`Session::judge_round`]: slates of `slate_size` judged
+//!   concurrently, every slate but the session's very first showing its
+//!   anchor (the first candidate ever judged) when the decider reads the
+//!   context, so every round is on one scale. References count against the
+//!   budget.
 //! * **Stop** when the budget is spent or nothing is left to judge; the
 //!   judged passages, best first, go to the same shortlist rerank as
 //!   `levels`.
 
-use crate::config::{BestFirstConfig, OnJudgeError};
+use crate::config::BestFirstConfig;
 use crate::navigate::{cut, Navigator};
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use treenav_judge::{Candidate, Usage};
+use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{NodeId, NodeKind};
-
-/// Probabilities this close to 0 or 1 carry no scale for calibration.
-const SATURATED: f64 = 1e-6;
-
-fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-9, 1.0 - 1e-9);
-    (p / (1.0 - p)).ln()
-}
-
-fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
 
 /// A candidate picked for a round: the node, why, and its priority.
 #[derive(Debug, Clone, Copy)]
@@ -63,17 +51,10 @@ struct Pick {
     priority: Option<f64>,
 }
 
-/// The calibration reference: a candidate and its first logit.
-#[derive(Debug, Clone)]
-struct Anchor {
-    candidate: Candidate,
-    node: NodeId,
-    logit: f64,
-}
-
 /// The state of one best-first search.
 struct Search<'a> {
     nav: &'a Navigator,
+    session: Session<'a>,
     query: &'a str,
     cfg: &'a BestFirstConfig,
     neighbours: bool,
@@ -97,23 +78,22 @@ struct Search<'a> {
     lex: HashMap<NodeId, f64>,
     /// BM25 score of every document that matches the query.
     doc_lex: HashMap<NodeId, f64>,
-    anchor: Option<Anchor>,
-    /// Whether a reference is shown in every slate after the first.
-    anchored: bool,
+    /// The node of the session's calibration anchor (the first candidate
+    /// judged), when the session calibrates.
+    anchor: Option<NodeId>,
     /// Judgments left for the rounds (the shortlist's are set aside).
     left: usize,
     /// Whether the next slot goes to the graph frontier.
     graph_turn: bool,
-    usage: Usage,
     rounds: Vec<RoundTrace>,
 }
 
 impl Navigator {
     /// Best-first navigation under the judgment budget (see the module docs).
     pub(crate) async fn best_first(&self, query: &str) -> Result<Retrieval> {
-        let s = self.config.settings();
         let cfg = self.config.best_first();
-        let shortlist = if s.shortlist >= 2 { s.shortlist } else { 0 };
+        let decider = self.decider();
+        let session = self.session(decider.as_ref());
         let scored = match &self.index {
             Some(index) => index
                 .search_scored(query, self.documents)
@@ -128,6 +108,8 @@ impl Navigator {
         let doc_lex: HashMap<NodeId, f64> = scored.into_iter().collect();
         let mut search = Search {
             nav: self,
+            left: cfg.judge_budget.saturating_sub(session.shortlist_cost()),
+            session,
             query,
             cfg,
             neighbours: cfg.neighbours && self.tree.has_neighbours(),
@@ -143,10 +125,7 @@ impl Navigator {
             lex: HashMap::new(),
             doc_lex,
             anchor: None,
-            anchored: s.calibration && !self.judge.pointwise(),
-            left: cfg.judge_budget.saturating_sub(shortlist),
             graph_turn: false,
-            usage: Usage::default(),
             rounds: Vec::new(),
         };
         if cfg.cards {
@@ -196,11 +175,9 @@ impl Navigator {
         for (id, e) in &search.evidence {
             probabilities.entry(*id).or_insert(*e);
         }
-        let (ranked, rerank, shown) = self.finish(search.query, &passages, &probabilities).await?;
-        if let Some(u) = &rerank {
-            search.usage.add(u);
-        }
-        let judged_shown: usize = search.rounds.iter().map(|r| r.candidates.len()).sum();
+        let (ranked, rerank, _) = self
+            .finish(&mut search.session, search.query, &passages, &probabilities)
+            .await?;
         let docs_read: HashSet<NodeId> = search
             .judged
             .keys()
@@ -216,9 +193,9 @@ impl Navigator {
                 levels: Vec::new(),
                 rounds: search.rounds,
                 rerank,
-                usage: search.usage,
+                usage: search.session.usage().clone(),
                 titles_read: docs_read.len() as f64 / self.documents.max(1) as f64,
-                candidates_judged: judged_shown + shown,
+                candidates_judged: search.session.shown(),
                 latency_ms: 0.0,
             },
         })
@@ -241,145 +218,37 @@ impl Navigator {
 }
 
 impl Search<'_> {
-    /// One round: plan slates within `share` judgments, pick candidates,
-    /// judge the slates concurrently, update the evidence. `false` when
-    /// nothing was left to judge.
+    /// One round: as many candidates as `share` judgments hold (anchor
+    /// counted), picked, judged through the session, taken in. `false`
+    /// when nothing was left to judge.
     async fn round(&mut self, share: usize) -> Result<bool> {
-        let sizes = self.slate_sizes(share);
-        let wanted: usize = sizes.iter().sum();
+        let wanted = self.session.round_capacity(share, self.cfg.slate_size);
         let picks = self.pick(wanted);
         if picks.is_empty() {
             return Ok(false);
         }
-        // Re-plan for what was found (fewer candidates than wanted).
-        let sizes = self.slate_sizes_for(picks.len());
-        let mut slates: Vec<Vec<Pick>> = Vec::with_capacity(sizes.len());
-        let mut rest = picks.into_iter();
-        for size in sizes {
-            slates.push(rest.by_ref().take(size).collect());
-        }
-        let first_ever = self.anchor.is_none() && self.rounds.is_empty();
-        let shown: Vec<Vec<Candidate>> = slates
-            .iter()
-            .enumerate()
-            .map(|(i, slate)| {
-                let mut c: Vec<Candidate> =
-                    slate.iter().map(|p| self.nav.candidate(p.node)).collect();
-                if self.needs_reference(first_ever, i) {
-                    if let Some(a) = self.reference(first_ever, &slates) {
-                        c.push(a);
-                    }
-                }
-                c
-            })
-            .collect();
+        let candidates: Vec<Candidate> = picks.iter().map(|p| self.nav.candidate(p.node)).collect();
         let started = Instant::now();
-        let results =
-            futures::future::join_all(shown.iter().map(|c| self.nav.judge.judge(self.query, c)))
-                .await;
-        let mut per_slate = Vec::with_capacity(results.len());
-        let mut usage = Usage::default();
-        let mut fell_back = Vec::with_capacity(results.len());
-        for (b, result) in results.into_iter().enumerate() {
-            let (j, fallback) = match result {
-                Ok(j) => (j, false),
-                Err(source)
-                    if self.nav.config.settings().on_judge_error == OnJudgeError::Fallback =>
-                {
-                    tracing::warn!(round = self.rounds.len() + 1, slate = b, error = %source, "judge failed; lexical fallback");
-                    let j = self
-                        .nav
-                        .fallback
-                        .judge(self.query, &shown[b])
-                        .await
-                        .map_err(|source| self.error(b, source))?;
-                    (j, true)
-                }
-                Err(source) => return Err(self.error(b, source)),
-            };
-            if j.probabilities.len() != shown[b].len() {
-                return Err(self.error(
-                    b,
-                    treenav_judge::Error::malformed(
-                        self.nav.judge.kind(),
-                        format!(
-                            "{} answers for {} candidates",
-                            j.probabilities.len(),
-                            shown[b].len()
-                        ),
-                    ),
-                ));
-            }
-            usage.add(&j.usage);
-            per_slate.push(j.probabilities);
-            fell_back.push(fallback);
+        let scored = self
+            .session
+            .judge_round(self.query, &candidates, self.cfg.slate_size)
+            .await
+            .map_err(|e| Error::Judge {
+                level: self.rounds.len() + 1,
+                kind: crate::Judging::BestFirstRound,
+                batch: e.call,
+                source: e.source,
+            })?;
+        if self.rounds.is_empty() && self.session.calibrates() {
+            self.anchor = Some(picks[0].node);
         }
         let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
-        self.record(slates, &shown, per_slate, fell_back, usage, first_ever);
+        self.record(&picks, scored);
         if let Some(round) = self.rounds.last_mut() {
             round.judge_ms = judge_ms;
         }
-        self.nav.check_cost(&self.usage, self.rounds.len())?;
+        self.nav.check_cost(&self.session, self.rounds.len())?;
         Ok(true)
-    }
-
-    fn error(&self, slate: usize, source: treenav_judge::Error) -> Error {
-        Error::Judge {
-            level: self.rounds.len() + 1,
-            kind: crate::Judging::BestFirstRound,
-            batch: slate,
-            source,
-        }
-    }
-
-    /// Whether slate `i` of this round shows the reference.
-    fn needs_reference(&self, first_ever: bool, i: usize) -> bool {
-        self.anchored && !(first_ever && i == 0)
-    }
-
-    /// The reference candidate: the anchor, or in the very first round the
-    /// first candidate of its first slate.
-    fn reference(&self, first_ever: bool, slates: &[Vec<Pick>]) -> Option<Candidate> {
-        match (&self.anchor, first_ever) {
-            (Some(a), _) => Some(a.candidate.clone()),
-            (None, true) => slates
-                .first()
-                .and_then(|s| s.first())
-                .map(|p| self.nav.candidate(p.node)),
-            (None, false) => None,
-        }
-    }
-
-    /// Candidates per slate for a round of at most `share` judgments,
-    /// references included.
-    fn slate_sizes(&self, share: usize) -> Vec<usize> {
-        let first_ever = self.anchor.is_none() && self.rounds.is_empty();
-        let mut left = share;
-        let mut sizes = Vec::new();
-        while left > 0 {
-            let r = usize::from(self.needs_reference(first_ever, sizes.len()));
-            let take = (self.cfg.slate_size - r).min(left.saturating_sub(r));
-            if take == 0 {
-                break;
-            }
-            sizes.push(take);
-            left -= take + r;
-        }
-        sizes
-    }
-
-    /// Slate sizes for exactly `n` candidates.
-    fn slate_sizes_for(&self, n: usize) -> Vec<usize> {
-        let first_ever = self.anchor.is_none() && self.rounds.is_empty();
-        let mut left = n;
-        let mut sizes = Vec::new();
-        while left > 0 {
-            let r = usize::from(self.needs_reference(first_ever, sizes.len()));
-            let take = (self.cfg.slate_size - r).min(left);
-            sizes.push(take);
-            left -= take;
-        }
-        sizes
     }
 
     /// Up to `n` candidates: the lexical list and the graph frontier
@@ -449,13 +318,15 @@ impl Search<'_> {
         if todo.is_empty() {
             return;
         }
-        let candidates: Vec<Candidate> = todo.iter().map(|p| self.nav.candidate(*p)).collect();
-        let scores = treenav_judge::bm25_scores(
+        let labels: Vec<String> = todo.iter().map(|p| self.nav.label(*p)).collect();
+        let scores = treenav_text::score::bm25(
+            &self.nav.stats,
             self.query,
-            &candidates,
-            1.2,
-            0.75,
-            Some(self.nav.stats.clone()),
+            labels
+                .iter()
+                .map(|l| (l.as_str(), treenav_text::fingerprint(l.as_bytes()))),
+            treenav_text::score::K1,
+            treenav_text::score::B,
         );
         for (p, s) in todo.into_iter().zip(scores) {
             self.lex.insert(p, s);
@@ -564,74 +435,38 @@ impl Search<'_> {
         open.into_iter().map(|(p, _, _)| p).collect()
     }
 
-    /// Records a round's scores: calibrates each slate against the
-    /// reference, raises evidence, touches neighbours and cluster members,
-    /// opens judged cards, and writes the round's trace.
-    fn record(
-        &mut self,
-        slates: Vec<Vec<Pick>>,
-        shown: &[Vec<Candidate>],
-        per_slate: Vec<Vec<f64>>,
-        fell_back: Vec<bool>,
-        usage: Usage,
-        first_ever: bool,
-    ) {
-        if first_ever && self.anchored {
-            if let (Some(node), Some(p)) = (
-                slates.first().and_then(|s| s.first()).map(|p| p.node),
-                per_slate.first().and_then(|p| p.first()),
-            ) {
-                self.anchor = Some(Anchor {
-                    candidate: self.nav.candidate(node),
-                    node,
-                    logit: logit(*p),
-                });
+    /// Records a round's calibrated scores: raises evidence, touches
+    /// neighbours and cluster members, opens judged cards, and writes the
+    /// round's trace (the anchor shown as a reference in its slates).
+    fn record(&mut self, picks: &[Pick], scored: Scored) {
+        let mut candidates = Vec::with_capacity(scored.shown);
+        for (b, call) in scored.calls.iter().enumerate() {
+            for i in call.own.clone() {
+                let score = scored.scores[i];
+                self.absorb(picks[i].node, score);
+                candidates.push(self.trace_candidate(&picks[i], score, b, call.fallback));
             }
-        }
-        let mut candidates = Vec::new();
-        for (b, (slate, probs)) in slates.iter().zip(&per_slate).enumerate() {
-            let shift = self.shift(slate.len(), probs, shown[b].len());
-            for (pick, p) in slate.iter().zip(probs) {
-                let score = match shift {
-                    Some(s) => sigmoid(logit(*p) + s),
-                    None => *p,
-                };
-                self.absorb(pick.node, score);
-                candidates.push(self.trace_candidate(pick, score, b, fell_back[b]));
-            }
-            if shown[b].len() > slate.len() {
-                if let (Some(a), Some(p)) = (&self.anchor, probs.last()) {
+            for p in &call.references {
+                if let Some(node) = self.anchor {
                     let reference = Pick {
-                        node: a.node,
+                        node,
                         route: Route::Reference,
                         via: None,
                         priority: None,
                     };
-                    candidates.push(self.trace_candidate(&reference, *p, b, fell_back[b]));
+                    candidates.push(self.trace_candidate(&reference, *p, b, call.fallback));
                 }
             }
         }
-        self.left = self.left.saturating_sub(candidates.len());
-        self.usage.add(&usage);
+        self.left = self.left.saturating_sub(scored.shown);
         self.rounds.push(RoundTrace {
             round: self.rounds.len() + 1,
-            slates: slates.len(),
+            slates: scored.calls.len(),
             candidates,
             budget_left: self.left,
-            usage,
+            usage: scored.usage,
             judge_ms: 0.0,
         });
-    }
-
-    /// The logit shift of a slate whose last answer is the reference's.
-    fn shift(&self, own: usize, probs: &[f64], shown: usize) -> Option<f64> {
-        if shown <= own {
-            return None;
-        }
-        let a = self.anchor.as_ref()?;
-        let p = *probs.last()?;
-        let fine = |p: f64| p > SATURATED && p < 1.0 - SATURATED;
-        (fine(p) && fine(sigmoid(a.logit))).then(|| a.logit - logit(p))
     }
 
     fn trace_candidate(

@@ -1,24 +1,15 @@
 //! The `levels` strategy (the paper's walk): judge a level in shared-context
 //! batches, keep the best, expand.
 
-use crate::config::OnJudgeError;
 use crate::navigate::{cut, Navigator};
 use crate::view::Probabilities;
-use crate::{Error, Judging, LevelTrace, Result, Retrieval, Route, Trace, TraceCandidate};
+use crate::{
+    CallTrace, Error, Judging, LevelTrace, Result, Retrieval, Route, Trace, TraceCandidate,
+};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use treenav_judge::rank::BatchPlan;
-use treenav_judge::{Candidate, Usage};
+use treenav_judge::{Candidate, Scored, Session, Usage};
 use treenav_tree::{LevelKind, NodeId};
-
-/// One level's judged candidates.
-struct Judged {
-    scores: Vec<f64>,
-    batch_of: Vec<usize>,
-    fallback: Vec<bool>,
-    batches: usize,
-    usage: Usage,
-}
 
 /// The walk so far: what each level showed and kept.
 struct Walk {
@@ -37,6 +28,8 @@ impl Navigator {
     /// selected and traced, and their children become the next frontier,
     /// down to the passages; then the shortlist is reranked.
     pub(crate) async fn walk(&self, query: &str) -> Result<Retrieval> {
+        let decider = self.decider();
+        let mut session = self.session(decider.as_ref());
         let mut walk = Walk {
             probabilities: Probabilities::new(),
             levels: Vec::new(),
@@ -61,10 +54,12 @@ impl Navigator {
                 LevelKind::Cluster | LevelKind::Document => self.config.budget(depth - 1),
             };
             let started = Instant::now();
-            let judged = self.judge_level(query, &frontier, depth, kind).await?;
+            let judged = self
+                .judge_level(&mut session, query, &frontier, depth, kind)
+                .await?;
             let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
             walk.usage.add(&judged.usage);
-            self.check_cost(&walk.usage, depth)?;
+            self.check_cost(&session, depth)?;
             let (order, budget) = select(&frontier, &judged.scores, budget);
             for (i, (id, _)) in frontier.iter().enumerate() {
                 walk.probabilities.insert(*id, judged.scores[i]);
@@ -81,7 +76,8 @@ impl Navigator {
             frontier = self.expand(&chosen);
             depth += 1;
         };
-        self.finish_walk(query, walk, &kept_passages).await
+        self.finish_walk(&mut session, query, walk, &kept_passages)
+            .await
     }
 
     /// The kind of the level `frontier` holds.
@@ -120,7 +116,7 @@ impl Navigator {
     fn trace_level(
         &self,
         frontier: &Frontier,
-        judged: &Judged,
+        judged: &Scored,
         order: &[usize],
         depth: usize,
         kind: LevelKind,
@@ -138,8 +134,8 @@ impl Navigator {
                 probability: judged.scores[i],
                 kept: kept.contains(&i),
                 route: *route,
-                batch: judged.batch_of[i],
-                fallback: judged.fallback[i],
+                batch: judged.call_of(i),
+                fallback: judged.calls[judged.call_of(i)].fallback,
             })
             .collect();
         LevelTrace {
@@ -147,7 +143,16 @@ impl Navigator {
             kind,
             budget,
             kept: order.len(),
-            batches: judged.batches,
+            batches: judged.calls.len(),
+            calls: judged
+                .calls
+                .iter()
+                .map(|c| CallTrace {
+                    candidates: c.own.len(),
+                    references: c.references.len(),
+                    fallback: c.fallback,
+                })
+                .collect(),
             candidates,
             usage: judged.usage.clone(),
             judge_ms: 0.0,
@@ -165,22 +170,20 @@ impl Navigator {
     /// Reranks the kept passages and assembles the retrieval and its trace.
     async fn finish_walk(
         &self,
+        session: &mut Session<'_>,
         query: &str,
         mut walk: Walk,
         kept_passages: &[(NodeId, f64)],
     ) -> Result<Retrieval> {
         let (passages, rerank, shown) = self
-            .finish(query, kept_passages, &walk.probabilities)
+            .finish(session, query, kept_passages, &walk.probabilities)
             .await?;
         if let Some(u) = &rerank {
             walk.usage.add(u);
         }
-        let candidates_judged = walk
-            .levels
-            .iter()
-            .map(|l| l.candidates.len())
-            .sum::<usize>()
-            + shown;
+        // Everything the decider was shown: references and shortlist included.
+        let candidates_judged = session.shown();
+        let _ = shown;
         Ok(Retrieval {
             query: query.to_string(),
             passages,
@@ -199,79 +202,27 @@ impl Navigator {
         })
     }
 
-    /// Judges one level in batches of `batch_size`, all at once; with
-    /// calibration, shows the same references in every batch and shifts each
-    /// batch's logits so that the references' mean logit agrees across batches.
+    /// Judges one level through the session: shared-context calls within
+    /// the decider's limits, all at once, calibrated across calls.
     async fn judge_level(
         &self,
+        session: &mut Session<'_>,
         query: &str,
         frontier: &[(NodeId, Route)],
         depth: usize,
         kind: LevelKind,
-    ) -> Result<Judged> {
-        let s = self.config.settings();
+    ) -> Result<Scored> {
         let candidates: Vec<Candidate> =
             frontier.iter().map(|(id, _)| self.candidate(*id)).collect();
-        let plan = BatchPlan::new(candidates.len(), s.batch_size, s.calibration);
-        let batches: Vec<Vec<Candidate>> = plan
-            .batches()
-            .iter()
-            .map(|members| members.iter().map(|i| candidates[*i].clone()).collect())
-            .collect();
-        let results =
-            futures::future::join_all(batches.iter().map(|shown| self.judge.judge(query, shown)))
-                .await;
-        let mut usage = Usage::default();
-        let mut per_batch: Vec<Vec<f64>> = Vec::with_capacity(batches.len());
-        let mut fell_back: Vec<bool> = Vec::with_capacity(batches.len());
-        for (b, result) in results.into_iter().enumerate() {
-            match result {
-                Ok(j) => {
-                    usage.add(&j.usage);
-                    per_batch.push(j.probabilities);
-                    fell_back.push(false);
-                }
-                Err(source) if s.on_judge_error == OnJudgeError::Fallback => {
-                    tracing::warn!(level = depth, batch = b, error = %source, "judge failed; lexical fallback");
-                    let j = self
-                        .fallback
-                        .judge(query, &batches[b])
-                        .await
-                        .map_err(|source| Error::Judge {
-                            level: depth,
-                            kind: Judging::Level(kind),
-                            batch: b,
-                            source,
-                        })?;
-                    usage.add(&j.usage);
-                    per_batch.push(j.probabilities);
-                    fell_back.push(true);
-                }
-                Err(source) => {
-                    return Err(Error::Judge {
-                        level: depth,
-                        kind: Judging::Level(kind),
-                        batch: b,
-                        source,
-                    })
-                }
-            }
-        }
-        let scores = plan.combine(&per_batch).map_err(|(b, msg)| Error::Judge {
-            level: depth,
-            kind: Judging::Level(kind),
-            batch: b,
-            source: treenav_judge::Error::malformed(self.judge.kind(), msg),
-        })?;
-        let batch_of: Vec<usize> = (0..candidates.len()).map(|i| plan.batch_of(i)).collect();
-        let fallback = batch_of.iter().map(|b| fell_back[*b]).collect();
-        Ok(Judged {
-            scores,
-            batch_of,
-            fallback,
-            batches: batches.len(),
-            usage,
-        })
+        session
+            .judge_list(query, &candidates)
+            .await
+            .map_err(|e| Error::Judge {
+                level: depth,
+                kind: Judging::Level(kind),
+                batch: e.call,
+                source: e.source,
+            })
     }
 }
 

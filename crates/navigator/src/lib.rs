@@ -47,6 +47,8 @@ mod best_first;
 mod config;
 mod levels;
 mod navigate;
+#[cfg(test)]
+mod tests;
 mod view;
 
 pub use config::{
@@ -214,6 +216,18 @@ impl std::fmt::Display for Judging {
     }
 }
 
+/// One decider call of a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CallTrace {
+    /// Candidates the call scored for the level.
+    pub candidates: usize,
+    /// Calibration references shown beside them (the level's first
+    /// candidates, in every call but the one holding them).
+    pub references: usize,
+    /// Whether the lexical fallback answered it.
+    pub fallback: bool,
+}
+
 /// One level of the walk.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LevelTrace {
@@ -226,9 +240,11 @@ pub struct LevelTrace {
     pub budget: usize,
     /// Candidates kept.
     pub kept: usize,
-    /// Batches (judge calls before any splitting by the dispatcher).
+    /// Decider calls (planned within the decider's limits: never split again).
     pub batches: usize,
-    /// Every candidate shown, in the order shown.
+    /// Each call: candidates it scored and calibration references beside them.
+    pub calls: Vec<CallTrace>,
+    /// Every candidate scored, in the order shown.
     pub candidates: Vec<TraceCandidate>,
     /// What judging this level cost (`usage.latency_ms` adds up the
     /// batches' times; `judge_ms` is the wall time).

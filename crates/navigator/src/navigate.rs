@@ -7,7 +7,10 @@ use crate::{Error, RankedPassage, Result, Retrieval};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Instant;
-use treenav_judge::{Candidate, CorpusStats, Judge, JudgeOptions, Usage};
+use treenav_judge::{
+    Candidate, CorpusStats, Decide, Judge, JudgeOptions, Session, SessionOptions, Usage,
+    WithFallback,
+};
 use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, NodeKind, Tree};
 
@@ -15,8 +18,10 @@ use treenav_tree::{NodeId, NodeKind, Tree};
 #[derive(Debug)]
 pub struct Navigator {
     pub(crate) tree: Arc<Tree>,
-    pub(crate) judge: Judge,
-    pub(crate) fallback: Judge,
+    pub(crate) judge: Arc<dyn Decide>,
+    /// The lexical judge (with the tree's statistics) that answers a failed
+    /// call when `on_judge_error` is `fallback`.
+    pub(crate) fallback: Arc<dyn Decide>,
     pub(crate) config: ValidConfig,
     pub(crate) index: Option<Arc<DocumentIndex>>,
     pub(crate) stats: Arc<CorpusStats>,
@@ -27,14 +32,19 @@ pub struct Navigator {
 }
 
 impl Navigator {
-    /// A navigator over a loaded tree with a judge and a checked config.
+    /// A navigator over a loaded tree with a decider (a [`Judge`], or any
+    /// [`Decide`]) and a checked config.
     ///
     /// The lexical judge (and the lexical fallback) get the corpus's passage
     /// statistics; with `lexical_entry` on (or under `best-first`, whose
     /// frontier it seeds), a BM25 index over the documents. Both are read
     /// from beside the tree file when it was saved with them (format
     /// version 4), else computed here, once.
-    pub fn new(tree: Arc<Tree>, judge: Judge, config: ValidConfig) -> Result<Navigator> {
+    pub fn new(
+        tree: Arc<Tree>,
+        judge: impl Into<Arc<dyn Decide>>,
+        config: ValidConfig,
+    ) -> Result<Navigator> {
         let stats = Navigator::corpus_stats(&tree)?;
         Navigator::with_stats(tree, judge, config, stats)
     }
@@ -68,7 +78,7 @@ impl Navigator {
     /// ([`Navigator::corpus_stats`]).
     pub fn with_stats(
         tree: Arc<Tree>,
-        judge: Judge,
+        judge: impl Into<Arc<dyn Decide>>,
         config: ValidConfig,
         stats: Arc<CorpusStats>,
     ) -> Result<Navigator> {
@@ -76,12 +86,16 @@ impl Navigator {
         if documents == 0 || tree.passages().next().is_none() {
             return Err(Error::Tree("the tree has no document or passage".into()));
         }
+        let judge: Arc<dyn Decide> = judge.into();
         let judge = judge
             .with_corpus_stats(stats.clone())
-            .map_err(Error::JudgeSetup)?;
-        let fallback = Judge::new(&JudgeOptions::default())
-            .and_then(|j| j.with_corpus_stats(stats.clone()))
-            .map_err(Error::JudgeSetup)?;
+            .map_err(Error::JudgeSetup)?
+            .unwrap_or(judge);
+        let fallback: Arc<dyn Decide> = Arc::new(
+            Judge::new(&JudgeOptions::default())
+                .and_then(|j| j.with_corpus_stats(stats.clone()))
+                .map_err(Error::JudgeSetup)?,
+        );
         let mut navigator = Navigator {
             tree,
             judge,
@@ -215,24 +229,46 @@ impl Navigator {
         Candidate::new(node_id, self.label(id))
     }
 
-    /// Stops with [`Error::CostCap`] once `usage` is over the cost cap.
-    pub(crate) fn check_cost(&self, usage: &Usage, level: usize) -> Result<()> {
-        match self.config.settings().max_cost_usd {
-            Some(cap) if usage.cost_usd > cap => Err(Error::CostCap {
-                cap,
-                spent: usage.cost_usd,
-                level,
-            }),
-            _ => Ok(()),
+    /// The decider a query asks: the judge, backed by the lexical fallback
+    /// when `on_judge_error` is `fallback`.
+    pub(crate) fn decider(&self) -> Arc<dyn Decide> {
+        match self.config.settings().on_judge_error {
+            OnJudgeError::Fallback => {
+                Arc::new(WithFallback::new(self.judge.clone(), self.fallback.clone()))
+            }
+            OnJudgeError::Fail => self.judge.clone(),
+        }
+    }
+
+    /// A decision session for one query with these settings.
+    pub(crate) fn session<'d>(&self, decider: &'d dyn Decide) -> Session<'d> {
+        let s = self.config.settings();
+        Session::new(
+            decider,
+            SessionOptions {
+                batch_size: s.batch_size,
+                calibration: s.calibration,
+                shortlist: s.shortlist,
+                max_cost_usd: s.max_cost_usd,
+            },
+        )
+    }
+
+    /// Stops with [`Error::CostCap`] once the session is over the cost cap.
+    pub(crate) fn check_cost(&self, session: &Session<'_>, level: usize) -> Result<()> {
+        match session.over_cost() {
+            Some((cap, spent)) => Err(Error::CostCap { cap, spent, level }),
+            None => Ok(()),
         }
     }
 
     /// Turns kept passages (best first) into ranked passages and reranks the
-    /// shortlist with one multiple-choice question through the judge
-    /// crate's ranking path. Returns the passages, the rerank's usage and
-    /// the candidates it showed.
+    /// shortlist with one multiple-choice question through the session (a
+    /// pointwise decider's order by score stands). Returns the passages, the
+    /// rerank's usage and the candidates it showed.
     pub(crate) async fn finish(
         &self,
+        session: &mut Session<'_>,
         query: &str,
         kept: &[(NodeId, f64)],
         probabilities: &Probabilities,
@@ -250,24 +286,10 @@ impl Navigator {
             .collect();
         let scores: Vec<f64> = passages.iter().map(|p| p.probability).collect();
         let mut order: Vec<usize> = (0..passages.len()).collect();
-        let s = self.config.settings();
-        let reranked = self
-            .judge
-            .rerank_shortlist(query, &candidates, &mut order, &scores, s.shortlist)
-            .await;
-        // The fallback covers every judge call of the query, the rerank too
-        // (`order` is untouched by a failed rerank).
-        let choice = match reranked {
-            Ok(choice) => choice,
-            Err(source) if s.on_judge_error == OnJudgeError::Fallback => {
-                tracing::warn!(error = %source, "shortlist rerank failed; lexical fallback");
-                self.fallback
-                    .rerank_shortlist(query, &candidates, &mut order, &scores, s.shortlist)
-                    .await
-                    .map_err(Error::Rerank)?
-            }
-            Err(source) => return Err(Error::Rerank(source)),
-        };
+        let choice = session
+            .shortlist(query, &candidates, &mut order, &scores)
+            .await
+            .map_err(Error::Rerank)?;
         let Some(choice) = choice else {
             return Ok((passages, None, 0));
         };

@@ -51,8 +51,9 @@ pub use tokens::TokenCounter;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
-use treenav_judge::{Candidate, Judge, Scale, Usage};
+use treenav_judge::{Candidate, Decide, Scale, Session, SessionOptions, Usage};
 
 /// Result of the prune crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -203,7 +204,7 @@ pub struct Pruned {
 /// A ready pruner. Cheap to share (the judge is).
 #[derive(Debug, Clone)]
 pub struct Pruner {
-    judge: Judge,
+    judge: Arc<dyn Decide>,
     options: PruneOptions,
 }
 
@@ -224,13 +225,40 @@ fn check_input(question: &str, chunks: &[Chunk]) -> Result<()> {
 }
 
 impl Pruner {
-    /// A pruner with a judge; checks the options.
-    pub fn new(judge: Judge, options: PruneOptions) -> Result<Pruner> {
+    /// A pruner with a judge (a `Judge`, or any [`Decide`]); checks the options.
+    pub fn new(judge: impl Into<Arc<dyn Decide>>, options: PruneOptions) -> Result<Pruner> {
         options.strategy.check()?;
         if options.token_budget == Some(0) {
             return Err(Error::Config("the token budget must be at least 1".into()));
         }
-        Ok(Pruner { judge, options })
+        Ok(Pruner {
+            judge: judge.into(),
+            options,
+        })
+    }
+
+    /// P(relevant) of every chunk through one calibrated session: one call
+    /// when the chunks fit the judge's limits, else calls that each carry
+    /// the same references, on one scale.
+    async fn judge_all(
+        &self,
+        question: &str,
+        candidates: &[Candidate],
+    ) -> Result<(Vec<f64>, Usage)> {
+        let mut session = Session::new(
+            self.judge.as_ref(),
+            SessionOptions {
+                batch_size: usize::MAX,
+                calibration: true,
+                shortlist: 0,
+                max_cost_usd: None,
+            },
+        );
+        let scored = session
+            .judge_list(question, candidates)
+            .await
+            .map_err(|e| Error::Judge(e.source))?;
+        Ok((scored.scores, scored.usage))
     }
 
     /// The options.
@@ -291,17 +319,17 @@ impl Pruner {
                 )
             }
             Strategy::Keep { .. } => {
-                let j = self.judge.judge(question, &candidates(0)).await?;
-                usage.add(&j.usage);
-                (None, Some(j.probabilities))
+                let (p, u) = self.judge_all(question, &candidates(0)).await?;
+                usage.add(&u);
+                (None, Some(p))
             }
             Strategy::BudgetSelect { .. } => {
                 let k = self.options.keep_top_k.min(chunks.len());
                 let mut p = vec![f64::NAN; k];
                 if k < chunks.len() {
-                    let j = self.judge.judge(question, &candidates(k)).await?;
-                    usage.add(&j.usage);
-                    p.extend(j.probabilities);
+                    let (judged, u) = self.judge_all(question, &candidates(k)).await?;
+                    usage.add(&u);
+                    p.extend(judged);
                 }
                 (None, Some(p))
             }
@@ -330,7 +358,7 @@ impl Pruner {
 mod tests {
     use super::*;
     use crate::select::edge_order;
-    use treenav_judge::JudgeOptions;
+    use treenav_judge::{Judge, JudgeOptions};
 
     fn chunks(n: usize) -> Vec<Chunk> {
         (0..n)

@@ -64,6 +64,7 @@ pub fn is_stopword(word: &str) -> bool {
 }
 
 pub mod bm25;
+pub mod score;
 pub mod stats;
 
 /// Lower-cased alphanumeric words (`\w+`), stopwords removed.

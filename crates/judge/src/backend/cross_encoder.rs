@@ -20,6 +20,15 @@ use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 
 const NAME: &str = "cross-encoder";
+
+/// The backend's profile: Pointwise (query, candidate) pairs in-process: no limits worth the name.
+pub(crate) const PROFILE: super::Profile = super::Profile {
+    kind: NAME,
+    limits: super::LIMITS_IN_PROCESS,
+    price_per_million: 0.0,
+    in_process: true,
+    pointwise: true,
+};
 /// The model the backend runs, as reported in usage and `doctor`.
 pub(crate) const MODEL: &str = "ms-marco-MiniLM-L-12-v2 (int8 ONNX)";
 

@@ -8,9 +8,17 @@
 use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::{expected_level, Candidate};
 use std::sync::Arc;
-use treenav_text::terms;
 
 pub use treenav_text::stats::CorpusStats;
+
+/// The backend's profile: BM25-style scores relative to the context: in-process, no limits worth the name.
+pub(crate) const PROFILE: super::Profile = super::Profile {
+    kind: "lexical",
+    limits: super::LIMITS_IN_PROCESS,
+    price_per_million: 0.0,
+    in_process: true,
+    pointwise: false,
+};
 
 /// BM25 score of each candidate against the query (k1, b as in BM25), with
 /// the IDF of `stats` when given, else of the candidates themselves.
@@ -28,53 +36,6 @@ pub fn bm25_scores(
 /// The key of a candidate text in the term cache (and in the dispatcher's).
 pub(crate) fn text_key(text: &str) -> u128 {
     treenav_text::fingerprint(text.as_bytes())
-}
-
-/// The terms of one text: (term hash, count) sorted by hash, and the total.
-#[derive(Debug)]
-struct TermCounts {
-    terms: Box<[(u64, u32)]>,
-    total: f64,
-}
-
-impl TermCounts {
-    fn of(text: &str) -> TermCounts {
-        let mut hashes: Vec<u64> = terms(text).map(|t| treenav_text::term_hash(&t)).collect();
-        let total = hashes.len() as f64;
-        hashes.sort_unstable();
-        let mut counts: Vec<(u64, u32)> = Vec::with_capacity(hashes.len());
-        for h in hashes {
-            match counts.last_mut() {
-                Some((last, n)) if *last == h => *n += 1,
-                _ => counts.push((h, 1)),
-            }
-        }
-        TermCounts {
-            terms: counts.into_boxed_slice(),
-            total,
-        }
-    }
-
-    fn count(&self, term: u64) -> u32 {
-        self.terms
-            .binary_search_by_key(&term, |(h, _)| *h)
-            .map_or(0, |i| self.terms[i].1)
-    }
-}
-
-/// Term counts are a function of the text alone, so one cache serves every
-/// lexical judge and `bm25_scores` call in the process: candidate texts
-/// (cluster cards, document views, passages) recur from query to query.
-fn term_counts(text: &str, key: u128) -> Arc<TermCounts> {
-    static CACHE: std::sync::OnceLock<quick_cache::sync::Cache<u128, Arc<TermCounts>>> =
-        std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(|| quick_cache::sync::Cache::new(200_000));
-    if let Some(hit) = cache.get(&key) {
-        return hit;
-    }
-    let counts = Arc::new(TermCounts::of(text));
-    cache.insert(key, counts.clone());
-    counts
 }
 
 /// The lexical backend.
@@ -105,45 +66,17 @@ impl Lexical {
     /// BM25 score of each candidate against the query; `keys` are the
     /// candidates' [`text_key`]s.
     pub(crate) fn scores(&self, query: &str, candidates: &[Candidate], keys: &[u128]) -> Vec<f64> {
-        let local;
-        let stats = match &self.stats {
-            Some(s) => s.as_ref(),
+        let texts = candidates
+            .iter()
+            .map(|c| c.text.as_str())
+            .zip(keys.iter().copied());
+        match &self.stats {
+            Some(s) => treenav_text::score::bm25(s, query, texts, self.k1, self.b),
             None => {
-                local = CorpusStats::from_texts(candidates.iter().map(|c| c.text.as_str()));
-                &local
+                let local = CorpusStats::from_texts(candidates.iter().map(|c| c.text.as_str()));
+                treenav_text::score::bm25(&local, query, texts, self.k1, self.b)
             }
-        };
-        let avg = if stats.mean_terms > 0.0 {
-            stats.mean_terms
-        } else {
-            1.0
-        };
-        let mut query_terms: Vec<String> = terms(query).collect();
-        query_terms.sort();
-        query_terms.dedup();
-        // (term hash, IDF) once per call, in the sorted order the sum runs.
-        let query_terms: Vec<(u64, f64)> = query_terms
-            .iter()
-            .map(|t| (treenav_text::term_hash(t), stats.idf(t)))
-            .collect();
-        candidates
-            .iter()
-            .zip(keys)
-            .map(|(c, key)| {
-                let tf = term_counts(&c.text, *key);
-                let norm = self.k1 * (1.0 - self.b + self.b * tf.total / avg);
-                query_terms
-                    .iter()
-                    .map(|(t, idf)| {
-                        let f = f64::from(tf.count(*t));
-                        if f == 0.0 {
-                            return 0.0;
-                        }
-                        idf * f * (self.k1 + 1.0) / (f + norm)
-                    })
-                    .sum()
-            })
-            .collect()
+        }
     }
 
     pub(crate) fn call(&self, op: &Op<'_>) -> Raw {

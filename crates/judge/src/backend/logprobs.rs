@@ -13,6 +13,20 @@ use serde::Deserialize;
 use serde_json::json;
 
 const NAME: &str = "openai-logprobs";
+
+/// The backend's profile: One completion per question; top-20 log-probabilities cap the options.
+pub(crate) const PROFILE: super::Profile = super::Profile {
+    kind: NAME,
+    limits: crate::Limits {
+        max_questions: 64,
+        max_options: 20,
+        max_state_tokens: 6_000,
+    },
+    price_per_million: 0.0,
+    in_process: false,
+    pointwise: false,
+};
+
 /// Where chat completions live below the base URL.
 pub(crate) const PATH: &str = "/v1/chat/completions";
 /// Below this label mass an answer is flagged as unreliable.

@@ -16,9 +16,73 @@ pub use lexical::{bm25_scores, CorpusStats};
 pub(crate) use op::{Op, OpKind, Raw, Values};
 
 use crate::error::Result;
-use crate::options::BackendOptions;
+use crate::options::{BackendOptions, Limits};
 use std::sync::Arc;
 use treenav_http::ClientConfig;
+
+/// What a backend kind is before any configuration, declared in its own
+/// file: its name, what one call may hold, its list price, whether it runs
+/// in-process (CPU-bound: run as many queries at once as there are cores)
+/// and whether it scores each candidate alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Profile {
+    /// The name used in config (`kind`), on the CLI (`--judge`) and in errors.
+    pub kind: &'static str,
+    /// What one call may hold, before `dispatch.limits` overrides.
+    pub limits: Limits,
+    /// List price per million input tokens, USD.
+    pub price_per_million: f64,
+    /// Runs in this process (no server).
+    pub in_process: bool,
+    /// Scores each candidate alone.
+    pub pointwise: bool,
+}
+
+/// The limits of an in-process backend: none worth the name.
+pub(crate) const LIMITS_IN_PROCESS: Limits = Limits {
+    max_questions: 10_000,
+    max_options: 10_000,
+    max_state_tokens: u64::MAX / 4,
+};
+
+/// Every backend's profile, in the order `--judge` lists them.
+pub const PROFILES: [Profile; 5] = [
+    lexical::PROFILE,
+    systemone::PROFILE,
+    openai_decisions::PROFILE,
+    logprobs::PROFILE,
+    cross_encoder::PROFILE,
+];
+
+impl BackendOptions {
+    /// The profile of the backend these options configure: name, default
+    /// limits, list price (declared in the backend's own file; the one match
+    /// over kinds).
+    pub fn profile(&self) -> Profile {
+        match self {
+            BackendOptions::Lexical { .. } => lexical::PROFILE,
+            BackendOptions::Systemone { .. } => systemone::PROFILE,
+            BackendOptions::OpenaiDecisions { .. } => openai_decisions::PROFILE,
+            BackendOptions::OpenaiLogprobs { .. } => logprobs::PROFILE,
+            BackendOptions::CrossEncoder { .. } => cross_encoder::PROFILE,
+        }
+    }
+
+    /// The backend's name as used in config and errors.
+    pub fn kind(&self) -> &'static str {
+        self.profile().kind
+    }
+
+    /// The limits a backend of this kind is assumed to have, before overrides.
+    pub fn default_limits(&self) -> Limits {
+        self.profile().limits
+    }
+
+    /// The default price per million input tokens in USD (Jev $0.042, OpenAI decisions $0.10).
+    pub fn default_price_per_million(&self) -> f64 {
+        self.profile().price_per_million
+    }
+}
 
 /// One configured backend.
 #[derive(Debug)]
@@ -120,9 +184,9 @@ impl Backend {
         }
     }
 
-    /// Whether the backend scores each candidate alone (a cross-encoder).
-    pub(crate) fn pointwise(&self) -> bool {
-        matches!(self, Backend::CrossEncoder(_))
+    /// Whether the backend reads corpus statistics (the lexical one).
+    pub(crate) fn uses_corpus_stats(&self) -> bool {
+        matches!(self, Backend::Lexical(_))
     }
 
     /// This backend with corpus statistics for its IDF, when it uses any

@@ -12,6 +12,20 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 const NAME: &str = "openai-decisions";
+
+/// The backend's profile: OpenAI decisions: 2–255 choices; $0.10 per million input tokens.
+pub(crate) const PROFILE: super::Profile = super::Profile {
+    kind: NAME,
+    limits: crate::Limits {
+        max_questions: 64,
+        max_options: 255,
+        max_state_tokens: 30_000,
+    },
+    price_per_million: 0.10,
+    in_process: false,
+    pointwise: false,
+};
+
 /// Where the decisions API lives below the base URL.
 pub(crate) const PATH: &str = "/v1/decisions";
 

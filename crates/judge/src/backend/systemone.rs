@@ -13,6 +13,20 @@ use std::collections::HashMap;
 
 const NAME: &str = "systemone";
 
+/// The backend's profile: dev-double and laya cap at 64 questions and 26 options; Jev at ≈ 33k
+/// tokens of state plus question; Jev's list price is $0.042 per million input tokens.
+pub(crate) const PROFILE: super::Profile = super::Profile {
+    kind: NAME,
+    limits: crate::Limits {
+        max_questions: 64,
+        max_options: 26,
+        max_state_tokens: 30_000,
+    },
+    price_per_million: 0.042,
+    in_process: false,
+    pointwise: false,
+};
+
 #[derive(Debug)]
 pub(crate) struct SystemOne(pub(crate) Remote);
 
