@@ -15,6 +15,8 @@ use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
 pub enum DenseEmbedder {
     /// all-MiniLM-L6-v2 in-process (build with --features minilm).
     Minilm,
+    /// bge-small-en in-process with ONNX Runtime (build with --features onnx).
+    BgeSmall,
     /// An OpenAI-compatible POST /v1/embeddings server (--embed-endpoint, --embed-model).
     Openai,
 }
@@ -127,6 +129,9 @@ fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
             batch_size: 32,
             max_tokens: 128,
         }),
+        Some(DenseEmbedder::BgeSmall) => {
+            Some(crate::build::bge_small(args.embed_model_dir.clone(), 32))
+        }
         Some(DenseEmbedder::Openai) => Some(EmbedderOptions::Openai {
             endpoint: args
                 .embed_endpoint

@@ -16,6 +16,8 @@ enum EmbedderKind {
     Openai,
     /// all-MiniLM-L6-v2 in-process (build with --features minilm; --model-dir).
     Minilm,
+    /// bge-small-en in-process with ONNX Runtime (build with --features onnx; --model-dir).
+    BgeSmall,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +97,8 @@ pub struct BuildArgs {
     /// Embedding model name (openai embedder).
     #[arg(long)]
     model: Option<String>,
-    /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
+    /// Model folder of the minilm or bge-small embedder (default
+    /// ~/.cache/treenav/models/all-MiniLM-L6-v2 or …/bge-small-en).
     #[arg(long)]
     model_dir: Option<PathBuf>,
     /// Environment variable holding the embeddings API key (none sent if not given).
@@ -167,7 +170,19 @@ fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
             batch_size: args.batch_size,
             max_tokens: 128,
         },
+        EmbedderKind::BgeSmall => bge_small(args.model_dir.clone(), args.batch_size),
     })
+}
+
+/// bge-small-en with the defaults (ONNX Runtime from its default place).
+pub fn bge_small(model_dir: Option<PathBuf>, batch_size: usize) -> EmbedderOptions {
+    EmbedderOptions::BgeSmall {
+        model_dir,
+        ort_library: None,
+        batch_size,
+        max_tokens: 256,
+        threads: 2,
+    }
 }
 
 fn summarizer_options(args: &BuildArgs) -> Result<SummarizerOptions> {

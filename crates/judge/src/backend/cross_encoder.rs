@@ -102,53 +102,32 @@ pub(crate) fn values_from_logits(op: &Op<'_>, logits: &[f64]) -> Values {
 #[cfg(feature = "cross-encoder")]
 mod engine {
     use super::*;
-    use ort::session::Session;
-    use ort::value::Tensor;
-    use std::sync::{Arc, Mutex, OnceLock};
-    use tokenizers::Tokenizer;
+    use std::sync::Arc;
+    use treenav_onnx::Encoder;
 
-    static ENVIRONMENT: OnceLock<std::result::Result<ort::environment::Environment, String>> =
-        OnceLock::new();
-
-    fn environment(library: &Path) -> Result<&'static ort::environment::Environment> {
-        let env = ENVIRONMENT.get_or_init(|| {
-            if !library.is_file() {
-                return Err(format!(
-                    "ONNX Runtime library {} not found: run scripts/fetch-models.sh or set ORT_DYLIB_PATH",
-                    library.display()
-                ));
-            }
-            let env = ort::init_from(library)
-                .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
-                .with_name("treenav")
-                .build()
-                .map_err(|e| format!("cannot start ONNX Runtime: {e}"))?;
-            tracing::info!(library = %library.display(), build = ort::info(), "ONNX Runtime loaded");
-            Ok(env)
-        });
-        env.as_ref()
-            .map_err(|e| Error::new(ErrorKind::Config, NAME, e.clone()))
-    }
-
-    /// The build of the ONNX Runtime library loaded (version, commit, flags),
-    /// once a cross-encoder judge has loaded it.
+    /// The loaded runtime's build string, once the cross-encoder (or any
+    /// other in-process model) has loaded it.
     pub fn onnx_runtime_build() -> Option<&'static str> {
-        match ENVIRONMENT.get() {
-            Some(Ok(_)) => Some(ort::info()),
-            _ => None,
-        }
+        treenav_onnx::runtime_build()
     }
 
-    /// A loaded model.
+    /// The loaded model (shared by clones of the judge).
     #[derive(Debug)]
     pub(crate) struct CrossEncoder {
-        session: Arc<Mutex<Session>>,
-        tokenizer: Arc<Tokenizer>,
+        encoder: Arc<Encoder>,
         batch_size: usize,
-        needs_type_ids: bool,
+    }
+
+    fn setup(e: treenav_onnx::Error) -> Error {
+        Error::new(ErrorKind::Config, NAME, e.to_string())
+    }
+
+    fn failed(e: treenav_onnx::Error) -> Error {
+        Error::new(ErrorKind::Server, NAME, e.to_string())
     }
 
     impl CrossEncoder {
+        /// Loads the model and tokenizer from `model_dir` with the runtime in `library`.
         pub(crate) fn load(
             model_dir: &Path,
             library: &Path,
@@ -156,153 +135,53 @@ mod engine {
             batch_size: usize,
             max_tokens: usize,
         ) -> Result<CrossEncoder> {
-            let config = |m: String| Error::new(ErrorKind::Config, NAME, m);
-            let model = model_dir.join("model.onnx");
-            let tok = model_dir.join("tokenizer.json");
-            for f in [&model, &tok] {
-                if !f.is_file() {
-                    return Err(config(format!(
-                        "{} not found: run scripts/fetch-models.sh or pass --model-dir",
-                        f.display()
-                    )));
-                }
-            }
-            let env = environment(library)?;
-            let mut tokenizer = Tokenizer::from_file(&tok)
-                .map_err(|e| config(format!("{}: {e}", tok.display())))?;
-            tokenizer.with_padding(None);
-            tokenizer
-                .with_truncation(Some(tokenizers::TruncationParams {
-                    max_length: max_tokens,
-                    ..Default::default()
-                }))
-                .map_err(|e| config(format!("tokenizer truncation: {e}")))?;
-            let session = Session::builder(env)
-                .and_then(|b| {
-                    b.with_optimization_level(ort::session::builder::GraphOptimizationLevel::Level3)
-                        .map_err(Into::into)
-                })
-                .and_then(|b| b.with_intra_threads(threads.max(1)).map_err(Into::into))
-                .and_then(|mut b| b.commit_from_file(&model))
-                .map_err(|e| config(format!("cannot load {}: {e}", model.display())))?;
-            let needs_type_ids = session
-                .inputs()
-                .iter()
-                .any(|i| i.name() == "token_type_ids");
+            let encoder = Encoder::load(model_dir, library, threads, max_tokens).map_err(setup)?;
             Ok(CrossEncoder {
-                session: Arc::new(Mutex::new(session)),
-                tokenizer: Arc::new(tokenizer),
+                encoder: Arc::new(encoder),
                 batch_size: batch_size.max(1),
-                needs_type_ids,
             })
         }
 
-        /// One logit per candidate text, in input order, and the pairs'
-        /// tokens (after truncation, before padding).
+        /// One logit per (query, text) pair and the tokens read, on the
+        /// blocking pool.
         pub(crate) async fn logits(
             &self,
             query: &str,
             texts: Vec<String>,
         ) -> Result<(Vec<f64>, u64)> {
-            let session = self.session.clone();
-            let tokenizer = self.tokenizer.clone();
-            let (batch_size, needs_type_ids) = (self.batch_size, self.needs_type_ids);
+            let encoder = self.encoder.clone();
+            let batch_size = self.batch_size;
             let query = query.to_string();
-            tokio::task::spawn_blocking(move || {
-                score(
-                    &session,
-                    &tokenizer,
-                    &query,
-                    &texts,
-                    batch_size,
-                    needs_type_ids,
-                )
-            })
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Server,
-                    NAME,
-                    format!("inference task failed: {e}"),
-                )
-            })?
+            tokio::task::spawn_blocking(move || score(&encoder, &query, &texts, batch_size))
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Server,
+                        NAME,
+                        format!("inference task failed: {e}"),
+                    )
+                })?
         }
     }
 
     fn score(
-        session: &Mutex<Session>,
-        tokenizer: &Tokenizer,
+        encoder: &Encoder,
         query: &str,
         texts: &[String],
         batch_size: usize,
-        needs_type_ids: bool,
     ) -> Result<(Vec<f64>, u64)> {
-        let fail = |m: String| Error::new(ErrorKind::Server, NAME, m);
-        let pairs: Vec<(String, String)> = texts
-            .iter()
-            .map(|t| (query.to_string(), t.clone()))
-            .collect();
-        let encodings = tokenizer
-            .encode_batch(pairs, true)
-            .map_err(|e| fail(format!("tokenization failed: {e}")))?;
+        let encodings = encoder.encode_pairs(query, texts).map_err(failed)?;
         let tokens: u64 = encodings.iter().map(|e| e.len() as u64).sum();
-        let mut order: Vec<usize> = (0..encodings.len()).collect();
-        order.sort_by_key(|i| (encodings[*i].len(), *i));
         let mut logits = vec![0.0; encodings.len()];
-        let mut session = session
-            .lock()
-            .map_err(|_| fail("the model session is poisoned".into()))?;
-        for chunk in order.chunks(batch_size) {
-            let longest = chunk.iter().map(|i| encodings[*i].len()).max().unwrap_or(0);
-            let width = longest.div_ceil(8).max(1) * 8;
-            let rows = chunk.len();
-            tracing::debug!(rows, width, longest, "cross-encoder batch (padded shape)");
-            let mut ids = vec![0i64; rows * width];
-            let mut mask = vec![0i64; rows * width];
-            let mut types = vec![0i64; rows * width];
-            for (r, i) in chunk.iter().enumerate() {
-                let e = &encodings[*i];
-                for (c, ((id, m), t)) in e
-                    .get_ids()
-                    .iter()
-                    .zip(e.get_attention_mask())
-                    .zip(e.get_type_ids())
-                    .enumerate()
-                {
-                    ids[r * width + c] = i64::from(*id);
-                    mask[r * width + c] = i64::from(*m);
-                    types[r * width + c] = i64::from(*t);
+        encoder
+            .run(&encodings, batch_size, |batch| {
+                let per_row = batch.data.len() / batch.rows.len().max(1);
+                for (r, i) in batch.rows.iter().enumerate() {
+                    logits[*i] = f64::from(batch.data[r * per_row]);
                 }
-            }
-            let tensor = |v: Vec<i64>| {
-                Tensor::from_array(([rows, width], v)).map_err(|e| fail(format!("tensor: {e}")))
-            };
-            let outputs = if needs_type_ids {
-                session.run(ort::inputs![
-                    "input_ids" => tensor(ids)?,
-                    "attention_mask" => tensor(mask)?,
-                    "token_type_ids" => tensor(types)?
-                ])
-            } else {
-                session.run(
-                    ort::inputs!["input_ids" => tensor(ids)?, "attention_mask" => tensor(mask)?],
-                )
-            }
-            .map_err(|e| fail(format!("inference failed: {e}")))?;
-            let (_, data) = outputs[0]
-                .try_extract_tensor::<f32>()
-                .map_err(|e| fail(format!("unexpected model output: {e}")))?;
-            if data.len() < rows {
-                return Err(fail(format!(
-                    "the model returned {} scores for {rows} pairs",
-                    data.len()
-                )));
-            }
-            let per_row = data.len() / rows;
-            for (r, i) in chunk.iter().enumerate() {
-                logits[*i] = f64::from(data[r * per_row]);
-            }
-        }
+                Ok(())
+            })
+            .map_err(failed)?;
         Ok((logits, tokens))
     }
 }

@@ -3,10 +3,12 @@
 
 mod minilm;
 mod npy;
+mod onnx;
 mod openai;
 mod tfidf;
 
 pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
+pub use onnx::{default_bge_dir, OnnxEmbedder, Pooling};
 pub use openai::embeddings_url;
 
 use crate::{Error, Progress, Result};
@@ -29,6 +31,12 @@ fn default_concurrency() -> usize {
 }
 fn default_minilm_tokens() -> usize {
     128
+}
+fn default_onnx_tokens() -> usize {
+    256
+}
+fn default_threads() -> usize {
+    2
 }
 
 /// Which embedder to use, as it appears in a config file or on the CLI.
@@ -71,6 +79,27 @@ pub enum EmbedderOptions {
     Vectors {
         /// The `.npy` file.
         path: std::path::PathBuf,
+    },
+    /// BAAI bge-small-en in-process with ONNX Runtime (cargo feature
+    /// `onnx`): 384 dimensions, CLS pooling.
+    BgeSmall {
+        /// Folder with `model.onnx` and `tokenizer.json`. By default,
+        /// `~/.cache/treenav/models/bge-small-en`.
+        #[serde(default)]
+        model_dir: Option<std::path::PathBuf>,
+        /// The ONNX Runtime library. By default, `$ORT_DYLIB_PATH`, else
+        /// `~/.cache/treenav/onnxruntime/libonnxruntime.so.1.32.0`.
+        #[serde(default)]
+        ort_library: Option<std::path::PathBuf>,
+        /// Texts per forward pass (sorted by length). By default, 32.
+        #[serde(default = "default_batch")]
+        batch_size: usize,
+        /// Tokens per text at most. By default, 256.
+        #[serde(default = "default_onnx_tokens")]
+        max_tokens: usize,
+        /// Threads of one inference. By default, 2.
+        #[serde(default = "default_threads")]
+        threads: usize,
     },
     /// all-MiniLM-L6-v2 in-process with candle (cargo feature `minilm`).
     Minilm {
@@ -136,6 +165,13 @@ pub enum Embedder {
         /// Texts per forward pass.
         batch_size: usize,
     },
+    /// See [`EmbedderOptions::BgeSmall`].
+    Onnx {
+        /// The loaded model.
+        model: OnnxEmbedder,
+        /// Texts per forward pass.
+        batch_size: usize,
+    },
 }
 
 impl Embedder {
@@ -196,6 +232,35 @@ impl Embedder {
                 path: path.clone(),
                 matrix: std::sync::Arc::new(npy::read(path)?),
             }),
+            EmbedderOptions::BgeSmall {
+                model_dir,
+                ort_library,
+                batch_size,
+                max_tokens,
+                threads,
+            } => {
+                if *batch_size == 0
+                    || !(8..=512).contains(max_tokens)
+                    || !(1..=64).contains(threads)
+                {
+                    return Err(Error::Param(
+                        "bge-small needs batch_size ≥ 1, max_tokens in 8..=512 and threads in 1..=64"
+                            .into(),
+                    ));
+                }
+                let dir = model_dir.clone().unwrap_or_else(default_bge_dir);
+                Ok(Embedder::Onnx {
+                    model: OnnxEmbedder::load(
+                        "bge-small-en",
+                        &dir,
+                        ort_library.as_deref(),
+                        Pooling::Cls,
+                        *threads,
+                        *max_tokens,
+                    )?,
+                    batch_size: *batch_size,
+                })
+            }
             EmbedderOptions::Minilm {
                 model_dir,
                 batch_size,
@@ -228,6 +293,7 @@ impl Embedder {
                 matrix.ncols()
             ),
             Embedder::Minilm { .. } => "minilm(all-MiniLM-L6-v2)".to_string(),
+            Embedder::Onnx { model, .. } => format!("onnx({}, cls)", model.name()),
         }
     }
 
@@ -300,8 +366,39 @@ impl Embedder {
                 progress.inc(n);
                 Ok(out)
             }
+            Embedder::Onnx { model, batch_size } => {
+                let (model, batch) = (model.clone(), *batch_size);
+                embed_in_chunks(texts, progress, move |chunk| model.embed(chunk, batch)).await
+            }
         }
     }
+}
+
+/// Runs a CPU-bound embedder on the blocking pool, 4,096 texts at a time so
+/// the progress bar moves; rows in order.
+async fn embed_in_chunks<F>(
+    texts: Vec<String>,
+    progress: &dyn Progress,
+    f: F,
+) -> Result<Array2<f32>>
+where
+    F: Fn(&[String]) -> Result<Array2<f32>> + Clone + Send + 'static,
+{
+    let mut parts: Vec<Array2<f32>> = Vec::new();
+    for chunk in texts.chunks(4096) {
+        let (f, chunk) = (f.clone(), chunk.to_vec());
+        let n = chunk.len() as u64;
+        let part = tokio::task::spawn_blocking(move || f(&chunk))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))??;
+        progress.inc(n);
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        return Ok(Array2::zeros((0, 0)));
+    }
+    let views: Vec<_> = parts.iter().map(|p| p.view()).collect();
+    ndarray::concatenate(ndarray::Axis(0), &views).map_err(|e| Error::Task(e.to_string()))
 }
 
 #[cfg(test)]
