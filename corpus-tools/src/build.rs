@@ -80,9 +80,11 @@ pub struct BuildArgs {
     /// (searched in its leaf cluster and the leaf clusters sharing its parent; 0: none).
     #[arg(long, default_value_t = treenav::tree::neighbours::DEFAULT_NEIGHBOURS)]
     neighbours: usize,
-    /// Embedder used for clustering.
-    #[arg(long, value_enum, default_value_t = EmbedderKind::Tfidf)]
-    embedder: EmbedderKind,
+    /// Embedder used for clustering and the neighbour lists. By default,
+    /// bge-small when this build has the onnx feature and its files are in
+    /// the cache (scripts/fetch-models.sh), else tfidf; the build says which.
+    #[arg(long, value_enum)]
+    embedder: Option<EmbedderKind>,
     /// Precomputed document vectors instead of an embedder: a .npy file
     /// (float32 or float16, documents × dimensions), row i = document i in
     /// corpus order.
@@ -142,7 +144,7 @@ fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
     if let Some(path) = &args.embeddings {
         return Ok(EmbedderOptions::Vectors { path: path.clone() });
     }
-    Ok(match args.embedder {
+    Ok(match resolve_embedder(args.embedder, args.json) {
         EmbedderKind::Tfidf => EmbedderOptions::Tfidf { dims: args.dims },
         EmbedderKind::Openai => EmbedderOptions::Openai {
             endpoint: args
@@ -172,6 +174,29 @@ fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
         },
         EmbedderKind::BgeSmall => bge_small(args.model_dir.clone(), args.batch_size),
     })
+}
+
+/// The embedder asked for, or the default: the semantic bge-small when it
+/// can run here, else tfidf, saying which in one line (never a silent
+/// switch; the choice is also in the tree, `inspect` and `--json`).
+fn resolve_embedder(asked: Option<EmbedderKind>, json: bool) -> EmbedderKind {
+    if let Some(kind) = asked {
+        return kind;
+    }
+    let (kind, line) = match tree::bge_small_available() {
+        Ok(()) => (
+            EmbedderKind::BgeSmall,
+            "embedder: bge-small-en (semantic; --embedder tfidf for the lexical one)".to_string(),
+        ),
+        Err(why) => (
+            EmbedderKind::Tfidf,
+            format!("embedder: tfidf, the semantic bge-small-en is unavailable: {why}"),
+        ),
+    };
+    if !json {
+        eprintln!("{line}");
+    }
+    kind
 }
 
 /// bge-small-en with the defaults (ONNX Runtime from its default place).
@@ -214,6 +239,8 @@ struct BuildReport {
     passages: usize,
     clusters: usize,
     cluster_levels: usize,
+    /// The embedder the tree was built with, e.g. `onnx(bge-small-en, cls)`.
+    embedder: String,
     bytes: u64,
     /// The side files beside the tree file (passage texts, lexical index).
     side_files: Vec<SideFileReport>,
@@ -590,6 +617,7 @@ fn save_and_report(
         passages: made.passages,
         clusters,
         cluster_levels,
+        embedder: tree.meta().embedder.clone(),
         bytes,
         side_files,
         seconds: start.elapsed().as_secs_f64(),
@@ -604,7 +632,7 @@ fn save_and_report(
         .map(|f| format!("{} ({})", f.path.display(), inspect::human_bytes(f.bytes)))
         .collect();
     emit(&format!(
-        "wrote {} ({}) and beside it {}: {} documents, {} passages, {} clusters in {} level(s), {:.1} s\n",
+        "wrote {} ({}) and beside it {}: {} documents, {} passages, {} clusters in {} level(s), embedder {}, {:.1} s\n",
         report.output.display(),
         inspect::human_bytes(bytes),
         sides.join(", "),
@@ -612,6 +640,7 @@ fn save_and_report(
         report.passages,
         clusters,
         cluster_levels,
+        report.embedder,
         report.seconds
     ))
 }

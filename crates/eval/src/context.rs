@@ -30,15 +30,27 @@ pub(crate) struct Context {
     document_index: HashMap<String, usize>,
 }
 
+/// The first stage of a judged list: what a user would deploy before a reranker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Flat BM25.
+    Bm25,
+    /// Brute-force cosine over the passages embedded with `--embedder`.
+    Dense,
+    /// BM25 and dense fused by Reciprocal Rank Fusion.
+    Hybrid,
+}
+
 /// A system ready to run over the queries.
 pub(crate) enum Runner {
     Bm25,
     Dense,
     Hybrid,
-    /// A list judged by the judge: BM25's top `n` passages, or every passage.
+    /// A list judged by the judge: the top `n` passages of a first stage,
+    /// or every passage.
     Judged {
         judge: Judge,
-        pool: Option<usize>,
+        pool: Option<(Stage, usize)>,
         how: treenav_judge::SessionOptions,
     },
     /// The navigator over the tree.
@@ -77,7 +89,7 @@ impl Context {
         .then(|| Bm25::new(&collection));
         // `BenchSetup::check` made sure the systems that embed have an embedder.
         let dense = match &setup.embedder {
-            Some(embedder) if setup.systems.iter().any(|s| s.uses_embedder()) => {
+            Some(embedder) if sweep || setup.systems.iter().any(|s| s.uses_embedder()) => {
                 Some(Dense::new(embedder.clone(), &collection, progress).await?)
             }
             _ => None,
@@ -151,7 +163,7 @@ impl Context {
     }
 
     pub(crate) fn runner(&self, system: SystemKind) -> Result<Runner> {
-        let judged = |pool: Option<usize>| -> Result<Runner> {
+        let judged = |pool: Option<(Stage, usize)>| -> Result<Runner> {
             Ok(Runner::Judged {
                 judge: self.judge(system.name())?,
                 pool,
@@ -162,7 +174,7 @@ impl Context {
             SystemKind::Bm25 => Ok(Runner::Bm25),
             SystemKind::Dense => Ok(Runner::Dense),
             SystemKind::Hybrid => Ok(Runner::Hybrid),
-            SystemKind::Rerank => judged(Some(self.setup.rerank_n)),
+            SystemKind::Rerank => judged(Some((Stage::Bm25, self.setup.rerank_n))),
             SystemKind::Flat => judged(None),
             SystemKind::Tree => self.navigator("tree", self.setup.navigator.clone()),
             SystemKind::Gar => {
@@ -246,7 +258,7 @@ impl Context {
             }
             Runner::Judged { judge, pool, how } => {
                 let pool: Vec<usize> = match pool {
-                    Some(n) => bm25_top(&self.bm25, &q.text, *n),
+                    Some((stage, n)) => self.first_stage(*stage, &q.text, *n).await?,
                     None => (0..c.len()).collect(),
                 };
                 let judged =
@@ -426,6 +438,30 @@ pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
         rounds: 0,
         judged_documents: HashSet::new(),
         steps: Vec::new(),
+    }
+}
+
+impl Context {
+    /// Whether the dense first stages can run (an embedder was given).
+    pub(crate) fn has_dense(&self) -> bool {
+        self.dense.is_some()
+    }
+
+    /// The top `n` passages of a first stage.
+    async fn first_stage(&self, stage: Stage, query: &str, n: usize) -> Result<Vec<usize>> {
+        Ok(match stage {
+            Stage::Bm25 => bm25_top(&self.bm25, query, n),
+            Stage::Dense => dense_top(&self.dense, query, n).await?,
+            Stage::Hybrid => {
+                // Each list deep enough that fusion can fill n.
+                let depth = n.max(100);
+                let lists = vec![
+                    bm25_top(&self.bm25, query, depth),
+                    dense_top(&self.dense, query, depth).await?,
+                ];
+                rrf(&lists, self.setup.rrf_k, n)
+            }
+        })
     }
 }
 

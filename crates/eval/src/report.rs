@@ -453,8 +453,9 @@ pub fn markdown(budgets: &[BudgetReport]) -> String {
     o
 }
 
-/// The systems of the sweep, in the order run.
-pub const SYSTEMS: [&str; 3] = ["tree", "rerank", "gar"];
+/// The systems of the sweep, in the order run (the last two only with a
+/// dense embedder).
+pub const SYSTEMS: [&str; 5] = ["tree", "rerank", "gar", "dense-rerank", "hybrid-rerank"];
 
 #[cfg(test)]
 mod tests {

@@ -146,7 +146,7 @@ impl BenchSetup {
         }
         if self.embedder.is_none() && self.systems.iter().any(|s| s.uses_embedder()) {
             return Err(Error::Config(
-                "dense and hybrid need an embedder (--embedder minilm, built with --features minilm, or --embedder openai)".into(),
+                "dense and hybrid need an embedder (--embedder bge-small, minilm built with --features minilm, or openai)".into(),
             ));
         }
         Ok(())

@@ -7,12 +7,17 @@
 //!   large as fits B with the calibration references counted (a pointwise
 //!   judge takes neither: N = B);
 //! * `gar`: best-first over the BM25 list and the stored neighbour lists,
-//!   without the clusters — the ablation that shows what the tree adds.
+//!   without the clusters — the ablation that shows what the tree adds;
+//! * with a dense embedder (`--embedder`, the tree's own for a fair
+//!   comparison), `dense-rerank` (brute-force cosine top N, judged, the
+//!   shortlist) and `hybrid-rerank` (BM25 and dense fused by RRF, top N,
+//!   judged): the vector-index pipelines a user would deploy instead. They
+//!   embed queries; treenav itself never does.
 //!
 //! Each system gets a fresh judge at each budget, so none reads another's
 //! cache.
 
-use crate::context::{gar_config, tree_config, Context, Runner};
+use crate::context::{gar_config, tree_config, Context, Runner, Stage};
 use crate::report::summarize;
 pub use crate::report::{markdown, BudgetReport, SYSTEMS};
 use crate::{Error, Result};
@@ -38,6 +43,14 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
         }
         let mut systems = BTreeMap::new();
         for name in SYSTEMS {
+            let stage = match name {
+                "dense-rerank" => Stage::Dense,
+                "hybrid-rerank" => Stage::Hybrid,
+                _ => Stage::Bm25,
+            };
+            if stage != Stage::Bm25 && !ctx.has_dense() {
+                continue;
+            }
             let runner = match name {
                 "tree" => ctx.navigator(name, tree_config(nav, budget)?)?,
                 "gar" => ctx.navigator(name, gar_config(nav, budget)?)?,
@@ -49,7 +62,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
                     let n = Session::new(&judge, how).fit(budget);
                     Runner::Judged {
                         judge,
-                        pool: Some(n),
+                        pool: Some((stage, n)),
                         how,
                     }
                 }

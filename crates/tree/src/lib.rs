@@ -53,7 +53,9 @@ pub mod summary;
 pub use build::{
     build_tree, default_clusters, Clustering, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
 };
-pub use embed::{default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling};
+pub use embed::{
+    bge_small_available, default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling,
+};
 pub use id::NodeId;
 pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
 pub use petgraph;

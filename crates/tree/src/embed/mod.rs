@@ -8,7 +8,7 @@ mod openai;
 mod tfidf;
 
 pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
-pub use onnx::{default_bge_dir, OnnxEmbedder, Pooling};
+pub use onnx::{bge_small_available, default_bge_dir, OnnxEmbedder, Pooling};
 pub use openai::embeddings_url;
 
 use crate::{Error, Progress, Result};

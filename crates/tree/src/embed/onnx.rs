@@ -18,6 +18,33 @@ pub fn default_bge_dir() -> PathBuf {
         .join("bge-small-en")
 }
 
+/// Whether `bge-small` can run here: this build has the `onnx` feature, and
+/// the model and ONNX Runtime are where they are looked for by default.
+/// `Err` says what is missing and how to get it.
+pub fn bge_small_available() -> Result<(), String> {
+    if !cfg!(feature = "onnx") {
+        return Err("this build has no ONNX Runtime (build with --features onnx)".into());
+    }
+    let model = default_bge_dir().join("model.onnx");
+    if !model.is_file() {
+        return Err(format!(
+            "{} is absent (bash scripts/fetch-models.sh fetches it)",
+            model.display()
+        ));
+    }
+    #[cfg(feature = "onnx")]
+    {
+        let library = treenav_onnx::default_library();
+        if !library.is_file() {
+            return Err(format!(
+                "{} is absent (bash scripts/fetch-models.sh fetches it)",
+                library.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// How token vectors become one text vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pooling {
