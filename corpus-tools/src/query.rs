@@ -102,6 +102,10 @@ pub struct NavArgs {
     /// best-first: a neighbour's priority is this times its source's score.
     #[arg(long, default_value_t = BestFirstConfig::default().neighbour_weight)]
     pub neighbour_weight: f64,
+    /// best-first: split each round between the lexical list and the graph by
+    /// how well each scored so far, instead of one for one.
+    #[arg(long)]
+    pub adaptive_split: bool,
 }
 
 impl NavArgs {
@@ -115,6 +119,7 @@ impl NavArgs {
             cards: self.cards,
             path_weight: self.path_weight,
             neighbour_weight: self.neighbour_weight,
+            adaptive_split: self.adaptive_split,
         };
         Ok(NavigatorConfig::default()
             .strategy(self.strategy.parse::<Strategy>()?)

@@ -83,8 +83,12 @@ struct Search<'a> {
     anchor: Option<NodeId>,
     /// Judgments left for the rounds (the shortlist's are set aside).
     left: usize,
-    /// Whether the next slot goes to the graph frontier.
+    /// Whether the next slot goes to the graph frontier (alternating).
     graph_turn: bool,
+    /// Slots owed to the graph frontier (adaptive split).
+    graph_credit: f64,
+    /// Mean judged score of the last round's lexical and graph picks.
+    route_means: [Option<f64>; 2],
     rounds: Vec<RoundTrace>,
 }
 
@@ -126,6 +130,8 @@ impl Navigator {
             doc_lex,
             anchor: None,
             graph_turn: false,
+            graph_credit: 0.0,
+            route_means: [None, None],
             rounds: Vec::new(),
         };
         if cfg.cards {
@@ -259,13 +265,25 @@ impl Search<'_> {
         graph.reverse();
         let mut out: Vec<Pick> = Vec::with_capacity(n);
         let mut chosen: HashSet<NodeId> = HashSet::new();
+        let share = graph_share(self.route_means);
         while out.len() < n {
-            let next = if self.graph_turn {
+            let graph_slot = if self.cfg.adaptive_split {
+                self.graph_credit += share;
+                let slot = self.graph_credit >= 1.0;
+                if slot {
+                    self.graph_credit -= 1.0;
+                }
+                slot
+            } else {
+                let slot = self.graph_turn;
+                self.graph_turn = !slot;
+                slot
+            };
+            let next = if graph_slot {
                 graph.pop().or_else(|| self.next_lexical(&chosen))
             } else {
                 self.next_lexical(&chosen).or_else(|| graph.pop())
             };
-            self.graph_turn = !self.graph_turn;
             match next {
                 Some(p) if chosen.insert(p.node) => out.push(p),
                 Some(_) => {}
@@ -440,9 +458,13 @@ impl Search<'_> {
     /// round's trace (the anchor shown as a reference in its slates).
     fn record(&mut self, picks: &[Pick], scored: Scored) {
         let mut candidates = Vec::with_capacity(scored.shown);
+        let mut sums = [(0.0, 0usize); 2];
         for (b, call) in scored.calls.iter().enumerate() {
             for i in call.own.clone() {
                 let score = scored.scores[i];
+                let route = usize::from(picks[i].route != Route::Lexical);
+                sums[route].0 += score;
+                sums[route].1 += 1;
                 self.absorb(picks[i].node, score);
                 candidates.push(self.trace_candidate(&picks[i], score, b, call.fallback));
             }
@@ -456,6 +478,11 @@ impl Search<'_> {
                     };
                     candidates.push(self.trace_candidate(&reference, *p, b, call.fallback));
                 }
+            }
+        }
+        for (mean, (sum, n)) in self.route_means.iter_mut().zip(sums) {
+            if n > 0 {
+                *mean = Some(sum / n as f64);
             }
         }
         self.left = self.left.saturating_sub(scored.shown);
@@ -570,5 +597,33 @@ impl Search<'_> {
                 _ => {}
             }
         }
+    }
+}
+
+/// The graph frontier's share of the next round's slots under the adaptive
+/// split, from the last mean judged score of the lexical and the graph
+/// picks: one half until both routes have been judged, then the graph's
+/// mean over both (smoothed), within 20–80% so neither route stops.
+fn graph_share(route_means: [Option<f64>; 2]) -> f64 {
+    match route_means {
+        [Some(lexical), Some(graph)] => ((graph + 0.05) / (graph + lexical + 0.1)).clamp(0.2, 0.8),
+        _ => 0.5,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::graph_share;
+
+    #[test]
+    fn the_graph_gets_slots_as_its_picks_score() {
+        assert_eq!(graph_share([None, None]), 0.5);
+        assert_eq!(graph_share([Some(0.9), None]), 0.5);
+        assert!((graph_share([Some(0.4), Some(0.4)]) - 0.5).abs() < 1e-12);
+        // A strong lexical list keeps most slots, never all of them.
+        assert_eq!(graph_share([Some(0.95), Some(0.05)]), 0.2);
+        assert_eq!(graph_share([Some(0.0), Some(0.9)]), 0.8);
+        let mid = graph_share([Some(0.3), Some(0.6)]);
+        assert!(mid > 0.5 && mid < 0.8, "{mid}");
     }
 }

@@ -76,6 +76,10 @@ pub struct BestFirstConfig {
     pub path_weight: f64,
     /// A neighbour enters the frontier at γ · its source document's score.
     pub neighbour_weight: f64,
+    /// Split each round's slots between the lexical list and the graph by
+    /// how well each scored in the last round that tried it (within 20–80%),
+    /// instead of alternating them one for one.
+    pub adaptive_split: bool,
 }
 
 impl Default for BestFirstConfig {
@@ -89,6 +93,7 @@ impl Default for BestFirstConfig {
             cards: false,
             path_weight: 0.5,
             neighbour_weight: 0.6,
+            adaptive_split: false,
         }
     }
 }

@@ -136,7 +136,7 @@ pub struct RankedPassage {
 }
 
 /// Why a candidate was shown at a level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Route {
     /// Reached by expanding a kept parent.

@@ -307,3 +307,39 @@ async fn a_context_reading_budget_counts_references_and_the_shortlist() {
     assert_eq!(found.trace.candidates_judged, shown);
     assert!((25..=30).contains(&shown), "{shown}");
 }
+
+#[tokio::test]
+async fn the_adaptive_split_keeps_the_budget_and_mixes_both_routes() {
+    let tree = tree().await;
+    let decider = Arc::new(relative(limits(100)));
+    let mut config = best_first(60);
+    config = config.best_first(BestFirstConfig {
+        judge_budget: 60,
+        slate_size: 6,
+        rounds: 4,
+        adaptive_split: true,
+        ..BestFirstConfig::default()
+    });
+    let nav = Navigator::new(
+        tree,
+        decider.clone() as Arc<dyn Decide>,
+        config.check().expect("config"),
+    )
+    .expect("navigator");
+    let found = nav.retrieve("insulin glucose").await.expect("retrieve");
+    let shown: usize = decider.calls().iter().map(Vec::len).sum();
+    assert_eq!(found.trace.candidates_judged, shown);
+    assert!(shown <= 60, "{shown}");
+    let routes: HashSet<Route> = found
+        .trace
+        .rounds
+        .iter()
+        .flat_map(|r| &r.candidates)
+        .map(|c| c.route)
+        .collect();
+    assert!(routes.contains(&Route::Lexical), "{routes:?}");
+    assert!(
+        routes.len() >= 3,
+        "lexical, graph and reference: {routes:?}"
+    );
+}
