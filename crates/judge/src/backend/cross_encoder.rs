@@ -41,22 +41,11 @@ pub fn default_model_dir() -> PathBuf {
 /// The default ONNX Runtime library: `$ORT_DYLIB_PATH`, else
 /// `$TREENAV_CACHE_DIR/onnxruntime/libonnxruntime.so.1.32.0`.
 pub fn default_ort_library() -> PathBuf {
-    std::env::var_os("ORT_DYLIB_PATH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            cache_dir()
-                .join("onnxruntime")
-                .join("libonnxruntime.so.1.32.0")
-        })
+    treenav_onnx::default_library()
 }
 
 fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("TREENAV_CACHE_DIR") {
-        return PathBuf::from(d);
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache").join("treenav"))
-        .unwrap_or_else(|| PathBuf::from(".treenav-cache"))
+    treenav_onnx::cache_dir()
 }
 
 /// Logit band centres for `levels` grade levels, lowest first.

@@ -232,35 +232,7 @@ impl Embedder {
                 path: path.clone(),
                 matrix: std::sync::Arc::new(npy::read(path)?),
             }),
-            EmbedderOptions::BgeSmall {
-                model_dir,
-                ort_library,
-                batch_size,
-                max_tokens,
-                threads,
-            } => {
-                if *batch_size == 0
-                    || !(8..=512).contains(max_tokens)
-                    || !(1..=64).contains(threads)
-                {
-                    return Err(Error::Param(
-                        "bge-small needs batch_size ≥ 1, max_tokens in 8..=512 and threads in 1..=64"
-                            .into(),
-                    ));
-                }
-                let dir = model_dir.clone().unwrap_or_else(default_bge_dir);
-                Ok(Embedder::Onnx {
-                    model: OnnxEmbedder::load(
-                        "bge-small-en",
-                        &dir,
-                        ort_library.as_deref(),
-                        Pooling::Cls,
-                        *threads,
-                        *max_tokens,
-                    )?,
-                    batch_size: *batch_size,
-                })
-            }
+            EmbedderOptions::BgeSmall { .. } => bge_small(options),
             EmbedderOptions::Minilm {
                 model_dir,
                 batch_size,
@@ -372,6 +344,37 @@ impl Embedder {
             }
         }
     }
+}
+
+/// Checks and loads [`EmbedderOptions::BgeSmall`].
+fn bge_small(options: &EmbedderOptions) -> Result<Embedder> {
+    let EmbedderOptions::BgeSmall {
+        model_dir,
+        ort_library,
+        batch_size,
+        max_tokens,
+        threads,
+    } = options
+    else {
+        return Err(Error::Param("not bge-small options".into()));
+    };
+    if *batch_size == 0 || !(8..=512).contains(max_tokens) || !(1..=64).contains(threads) {
+        return Err(Error::Param(
+            "bge-small needs batch_size ≥ 1, max_tokens in 8..=512 and threads in 1..=64".into(),
+        ));
+    }
+    let dir = model_dir.clone().unwrap_or_else(default_bge_dir);
+    Ok(Embedder::Onnx {
+        model: OnnxEmbedder::load(
+            "bge-small-en",
+            &dir,
+            ort_library.as_deref(),
+            Pooling::Cls,
+            *threads,
+            *max_tokens,
+        )?,
+        batch_size: *batch_size,
+    })
 }
 
 /// Runs a CPU-bound embedder on the blocking pool, 4,096 texts at a time so

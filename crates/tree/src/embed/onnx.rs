@@ -32,15 +32,12 @@ pub fn bge_small_available() -> Result<(), String> {
             model.display()
         ));
     }
-    #[cfg(feature = "onnx")]
-    {
-        let library = treenav_onnx::default_library();
-        if !library.is_file() {
-            return Err(format!(
-                "{} is absent (bash scripts/fetch-models.sh fetches it)",
-                library.display()
-            ));
-        }
+    let library = treenav_onnx::default_library();
+    if !library.is_file() {
+        return Err(format!(
+            "{} is absent (bash scripts/fetch-models.sh fetches it)",
+            library.display()
+        ));
     }
     Ok(())
 }
@@ -56,6 +53,7 @@ pub enum Pooling {
 
 /// Pools one row of a `[rows, width, dims]` hidden state into `out`
 /// (`tokens` real tokens), L2-normalised.
+#[cfg_attr(not(feature = "onnx"), allow(dead_code))]
 pub(crate) fn pool_row(
     hidden: &[f32],
     width: usize,
