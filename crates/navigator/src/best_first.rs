@@ -181,7 +181,7 @@ impl Navigator {
         for (id, e) in &search.evidence {
             probabilities.entry(*id).or_insert(*e);
         }
-        let (ranked, rerank, _) = self
+        let (ranked, rerank) = self
             .finish(&mut search.session, search.query, &passages, &probabilities)
             .await?;
         let docs_read: HashSet<NodeId> = search

@@ -8,14 +8,13 @@ use crate::{
 };
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use treenav_judge::{Candidate, Scored, Session, Usage};
+use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{LevelKind, NodeId};
 
 /// The walk so far: what each level showed and kept.
 struct Walk {
     probabilities: Probabilities,
     levels: Vec<LevelTrace>,
-    usage: Usage,
     docs_shown: HashSet<NodeId>,
 }
 
@@ -33,7 +32,6 @@ impl Navigator {
         let mut walk = Walk {
             probabilities: Probabilities::new(),
             levels: Vec::new(),
-            usage: Usage::default(),
             docs_shown: HashSet::new(),
         };
         let mut frontier: Frontier = self
@@ -58,7 +56,6 @@ impl Navigator {
                 .judge_level(&mut session, query, &frontier, depth, kind)
                 .await?;
             let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
-            walk.usage.add(&judged.usage);
             self.check_cost(&session, depth)?;
             let (order, budget) = select(&frontier, &judged.scores, budget);
             for (i, (id, _)) in frontier.iter().enumerate() {
@@ -172,18 +169,12 @@ impl Navigator {
         &self,
         session: &mut Session<'_>,
         query: &str,
-        mut walk: Walk,
+        walk: Walk,
         kept_passages: &[(NodeId, f64)],
     ) -> Result<Retrieval> {
-        let (passages, rerank, shown) = self
+        let (passages, rerank) = self
             .finish(session, query, kept_passages, &walk.probabilities)
             .await?;
-        if let Some(u) = &rerank {
-            walk.usage.add(u);
-        }
-        // Everything the decider was shown: references and shortlist included.
-        let candidates_judged = session.shown();
-        let _ = shown;
         Ok(Retrieval {
             query: query.to_string(),
             passages,
@@ -194,9 +185,11 @@ impl Navigator {
                 levels: walk.levels,
                 rounds: Vec::new(),
                 rerank,
-                usage: walk.usage,
+                // What the session spent and showed: references and the
+                // shortlist included.
+                usage: session.usage().clone(),
                 titles_read: walk.docs_shown.len() as f64 / self.documents.max(1) as f64,
-                candidates_judged,
+                candidates_judged: session.shown(),
                 latency_ms: 0.0,
             },
         })

@@ -264,15 +264,15 @@ impl Navigator {
 
     /// Turns kept passages (best first) into ranked passages and reranks the
     /// shortlist with one multiple-choice question through the session (a
-    /// pointwise decider's order by score stands). Returns the passages, the
-    /// rerank's usage and the candidates it showed.
+    /// pointwise decider's order by score stands). Returns the passages and
+    /// the rerank's usage.
     pub(crate) async fn finish(
         &self,
         session: &mut Session<'_>,
         query: &str,
         kept: &[(NodeId, f64)],
         probabilities: &Probabilities,
-    ) -> Result<(Vec<RankedPassage>, Option<Usage>, usize)> {
+    ) -> Result<(Vec<RankedPassage>, Option<Usage>)> {
         let mut passages: Vec<RankedPassage> = kept
             .iter()
             .map(|(id, p)| self.ranked(*id, *p, probabilities))
@@ -291,14 +291,14 @@ impl Navigator {
             .await
             .map_err(Error::Rerank)?;
         let Some(choice) = choice else {
-            return Ok((passages, None, 0));
+            return Ok((passages, None));
         };
         for (i, p) in order.iter().zip(&choice.probabilities) {
             passages[*i].rerank_probability = Some(*p);
         }
         let mut slots: Vec<Option<RankedPassage>> = passages.into_iter().map(Some).collect();
         let passages = order.iter().filter_map(|i| slots[*i].take()).collect();
-        Ok((passages, Some(choice.usage), choice.probabilities.len()))
+        Ok((passages, Some(choice.usage)))
     }
 
     fn ranked(
