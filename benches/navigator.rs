@@ -243,6 +243,7 @@ async fn at_concurrency(
         config: serde_json::json!({}),
         judge_budgets: Vec::new(),
         concurrency: 1,
+        run_dir: None,
     };
     let mut first: Option<(f64, serde_json::Value)> = None;
     for &c in levels {

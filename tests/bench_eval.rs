@@ -219,6 +219,7 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
         config: serde_json::json!({"note": "test"}),
         judge_budgets: Vec::new(),
         concurrency: 1,
+        run_dir: None,
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert_eq!(report.dataset.queries, 40);
@@ -304,6 +305,7 @@ async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Resul
         config: serde_json::Value::Null,
         judge_budgets: Vec::new(),
         concurrency: 1,
+        run_dir: None,
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert!(report.systems.is_empty());
@@ -335,6 +337,7 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
         config: serde_json::Value::Null,
         judge_budgets: Vec::new(),
         concurrency: 1,
+        run_dir: None,
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     Ok(Some(report.systems["bm25"].passage.hit_at_1))
@@ -418,6 +421,7 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
         config: serde_json::json!({}),
         judge_budgets: vec![20],
         concurrency: 1,
+        run_dir: None,
     };
     let one = bench::run(&d, &setup, &NoProgress).await?;
     setup.concurrency = 6;
@@ -468,6 +472,7 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
         config: serde_json::json!({}),
         judge_budgets: Vec::new(),
         concurrency: 1,
+        run_dir: None,
     };
     let err = bench::run(&d, &setup(foreign.clone()), &NoProgress)
         .await
@@ -509,5 +514,85 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
     let old = treenav::tree::file::load(&old)?;
     assert_eq!(old.meta().corpus, None);
     bench::run(&d, &setup(old), &NoProgress).await?;
+    Ok(())
+}
+
+/// `--run-dir` output read back by ir_measures (a real third-party
+/// evaluator, installed by `.ci/run`): its nDCG@10 over our TREC runs and
+/// qrels equals the bench's own, system by system and per query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result<()> {
+    let (_dir, d) = sample_dataset()?;
+    let tree = support::tree_of(d.corpus.clone(), None).await;
+    let runs = tempfile::tempdir()?;
+    let setup = BenchSetup {
+        systems: vec![SystemKind::Bm25, SystemKind::Tree],
+        judge: JudgeOptions::default(),
+        navigator: NavigatorConfig::default().check()?,
+        tree: Some(tree),
+        embedder: None,
+        rerank_n: 20,
+        flat_max_passages: 20_000,
+        rrf_k: 60.0,
+        seed: 3,
+        limit: Some(30),
+        config: serde_json::json!({}),
+        judge_budgets: vec![20],
+        concurrency: 1,
+        run_dir: Some(runs.path().to_path_buf()),
+    };
+    let report = bench::run(&d, &setup, &NoProgress).await?;
+    for name in ["bm25", "tree", "tree@20", "rerank@20", "gar@20"] {
+        for file in ["documents.run", "passages.run", "metrics.jsonl"] {
+            let path = runs.path().join(format!("{name}.{file}"));
+            assert!(path.is_file(), "{} missing", path.display());
+        }
+    }
+    let lines = std::fs::read_to_string(runs.path().join("tree.metrics.jsonl"))?;
+    assert_eq!(lines.lines().count(), 30);
+    // The sweep's table carries the paired tests.
+    assert!(report.markdown().contains("p vs bm25"));
+    let script = r#"
+import sys, ir_measures
+from ir_measures import nDCG
+d = sys.argv[1]
+for name in sys.argv[2:]:
+    for level in ("documents", "passages"):
+        qrels = list(ir_measures.read_trec_qrels(f"{d}/qrels.{level}.txt"))
+        run = list(ir_measures.read_trec_run(f"{d}/{name}.{level}.run"))
+        print(name, level, ir_measures.calc_aggregate([nDCG@10], qrels, run)[nDCG@10])
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(runs.path())
+        .args(["bm25", "tree"])
+        .output()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("No module named 'ir_measures'") && !support::in_ci() {
+            eprintln!("SKIPPED: ir_measures is not installed (pip install ir-measures==0.4.3)");
+            return Ok(());
+        }
+        panic!("ir_measures failed: {err}");
+    }
+    let text = String::from_utf8(out.stdout)?;
+    let json = serde_json::to_value(&report)?;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let theirs: f64 = f[2].parse()?;
+        let level = if f[1] == "documents" {
+            "document"
+        } else {
+            "passage"
+        };
+        // ir_measures averages over the queries with gold in the qrels:
+        // every sampled query has gold, so the two means are over the same set.
+        let ours = json["systems"][f[0]][level]["ndcg_at_10"]
+            .as_f64()
+            .unwrap_or(-1.0);
+        assert!((theirs - ours).abs() < 1e-4, "{line}: ours {ours}");
+    }
+    assert_eq!(text.lines().count(), 4, "{text}");
     Ok(())
 }

@@ -131,6 +131,8 @@ fn config(budget: usize, neighbours: bool, clusters: bool) -> NavigatorConfig {
             rounds: 2,
             neighbours,
             clusters,
+            // The budget as a hard cap: these tests watch the search itself.
+            widen: false,
             ..BestFirstConfig::default()
         })
 }
@@ -258,6 +260,24 @@ async fn the_budget_holds_and_the_trace_adds_up() {
             assert_eq!(references, slates.saturating_sub(1));
         }
     }
+}
+
+#[tokio::test]
+async fn top_outranks_a_budget_too_small_to_fill_it() {
+    let (tree, ..) = known_tree(true);
+    // By default `top` is k: a budget that judges too few widens.
+    let widening = config(4, true, true)
+        .returned_passages(6)
+        .best_first(BestFirstConfig {
+            judge_budget: 4,
+            slate_size: 4,
+            rounds: 2,
+            ..BestFirstConfig::default()
+        });
+    let found = run(tree.clone(), widening).await;
+    assert_eq!(found.passages.len(), 6);
+    assert!(found.trace.candidates_judged > 4);
+    assert!(!found.exhausted);
 }
 
 #[tokio::test]

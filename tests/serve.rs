@@ -184,6 +184,51 @@ async fn every_route_answers_with_its_json() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn top_is_k_on_one_score_scale_with_collapse_and_exhaustion() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    for strategy in ["levels", "best-first"] {
+        let mut asked = question();
+        asked["top"] = json!(30);
+        asked["strategy"] = json!(strategy);
+        let (status, found) = post(&s.base, "/v1/retrieve", asked.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        let scores: Vec<f64> = found["passages"]
+            .as_array()
+            .expect("passages")
+            .iter()
+            .map(|p| p["score"].as_f64().expect("score"))
+            .collect();
+        assert_eq!(scores.len(), 30, "{strategy}");
+        assert_eq!(found["exhausted"], false);
+        assert!(
+            scores.windows(2).all(|w| w[0] >= w[1]),
+            "{strategy}: {scores:?}"
+        );
+        asked["per_document"] = json!(1);
+        let (status, found) = post(&s.base, "/v1/retrieve", asked).await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        let docs: std::collections::HashSet<&str> = found["passages"]
+            .as_array()
+            .expect("passages")
+            .iter()
+            .filter_map(|p| p["document_id"].as_str())
+            .collect();
+        assert_eq!(docs.len(), 30, "{strategy}: one passage per document");
+    }
+    // More than the sample's 96 passages, with a shortlist of 100 under
+    // `levels` (once refused by the best-first judge budget's check).
+    let mut asked = question();
+    asked["top"] = json!(200);
+    asked["shortlist"] = json!(100);
+    asked["strategy"] = json!("levels");
+    let (status, found) = post(&s.base, "/v1/retrieve", asked).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(found["passages"].as_array().map(Vec::len), Some(96));
+    assert_eq!(found["exhausted"], true);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_json_naming_the_field() {
     let s = start(JudgeOptions::default(), |o| {
         o.limits.max_body_bytes = 4096;

@@ -74,6 +74,11 @@ pub struct BenchArgs {
     /// Write every figure as JSON (schema treenav-bench/2) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write a TREC run per system (and per system and budget), the qrels
+    /// and each query's metrics (JSONL) into this folder (made if missing),
+    /// for trec_eval, ir_measures or ranx.
+    #[arg(long)]
+    pub run_dir: Option<PathBuf>,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -200,6 +205,10 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
             bail!("--json: folder {} does not exist", dir.display());
         }
     }
+    if let Some(dir) = &args.run_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--run-dir: cannot make {}", dir.display()))?;
+    }
     let data = dataset::load(
         &args.dataset,
         &DatasetOptions {
@@ -301,6 +310,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         config,
         judge_budgets: args.judge_budgets.clone(),
         concurrency,
+        run_dir: args.run_dir.clone(),
     };
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();

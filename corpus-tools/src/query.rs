@@ -43,6 +43,9 @@ pub struct NavArgs {
     /// Passages returned (r).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// At most N passages of one document in the result (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub per_document: usize,
     /// Passages reranked by one multiple-choice question (m ≤ r; 0 turns it off).
     #[arg(long, default_value_t = 5)]
     pub shortlist: usize,
@@ -106,6 +109,16 @@ pub struct NavArgs {
     /// how well each scored so far, instead of one for one.
     #[arg(long)]
     pub adaptive_split: bool,
+    /// best-first: order the judged passages by the judge's score fused with
+    /// the search's evidence (BM25 rank, judged neighbours), weight W on the
+    /// logit scale (0: the judge's score alone).
+    #[arg(long, default_value_t = BestFirstConfig::default().fusion)]
+    pub fusion: f64,
+    /// best-first: never judge past --judge-budget, even when it leaves
+    /// fewer than --top passages (by default the search widens until it has
+    /// --top).
+    #[arg(long)]
+    pub no_widen: bool,
 }
 
 impl NavArgs {
@@ -120,11 +133,14 @@ impl NavArgs {
             path_weight: self.path_weight,
             neighbour_weight: self.neighbour_weight,
             adaptive_split: self.adaptive_split,
+            fusion: self.fusion,
+            widen: !self.no_widen,
         };
         Ok(NavigatorConfig::default()
             .strategy(self.strategy.parse::<Strategy>()?)
             .best_first(best_first)
             .returned_passages(self.top)
+            .per_document(self.per_document)
             .shortlist(self.shortlist.min(self.top))
             .retention_budgets(self.budgets.iter().copied())
             .batch_size(self.batch_size)
@@ -173,16 +189,15 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
     let mut o = String::new();
     out!(o, "query: {}\n", found.query);
     for (i, p) in found.passages.iter().enumerate() {
-        let score = match p.rerank_probability {
-            Some(r) => format!("choice {r:.3}"),
-            None => format!("P(yes) {:.3}", p.probability),
-        };
-        out!(o, "{:>2}. [{score}] {} — {}", i + 1, p.title, p.id);
+        out!(o, "{:>2}. [{:.3}] {} — {}", i + 1, p.score, p.title, p.id);
         out!(o, "    {}", snippet(&p.text, 220));
+    }
+    if found.exhausted {
+        out!(o, "(only {} passages within reach)", found.passages.len());
     }
     let t = &found.trace;
     out!(o,
-        "\n{} candidates judged in {} calls ({} from cache), {} input tokens, ${:.6}, {:.1} ms; {:.1}% of document titles read",
+        "\nscore: the calibrated relevance probability, one scale down the list (--json also gives the judge's P(yes) and the shortlist's choice probability)\n{} candidates judged in {} calls ({} from cache), {} input tokens, ${:.6}, {:.1} ms; {:.1}% of document titles read",
         t.candidates_judged,
         t.usage.calls,
         t.usage.cache_hits,

@@ -24,6 +24,19 @@ def test_retrieve_returns_typed_passages(server: str) -> None:
     assert with_trace.trace is not None and with_trace.trace["strategy"] == "best-first"
 
 
+def test_score_is_one_non_increasing_scale_and_top_is_k(server: str) -> None:
+    client = TreenavClient(server)
+    for strategy in ("levels", "best-first"):
+        found = client.retrieve("sample", QUESTION, top=12, strategy=strategy)
+        scores = [p.score for p in found.passages]
+        assert len(scores) == 12 and not found.exhausted, strategy
+        assert scores == sorted(scores, reverse=True), (strategy, scores)
+        assert all(0.0 < s < 1.0 for s in scores), strategy
+    # More than the sample holds: every passage, and said so.
+    found = client.retrieve("sample", QUESTION, top=1000, strategy="best-first")
+    assert found.exhausted and 0 < len(found.passages) < 1000
+
+
 def test_prune_trees_health_ready(server: str) -> None:
     client = TreenavClient(server)
     kept = client.prune(

@@ -176,13 +176,15 @@ pub struct Judged {
 
 /// Judges `passages` (indices into `collection`) for `query` and reranks the
 /// best `how.shortlist` of them, as the navigator does at its leaves,
-/// through the judge crate's one ranking path ([`Session::rank`]).
+/// through the judge crate's one ranking path ([`Session::rank_by`]):
+/// ordered by `key` of the judged scores (the scores themselves, or fused).
 pub async fn judge_rank(
     judge: &dyn Decide,
     query: &str,
     collection: &Collection,
     passages: &[usize],
     how: SessionOptions,
+    key: impl FnOnce(&[f64]) -> Vec<f64>,
 ) -> treenav_judge::Result<Judged> {
     let candidates: Vec<Candidate> = passages
         .iter()
@@ -190,7 +192,7 @@ pub async fn judge_rank(
         .collect();
     let mut session = Session::new(judge, how);
     let ranked = session
-        .rank(query, &candidates)
+        .rank_by(query, &candidates, key)
         .await
         .map_err(|e| e.source)?;
     let reranked = ranked.rerank.iter().any(Option::is_some);

@@ -56,6 +56,9 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
     setup.check()?;
     let ctx = Arc::new(Context::new(dataset, setup, progress).await?);
     let collection = &ctx.collection;
+    if let Some(dir) = &setup.run_dir {
+        crate::runs::write_qrels(dir, &ctx.queries, &ctx.golds, collection)?;
+    }
     let mut report = Report {
         schema: SCHEMA,
         dataset: DatasetInfo {
@@ -102,6 +105,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
             tree.as_deref(),
             system.uses_judge(),
         );
+        ctx.write_runs(system.name(), &outcomes, &summary)?;
         summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
         report.systems.insert(system.name().into(), summary);
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use treenav_judge::{Judge, Usage};
 use treenav_navigator::{Navigator, Retrieval, ValidConfig};
+use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, Progress, Tree};
 
 /// Everything a run needs, built once: the sampled queries, their gold,
@@ -28,6 +29,9 @@ pub(crate) struct Context {
     tree_stats: std::sync::OnceLock<Arc<treenav_judge::CorpusStats>>,
     /// Document id → document index.
     document_index: HashMap<String, usize>,
+    /// The tree's passage nodes and BM25 over its documents, for fusing a
+    /// judged list's order with the tree's evidence (built when first asked).
+    fusion_index: std::sync::OnceLock<(Arc<TreeIndex>, Arc<DocumentIndex>)>,
 }
 
 /// The first stage of a judged list: what a user would deploy before a reranker.
@@ -52,6 +56,9 @@ pub(crate) enum Runner {
         judge: Judge,
         pool: Option<(Stage, usize)>,
         how: treenav_judge::SessionOptions,
+        /// The final order's fusion weight ([`treenav_navigator::fusion`],
+        /// over the bench's tree); 0: the judge's score alone.
+        fusion: f64,
     },
     /// The navigator over the tree.
     Tree(Box<Navigator>),
@@ -110,6 +117,7 @@ impl Context {
             stats: dataset.corpus_stats(),
             tree_stats: std::sync::OnceLock::new(),
             document_index,
+            fusion_index: std::sync::OnceLock::new(),
         })
     }
 
@@ -135,12 +143,21 @@ impl Context {
         }
     }
 
-    /// A navigator over the bench's tree with `config`.
+    /// A navigator over the bench's tree with `config` and a fresh judge.
     pub(crate) fn navigator(&self, system: &str, config: ValidConfig) -> Result<Runner> {
+        self.navigator_with(system, self.judge(system)?, config)
+    }
+
+    /// A navigator over the bench's tree with `config` and `judge`.
+    pub(crate) fn navigator_with(
+        &self,
+        system: &str,
+        judge: Judge,
+        config: ValidConfig,
+    ) -> Result<Runner> {
         let Some(tree) = &self.setup.tree else {
             return Err(Error::Config(format!("the {system} system needs a tree")));
         };
-        let judge = self.judge(system)?;
         let navigate_error = |source| Error::Navigate {
             query: "-".into(),
             source,
@@ -168,6 +185,7 @@ impl Context {
                 judge: self.judge(system.name())?,
                 pool,
                 how: self.session_options(),
+                fusion: 0.0,
             })
         };
         match system {
@@ -181,6 +199,7 @@ impl Context {
                 let config = gar_config(
                     &self.setup.navigator,
                     self.setup.navigator.best_first().judge_budget,
+                    self.setup.navigator.best_first().fusion,
                 )?;
                 self.navigator("gar", config)
             }
@@ -256,19 +275,24 @@ impl Context {
                 ];
                 plain(rrf(&lists, self.setup.rrf_k, 100))
             }
-            Runner::Judged { judge, pool, how } => {
+            Runner::Judged {
+                judge,
+                pool,
+                how,
+                fusion,
+            } => {
                 let pool: Vec<usize> = match pool {
                     Some((stage, n)) => self.first_stage(*stage, &q.text, *n).await?,
                     None => (0..c.len()).collect(),
                 };
-                let judged =
-                    judge_rank(judge, &q.text, c, &pool, *how)
-                        .await
-                        .map_err(|source| Error::Judge {
-                            system: name.into(),
-                            query: q.id.clone(),
-                            source,
-                        })?;
+                let fuse = |scores: &[f64]| self.fused(&q.text, &pool, scores, *fusion);
+                let judged = judge_rank(judge, &q.text, c, &pool, *how, fuse)
+                    .await
+                    .map_err(|source| Error::Judge {
+                        system: name.into(),
+                        query: q.id.clone(),
+                        source,
+                    })?;
                 let docs: HashSet<usize> = pool.iter().map(|i| c.document_of[*i]).collect();
                 Outcome {
                     ranking: judged.ranking,
@@ -372,9 +396,11 @@ pub(crate) fn steps_of(t: &treenav_navigator::Trace) -> Vec<StepCost> {
 
 /// The `gar` ablation's settings: best-first over the BM25 list and the
 /// stored neighbour lists only (no clusters, no cards), at `budget`.
-pub(crate) fn gar_config(base: &ValidConfig, budget: usize) -> Result<ValidConfig> {
+pub(crate) fn gar_config(base: &ValidConfig, budget: usize, fusion: f64) -> Result<ValidConfig> {
     let bf = treenav_navigator::BestFirstConfig {
         judge_budget: budget,
+        fusion,
+        widen: false,
         clusters: false,
         cards: false,
         neighbours: true,
@@ -415,11 +441,17 @@ pub(crate) fn check_tree_corpus(tree: &Tree, corpus: &treenav_corpus::Corpus) ->
 }
 
 /// The `tree` system's settings in the budget sweep: best-first at `budget`.
-pub(crate) fn tree_config(base: &ValidConfig, budget: usize) -> Result<ValidConfig> {
+pub(crate) fn tree_config(base: &ValidConfig, budget: usize, fusion: f64) -> Result<ValidConfig> {
+    let bf = treenav_navigator::BestFirstConfig {
+        judge_budget: budget,
+        fusion,
+        widen: false,
+        ..base.best_first().clone()
+    };
     base.settings()
         .clone()
         .strategy(treenav_navigator::Strategy::BestFirst)
-        .judge_budget(budget)
+        .best_first(bf)
         .check()
         .map_err(|source| Error::Navigator {
             system: "tree".into(),
@@ -442,6 +474,56 @@ pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
 }
 
 impl Context {
+    /// Writes a system's runs and per-query metrics when `--run-dir` asks.
+    pub(crate) fn write_runs(
+        &self,
+        name: &str,
+        outcomes: &[Outcome],
+        summary: &crate::report::SystemReport,
+    ) -> Result<()> {
+        match &self.setup.run_dir {
+            Some(dir) => crate::runs::write_system(
+                dir,
+                name,
+                &self.queries,
+                outcomes,
+                &summary.per_query,
+                &self.collection,
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// A judged list's scores fused with the tree's evidence at `weight`
+    /// (the navigator's own [`treenav_navigator::fusion::fused_scores`]);
+    /// the scores unchanged at weight 0, without a tree, or for a passage
+    /// the tree does not hold.
+    fn fused(&self, query: &str, pool: &[usize], scores: &[f64], weight: f64) -> Vec<f64> {
+        let Some(tree) = self.setup.tree.as_ref().filter(|_| weight > 0.0) else {
+            return scores.to_vec();
+        };
+        let (nodes, index) = self.fusion_index.get_or_init(|| {
+            let index = match tree.lexical() {
+                Some(lexical) => lexical.index.clone(),
+                None => Arc::new(
+                    tree.document_index()
+                        .unwrap_or_else(|_| DocumentIndex::new(Vec::new())),
+                ),
+            };
+            (Arc::new(TreeIndex::new(tree.clone())), index)
+        });
+        let judged: Option<Vec<(NodeId, f64)>> = pool
+            .iter()
+            .zip(scores)
+            .map(|(i, p)| Some((*nodes.passage_node.get(&self.collection.ids[*i])?, *p)))
+            .collect();
+        judged
+            .and_then(|judged| {
+                treenav_navigator::fusion::fused_scores(tree, index, query, &judged, weight).ok()
+            })
+            .unwrap_or_else(|| scores.to_vec())
+    }
+
     /// Whether the dense first stages can run (an embedder was given).
     pub(crate) fn has_dense(&self) -> bool {
         self.dense.is_some()

@@ -21,6 +21,7 @@ pub mod metrics;
 mod outcome;
 pub mod prune_curve;
 mod report;
+pub mod runs;
 mod setup;
 pub mod sweep;
 

@@ -51,6 +51,10 @@ pub struct SystemReport {
     /// the best-first rounds, then the shortlist rerank); empty for systems
     /// that do not navigate.
     pub time_by_step: Vec<StepCost>,
+    /// Each query's metrics, in query order (for `--run-dir` and the
+    /// paired tests; not in the JSON report).
+    #[serde(skip)]
+    pub per_query: Vec<crate::runs::QueryMetrics>,
 }
 
 /// Navigation loss by level.
@@ -172,6 +176,7 @@ pub(crate) fn summarize(
         queries_per_second: 0.0,
         navigation,
         time_by_step: time_by_step(outcomes),
+        per_query: crate::runs::per_query(outcomes, golds, c),
     }
 }
 
@@ -405,7 +410,7 @@ impl Report {
         for (name, why) in &self.skipped {
             let _ = writeln!(o, "\n{name} skipped: {why}");
         }
-        o.push_str(&markdown(&self.judge_budgets));
+        o.push_str(&markdown(&self.judge_budgets, self.systems.get("bm25")));
         o
     }
 }
@@ -419,23 +424,38 @@ pub struct BudgetReport {
     pub systems: BTreeMap<String, SystemReport>,
 }
 
-/// The sweep as a Markdown table (empty without a sweep).
-pub fn markdown(budgets: &[BudgetReport]) -> String {
+/// The sweep as a Markdown table (empty without a sweep), with the p-value
+/// of a paired randomisation test on document nDCG@10 ([`crate::runs::paired_p`])
+/// of each system against flat BM25 (when `bm25` ran) and of the tree
+/// systems against `rerank` at the same budget.
+pub fn markdown(budgets: &[BudgetReport], bm25: Option<&SystemReport>) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     if budgets.is_empty() {
         return o;
     }
-    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | calls/q | rounds | s/q |\n");
-    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | calls/q | rounds | s/q | p vs bm25 | p vs rerank |\n");
+    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let ndcg = |s: &SystemReport| -> Vec<f64> {
+        s.per_query.iter().map(|q| q.document.ndcg_at_10).collect()
+    };
+    let p = |a: &SystemReport, b: Option<&SystemReport>| -> String {
+        b.and_then(|b| crate::runs::paired_p(&ndcg(a), &ndcg(b)))
+            .map_or_else(String::new, |p| format!("{p:.3}"))
+    };
     for b in budgets {
+        let rerank = b.systems.get("rerank");
         for name in SYSTEMS {
             let Some(s) = b.systems.get(name) else {
                 continue;
             };
+            let vs_rerank = match name {
+                "tree" | "tree+fused" | "gar" => p(s, rerank),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {:.3} |",
+                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {:.3} | {} | {vs_rerank} |",
                 b.budget,
                 s.candidates_judged,
                 s.document.judged_recall.unwrap_or(0.0),
@@ -446,7 +466,8 @@ pub fn markdown(budgets: &[BudgetReport]) -> String {
                 s.passage.ndcg_at_10,
                 s.judge_calls,
                 s.rounds,
-                s.seconds_per_query
+                s.seconds_per_query,
+                p(s, bm25),
             );
         }
     }
@@ -455,7 +476,15 @@ pub fn markdown(budgets: &[BudgetReport]) -> String {
 
 /// The systems of the sweep, in the order run (the last two only with a
 /// dense embedder).
-pub const SYSTEMS: [&str; 5] = ["tree", "rerank", "gar", "dense-rerank", "hybrid-rerank"];
+pub const SYSTEMS: [&str; 7] = [
+    "tree",
+    "tree+fused",
+    "rerank",
+    "rerank+fused",
+    "gar",
+    "dense-rerank",
+    "hybrid-rerank",
+];
 
 #[cfg(test)]
 mod tests {

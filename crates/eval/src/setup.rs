@@ -112,6 +112,9 @@ pub struct BenchSetup {
     pub judge_budgets: Vec<usize>,
     /// Queries run at once (at least 1). Metric values do not depend on it.
     pub concurrency: usize,
+    /// Where to write TREC runs and per-query metrics ([`crate::runs`]);
+    /// none: nothing written.
+    pub run_dir: Option<std::path::PathBuf>,
 }
 
 impl BenchSetup {
@@ -174,6 +177,7 @@ mod tests {
             config: serde_json::json!({}),
             judge_budgets: Vec::new(),
             concurrency: 1,
+            run_dir: None,
         }
     }
 

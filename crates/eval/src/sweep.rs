@@ -2,10 +2,16 @@
 //! at most B candidates per query (calibration references and the shortlist
 //! rerank included), on the same queries:
 //!
-//! * `tree`: best-first navigation at B (the bench's navigator settings);
+//! * `tree`: best-first navigation at B (the bench's navigator settings),
+//!   the judged passages in the judge's order;
+//! * `tree+fused` (with the navigator's `fusion` above 0): the same search
+//!   (its judge and cache, so no new calls and no meaningful speed) in the
+//!   fused final order ([`treenav_navigator::fusion`]);
 //! * `rerank`: BM25's top N passages judged, then the shortlist of m, N as
 //!   large as fits B with the calibration references counted (a pointwise
 //!   judge takes neither: N = B);
+//! * `rerank+fused`: likewise rerank's own judgments in the same fused
+//!   order — the row that tells a gain of navigation from one of fusion;
 //! * `gar`: best-first over the BM25 list and the stored neighbour lists,
 //!   without the clusters — the ablation that shows what the tree adds;
 //! * with a dense embedder (`--embedder`, the tree's own for a fair
@@ -14,8 +20,8 @@
 //!   judged): the vector-index pipelines a user would deploy instead. They
 //!   embed queries; treenav itself never does.
 //!
-//! Each system gets a fresh judge at each budget, so none reads another's
-//! cache.
+//! Each system but the `+fused` rows gets a fresh judge at each budget, so
+//! none reads another's cache.
 
 use crate::context::{gar_config, tree_config, Context, Runner, Stage};
 use crate::report::summarize;
@@ -23,7 +29,7 @@ pub use crate::report::{markdown, BudgetReport, SYSTEMS};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use treenav_judge::Session;
+use treenav_judge::{Judge, Session};
 use treenav_tree::Progress;
 
 /// Runs the sweep over `ctx.setup.judge_budgets` (none: an empty list).
@@ -42,21 +48,32 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
             )));
         }
         let mut systems = BTreeMap::new();
+        let fusion = nav.best_first().fusion;
+        // The judge of `tree` and of `rerank`, which their `+fused` rows reuse.
+        let mut judges: BTreeMap<&str, Judge> = BTreeMap::new();
         for name in SYSTEMS {
             let stage = match name {
                 "dense-rerank" => Stage::Dense,
                 "hybrid-rerank" => Stage::Hybrid,
                 _ => Stage::Bm25,
             };
-            if stage != Stage::Bm25 && !ctx.has_dense() {
+            let fused = name.strip_suffix("+fused");
+            if (stage != Stage::Bm25 && !ctx.has_dense()) || (fused.is_some() && fusion == 0.0) {
                 continue;
             }
-            let runner = match name {
-                "tree" => ctx.navigator(name, tree_config(nav, budget)?)?,
-                "gar" => ctx.navigator(name, gar_config(nav, budget)?)?,
+            // A `+fused` row reorders its base row's judgments (same judge,
+            // so its cache): only the final order differs.
+            let judge = match fused.and_then(|base| judges.get(base)) {
+                Some(judge) => judge.clone(),
+                None => ctx.judge(name)?,
+            };
+            judges.insert(name, judge.clone());
+            let weight = if fused.is_some() { fusion } else { 0.0 };
+            let runner = match fused.unwrap_or(name) {
+                "tree" => ctx.navigator_with(name, judge, tree_config(nav, budget, weight)?)?,
+                "gar" => ctx.navigator_with(name, judge, gar_config(nav, budget, weight)?)?,
                 _ => {
                     let how = ctx.session_options();
-                    let judge = ctx.judge(name)?;
                     // As many as fit B: references and the shortlist
                     // counted, none for a pointwise judge.
                     let n = Session::new(&judge, how).fit(budget);
@@ -64,6 +81,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
                         judge,
                         pool: Some((stage, n)),
                         how,
+                        fusion: weight,
                     }
                 }
             };
@@ -79,6 +97,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
                 tree.as_deref(),
                 true,
             );
+            ctx.write_runs(&label, &outcomes, &summary)?;
             summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
             systems.insert(name.to_string(), summary);
         }

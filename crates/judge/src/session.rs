@@ -548,18 +548,32 @@ impl<'d> Session<'d> {
         query: &str,
         candidates: &[Candidate],
     ) -> Result<Ranking, CallError> {
+        self.rank_by(query, candidates, |scores| scores.to_vec())
+            .await
+    }
+
+    /// [`Session::rank`] with the order (before the shortlist) given by
+    /// `key`, which maps the judged scores (input order) to the scores to
+    /// sort by — e.g. the scores fused with first-stage evidence. A key of
+    /// the wrong length is the scores themselves.
+    pub async fn rank_by(
+        &mut self,
+        query: &str,
+        candidates: &[Candidate],
+        key: impl FnOnce(&[f64]) -> Vec<f64>,
+    ) -> Result<Ranking, CallError> {
         let judged = self.judge_list(query, candidates).await?;
+        let mut keys = key(&judged.scores);
+        if keys.len() != judged.scores.len() {
+            keys = judged.scores.clone();
+        }
         let mut order: Vec<usize> = (0..candidates.len()).collect();
-        order.sort_by(|a, b| {
-            judged.scores[*b]
-                .total_cmp(&judged.scores[*a])
-                .then(a.cmp(b))
-        });
+        order.sort_by(|a, b| keys[*b].total_cmp(&keys[*a]).then(a.cmp(b)));
         let mut usage = judged.usage.clone();
         let mut shown = judged.shown;
         let mut rerank = vec![None; candidates.len()];
         let choice = self
-            .shortlist(query, candidates, &mut order, &judged.scores)
+            .shortlist(query, candidates, &mut order, &keys)
             .await
             .map_err(|source| CallError {
                 call: judged.calls.len(),

@@ -106,7 +106,7 @@ impl Navigator {
         };
         let lexical: Vec<NodeId> = scored
             .iter()
-            .take(cfg.judge_budget)
+            .take(cfg.judge_budget.max(self.config.returned_passages()))
             .map(|(id, _)| *id)
             .collect();
         let doc_lex: HashMap<NodeId, f64> = scored.into_iter().collect();
@@ -157,6 +157,9 @@ impl Navigator {
                 break;
             }
         }
+        if cfg.widen {
+            search.widen().await?;
+        }
         self.conclude(search).await
     }
 
@@ -169,7 +172,15 @@ impl Navigator {
             .filter(|(id, _)| self.is_passage(**id))
             .map(|(id, p)| (*id, *p))
             .collect();
+        if let (Some(index), w) = (&self.index, search.cfg.fusion) {
+            let fused = crate::fusion::fused_scores(&self.tree, index, search.query, &passages, w)
+                .map_err(|e| Error::Tree(e.to_string()))?;
+            for ((_, p), f) in passages.iter_mut().zip(fused) {
+                *p = f;
+            }
+        }
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        self.collapse(&mut passages);
         passages.truncate(r);
         let kept: HashSet<NodeId> = passages.iter().map(|(id, _)| *id).collect();
         for round in &mut search.rounds {
@@ -191,6 +202,7 @@ impl Navigator {
             .collect();
         Ok(Retrieval {
             query: search.query.to_string(),
+            exhausted: ranked.len() < r,
             passages: ranked,
             trace: Trace {
                 strategy: "best-first",
@@ -224,6 +236,31 @@ impl Navigator {
 }
 
 impl Search<'_> {
+    /// `top` is k: more rounds past the budget until `returned_passages`
+    /// passages are judged or nothing is left to judge.
+    async fn widen(&mut self) -> Result<()> {
+        let wanted = self.nav.config.returned_passages();
+        loop {
+            let mut judged: Vec<(NodeId, f64)> = self
+                .judged
+                .keys()
+                .filter(|id| self.nav.is_passage(**id))
+                .map(|id| (*id, 0.0))
+                .collect();
+            self.nav.collapse(&mut judged);
+            let have = judged.len();
+            if have >= wanted {
+                return Ok(());
+            }
+            // Room for the calibration anchor in each slate.
+            let missing = wanted - have;
+            let share = missing + missing.div_ceil(self.cfg.slate_size.max(2) - 1);
+            if !self.round(share).await? {
+                return Ok(());
+            }
+        }
+    }
+
     /// One round: as many candidates as `share` judgments hold (anchor
     /// counted), picked, judged through the session, taken in. `false`
     /// when nothing was left to judge.

@@ -80,6 +80,16 @@ pub struct BestFirstConfig {
     /// how well each scored in the last round that tried it (within 20–80%),
     /// instead of alternating them one for one.
     pub adaptive_split: bool,
+    /// The final order's fusion weight `w`: judged passages are ordered by
+    /// `σ(logit(P) + w · evidence)`, the evidence being the document's BM25
+    /// rank and its neighbours' judged scores ([`crate::fusion`]). 0: the
+    /// judge's score alone.
+    pub fusion: f64,
+    /// `top` is k: when the budget judged fewer passages than
+    /// `returned_passages`, judge more (past the budget) until there are
+    /// enough or nothing is left. Off, the budget is a hard cap (the bench's
+    /// sweep, which compares systems at equal judgments).
+    pub widen: bool,
 }
 
 impl Default for BestFirstConfig {
@@ -94,6 +104,8 @@ impl Default for BestFirstConfig {
             path_weight: 0.5,
             neighbour_weight: 0.6,
             adaptive_split: false,
+            fusion: 0.0,
+            widen: true,
         }
     }
 }
@@ -113,6 +125,7 @@ pub struct NavigatorConfig {
     pub(crate) batch_size: usize,
     pub(crate) retention_budgets: Vec<usize>,
     pub(crate) returned_passages: usize,
+    pub(crate) per_document: usize,
     pub(crate) shortlist: usize,
     pub(crate) card_titles: usize,
     pub(crate) lead_sentences: usize,
@@ -134,6 +147,7 @@ impl Default for NavigatorConfig {
             batch_size: 100,
             retention_budgets: Vec::new(),
             returned_passages: 10,
+            per_document: 0,
             shortlist: 5,
             card_titles: 30,
             lead_sentences: 1,
@@ -165,6 +179,14 @@ impl NavigatorConfig {
     /// Passages returned (r). By default, 10.
     pub fn returned_passages(mut self, r: usize) -> Self {
         self.returned_passages = r;
+        self
+    }
+
+    /// At most `n` passages of one document in the result (0: no limit, the
+    /// default). The search still returns `returned_passages` when enough
+    /// documents are within reach.
+    pub fn per_document(mut self, n: usize) -> Self {
+        self.per_document = n;
         self
     }
 
@@ -250,7 +272,12 @@ impl NavigatorConfig {
     pub fn check(self) -> Result<ValidConfig> {
         let bad = |m: String| Err(Error::Config(m));
         let bf = &self.best_first;
-        let budgets = self.shortlist.max(1) + 1..=100_000;
+        // The judge budget is a best-first setting: a levels walk with a
+        // large shortlist is not refused over it.
+        let budgets = match self.strategy {
+            Strategy::BestFirst => self.shortlist.max(1) + 1..=100_000,
+            Strategy::Levels => 1..=100_000,
+        };
         checked::count(
             "judge_budget (above the shortlist)",
             bf.judge_budget,
@@ -265,6 +292,7 @@ impl NavigatorConfig {
         ] {
             checked::within(name, w, 0.0..=1.0).map_err(out_of_range)?;
         }
+        checked::within("fusion", bf.fusion, 0.0..=20.0).map_err(out_of_range)?;
         checked::count("batch_size", self.batch_size, 1..=200).map_err(out_of_range)?;
         for &k in &self.retention_budgets {
             checked::at_least("a retention budget", k, 1).map_err(out_of_range)?;
@@ -330,6 +358,14 @@ impl ValidConfig {
         self.0.returned_passages
     }
 
+    /// At most this many passages of one document (`usize::MAX`: no limit).
+    pub fn per_document(&self) -> usize {
+        match self.0.per_document {
+            0 => usize::MAX,
+            n => n,
+        }
+    }
+
     /// The strategy.
     pub fn strategy(&self) -> Strategy {
         self.0.strategy
@@ -364,8 +400,21 @@ mod tests {
             .contains("batch_size must be in 1..=200, got 0"));
         assert!(says(NavigatorConfig::default().returned_passages(0))
             .contains("returned_passages must be at least 1, got 0"));
-        assert!(says(NavigatorConfig::default().judge_budget(1))
+        let best_first = || NavigatorConfig::default().strategy(Strategy::BestFirst);
+        assert!(says(best_first().judge_budget(1))
             .contains("judge_budget (above the shortlist) must be in"));
+        // A levels walk does not spend the judge budget: a shortlist above it
+        // is no error there.
+        let levels = NavigatorConfig::default()
+            .returned_passages(100)
+            .shortlist(100);
+        assert!(levels.clone().check().is_ok());
+        assert!(says(levels.strategy(Strategy::BestFirst)).contains("judge_budget"));
+        assert!(says(best_first().best_first(BestFirstConfig {
+            fusion: -1.0,
+            ..BestFirstConfig::default()
+        }))
+        .contains("fusion"));
         assert!(NavigatorConfig::default().check().is_ok());
     }
 }

@@ -57,7 +57,13 @@ impl Navigator {
                 .await?;
             let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
             self.check_cost(&session, depth)?;
-            let (order, budget) = select(&frontier, &judged.scores, budget);
+            let (mut order, mut budget) = match kind {
+                LevelKind::Passage => self.select_passages(&frontier, &judged.scores, budget),
+                _ => select(&frontier, &judged.scores, budget),
+            };
+            if kind != LevelKind::Passage {
+                budget += self.widen(&frontier, &judged.scores, &mut order);
+            }
             for (i, (id, _)) in frontier.iter().enumerate() {
                 walk.probabilities.insert(*id, judged.scores[i]);
             }
@@ -75,6 +81,78 @@ impl Navigator {
         };
         self.finish_walk(&mut session, query, walk, &kept_passages)
             .await
+    }
+
+    /// `top` is k: adds the next best candidates of a level to `order` until
+    /// the passages beneath the kept ones can fill `returned_passages`.
+    /// Returns how many it added.
+    fn widen(&self, frontier: &Frontier, scores: &[f64], order: &mut Vec<usize>) -> usize {
+        let wanted = self.config.returned_passages();
+        let mut have = 0;
+        for i in order.iter() {
+            have += self.passages_under(frontier[*i].0, wanted - have.min(wanted));
+        }
+        if have >= wanted {
+            return 0;
+        }
+        let kept: HashSet<usize> = order.iter().copied().collect();
+        let mut rest: Vec<usize> = (0..frontier.len()).filter(|i| !kept.contains(i)).collect();
+        rest.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+        let mut added = 0;
+        for i in rest {
+            if have >= wanted {
+                break;
+            }
+            have += self.passages_under(frontier[i].0, wanted - have);
+            order.push(i);
+            added += 1;
+        }
+        added
+    }
+
+    /// The passage level's pick: the best `r` passages, at most
+    /// `per_document` of a document.
+    fn select_passages(
+        &self,
+        frontier: &Frontier,
+        scores: &[f64],
+        r: usize,
+    ) -> (Vec<usize>, usize) {
+        let (order, _) = select(frontier, scores, frontier.len());
+        let mut ranked: Vec<(NodeId, f64)> =
+            order.iter().map(|i| (frontier[*i].0, scores[*i])).collect();
+        self.collapse(&mut ranked);
+        let position: HashMap<NodeId, usize> = frontier
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
+        let order: Vec<usize> = ranked
+            .iter()
+            .take(r)
+            .filter_map(|(id, _)| position.get(id).copied())
+            .collect();
+        (order, r)
+    }
+
+    /// Passages the result could take beneath a node (itself, if a
+    /// passage; at most `per_document` of a document), counted up to `cap`.
+    fn passages_under(&self, id: NodeId, cap: usize) -> usize {
+        let per_document = self.config.per_document();
+        let (mut count, mut stack) = (0, vec![id]);
+        while let Some(n) = stack.pop() {
+            if count >= cap {
+                break;
+            }
+            match self.tree.get(n).map(|x| &x.kind) {
+                Some(treenav_tree::NodeKind::Passage { .. }) => count += 1,
+                Some(treenav_tree::NodeKind::Document { .. }) => {
+                    count += self.tree.children(n).len().min(per_document);
+                }
+                _ => stack.extend_from_slice(self.tree.children(n)),
+            }
+        }
+        count
     }
 
     /// The kind of the level `frontier` holds.
@@ -177,6 +255,7 @@ impl Navigator {
             .await?;
         Ok(Retrieval {
             query: query.to_string(),
+            exhausted: passages.len() < self.config.returned_passages(),
             passages,
             trace: Trace {
                 strategy: "levels",

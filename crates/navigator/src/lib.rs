@@ -45,6 +45,7 @@
 
 mod best_first;
 mod config;
+pub mod fusion;
 mod levels;
 mod navigate;
 #[cfg(test)]
@@ -131,6 +132,13 @@ pub struct RankedPassage {
     pub path_probabilities: Vec<f64>,
     /// P(yes) at the passage level.
     pub probability: f64,
+    /// The passage's relevance score, one probability scale for every rank
+    /// and query, non-increasing down the list: the judge's calibrated
+    /// P(yes) (fused with the search's evidence under best-first with
+    /// `fusion` above 0, [`crate::fusion`]); within the shortlist, the
+    /// shortlist's scores dealt out again in the order its multiple-choice
+    /// answer gave. Filter on this one.
+    pub score: f64,
     /// Its probability in the shortlist rerank, if it was in the shortlist.
     pub rerank_probability: Option<f64>,
 }
@@ -287,6 +295,10 @@ pub struct Retrieval {
     pub query: String,
     /// Passages, best first: the reranked shortlist, then the rest.
     pub passages: Vec<RankedPassage>,
+    /// Fewer passages than `returned_passages` were asked for: the search
+    /// widened (past the level budgets, or the judge budget) until nothing
+    /// was left to reach.
+    pub exhausted: bool,
     /// How they were found.
     pub trace: Trace,
 }

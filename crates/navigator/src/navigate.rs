@@ -254,6 +254,24 @@ impl Navigator {
         )
     }
 
+    /// Keeps at most `per_document` passages of each document in a list,
+    /// best first (passages of no document are kept).
+    pub(crate) fn collapse(&self, passages: &mut Vec<(NodeId, f64)>) {
+        let cap = self.config.per_document();
+        if cap == usize::MAX {
+            return;
+        }
+        let mut seen: std::collections::HashMap<NodeId, usize> = Default::default();
+        passages.retain(|(id, _)| match self.tree.get(*id).and_then(|n| n.parent) {
+            Some(doc) => {
+                let n = seen.entry(doc).or_insert(0);
+                *n += 1;
+                *n <= cap
+            }
+            None => true,
+        });
+    }
+
     /// Stops with [`Error::CostCap`] once the session is over the cost cap.
     pub(crate) fn check_cost(&self, session: &Session<'_>, level: usize) -> Result<()> {
         match session.over_cost() {
@@ -284,7 +302,7 @@ impl Navigator {
             .iter()
             .map(|p| Candidate::new(p.id.clone(), view::passage(&self.tree, p.node, &p.text)))
             .collect();
-        let scores: Vec<f64> = passages.iter().map(|p| p.probability).collect();
+        let scores: Vec<f64> = passages.iter().map(|p| p.score).collect();
         let mut order: Vec<usize> = (0..passages.len()).collect();
         let choice = session
             .shortlist(query, &candidates, &mut order, &scores)
@@ -293,18 +311,30 @@ impl Navigator {
         let Some(choice) = choice else {
             return Ok((passages, None));
         };
-        for (i, p) in order.iter().zip(&choice.probabilities) {
+        // The shortlist decides which of its passages comes first; the
+        // scores it holds are dealt out again in rank order, so `score`
+        // stays one probability scale, non-increasing down the list.
+        let mut head: Vec<f64> = order
+            .iter()
+            .take(choice.probabilities.len())
+            .map(|i| passages[*i].score)
+            .collect();
+        head.sort_by(|a, b| b.total_cmp(a));
+        for ((i, p), s) in order.iter().zip(&choice.probabilities).zip(head) {
             passages[*i].rerank_probability = Some(*p);
+            passages[*i].score = s;
         }
         let mut slots: Vec<Option<RankedPassage>> = passages.into_iter().map(Some).collect();
         let passages = order.iter().filter_map(|i| slots[*i].take()).collect();
         Ok((passages, Some(choice.usage)))
     }
 
+    /// A kept passage with its ordering score; its probability is the
+    /// judge's (from `probabilities`, else the score).
     fn ranked(
         &self,
         id: NodeId,
-        probability: f64,
+        score: f64,
         probabilities: &Probabilities,
     ) -> Result<Option<RankedPassage>> {
         let Some(node) = self.tree.get(id) else {
@@ -338,7 +368,8 @@ impl Navigator {
             node: id,
             path,
             path_probabilities,
-            probability,
+            probability: probabilities.get(&id).copied().unwrap_or(score),
+            score,
             rerank_probability: None,
         }))
     }

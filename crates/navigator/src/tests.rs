@@ -21,7 +21,7 @@ const TOPICS: [&str; 4] = [
 ];
 
 /// 80 documents of two passages each over four topics.
-async fn tree() -> Arc<Tree> {
+pub(crate) async fn tree() -> Arc<Tree> {
     let jsonl: Vec<String> = (0..80)
         .map(|i| {
             format!(
@@ -342,4 +342,133 @@ async fn the_adaptive_split_keeps_the_budget_and_mixes_both_routes() {
         routes.len() >= 3,
         "lexical, graph and reference: {routes:?}"
     );
+}
+
+/// A decider whose multiple-choice answer (its calls of exactly `m`
+/// candidates) reverses what its yes/no judgments say.
+fn contrary(m: usize) -> Scripted {
+    Scripted::new(move |_, c, call| {
+        let p = sigmoid(merit(c) - 2.0);
+        if call.len() == m {
+            1.0 - p
+        } else {
+            p
+        }
+    })
+}
+
+#[tokio::test]
+async fn score_is_one_scale_non_increasing_for_every_strategy() {
+    let tree = tree().await;
+    let best_first = |fusion: f64| {
+        levels_config()
+            .strategy(Strategy::BestFirst)
+            .best_first(BestFirstConfig {
+                judge_budget: 40,
+                fusion,
+                ..BestFirstConfig::default()
+            })
+    };
+    for (name, config) in [
+        ("levels", levels_config()),
+        ("best-first", best_first(0.0)),
+        ("best-first fused", best_first(2.0)),
+    ] {
+        let nav = Navigator::new(
+            tree.clone(),
+            Arc::new(contrary(3)) as Arc<dyn Decide>,
+            config.check().expect("config"),
+        )
+        .expect("navigator");
+        let found = nav.retrieve("insulin glucose").await.expect("retrieve");
+        let p = &found.passages;
+        assert!(p.len() >= 3, "{name}: {}", p.len());
+        for w in p.windows(2) {
+            assert!(
+                w[0].score >= w[1].score,
+                "{name}: {} < {}",
+                w[0].score,
+                w[1].score
+            );
+        }
+        assert!(p.iter().all(|x| x.score > 0.0 && x.score < 1.0), "{name}");
+        // The shortlist reversed the judge's order, and `score` still falls.
+        assert!(p[0].probability < p[2].probability, "{name}: not reordered");
+        assert!(
+            p[..3].iter().all(|x| x.rerank_probability.is_some()),
+            "{name}"
+        );
+        assert!(
+            p[3..].iter().all(|x| x.rerank_probability.is_none()),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn top_is_k_the_search_widens_and_says_when_the_corpus_runs_out() {
+    let tree = tree().await;
+    let all = tree.passages().count();
+    let best_first = |top: usize| {
+        levels_config()
+            .returned_passages(top)
+            .strategy(Strategy::BestFirst)
+            .best_first(BestFirstConfig {
+                judge_budget: 20,
+                ..BestFirstConfig::default()
+            })
+    };
+    for (name, config, top) in [
+        ("levels", levels_config().returned_passages(50), 50),
+        ("best-first", best_first(50), 50),
+        (
+            "levels",
+            levels_config().returned_passages(all + 40),
+            all + 40,
+        ),
+    ] {
+        let nav = Navigator::new(
+            tree.clone(),
+            Arc::new(relative(limits(8))) as Arc<dyn Decide>,
+            config.check().expect("config"),
+        )
+        .expect("navigator");
+        let found = nav.retrieve("insulin glucose").await.expect("retrieve");
+        let expected = top.min(all);
+        assert_eq!(found.passages.len(), expected, "{name} top {top}");
+        assert_eq!(found.exhausted, top > all, "{name} top {top}");
+        let ids: HashSet<&str> = found.passages.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids.len(), expected, "{name}: duplicates");
+    }
+}
+
+#[tokio::test]
+async fn per_document_keeps_at_most_n_passages_of_a_document_and_still_k() {
+    let tree = tree().await;
+    let best_first = levels_config()
+        .strategy(Strategy::BestFirst)
+        .best_first(BestFirstConfig {
+            judge_budget: 30,
+            ..BestFirstConfig::default()
+        });
+    for (name, config) in [("levels", levels_config()), ("best-first", best_first)] {
+        let nav = Navigator::new(
+            tree.clone(),
+            Arc::new(relative(limits(8))) as Arc<dyn Decide>,
+            config
+                .returned_passages(20)
+                .per_document(1)
+                .check()
+                .expect("config"),
+        )
+        .expect("navigator");
+        let found = nav.retrieve("insulin glucose").await.expect("retrieve");
+        let docs: HashSet<&str> = found
+            .passages
+            .iter()
+            .map(|p| p.document_id.as_str())
+            .collect();
+        assert_eq!(found.passages.len(), 20, "{name}");
+        assert_eq!(docs.len(), 20, "{name}: a document twice");
+    }
 }

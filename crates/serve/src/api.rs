@@ -28,6 +28,9 @@ pub struct RetrieveRequest {
     /// at most `top`).
     #[serde(default)]
     pub shortlist: Option<usize>,
+    /// At most this many passages of one document (0: no limit).
+    #[serde(default)]
+    pub per_document: Option<usize>,
     /// `levels` or `best-first`.
     #[serde(default)]
     pub strategy: Option<String>,
@@ -51,8 +54,12 @@ pub struct RetrieveResponse {
     pub tree: String,
     /// The question.
     pub query: String,
-    /// Passages, best first: the reranked shortlist, then the rest.
+    /// Passages, best first: the reranked shortlist, then the rest. Their
+    /// `score` is one probability scale, non-increasing down the list.
     pub passages: Vec<RankedPassage>,
+    /// Fewer passages than `top` exist within reach: the search widened
+    /// until nothing was left.
+    pub exhausted: bool,
     /// What the query cost (judge calls, tokens, USD).
     pub usage: Usage,
     /// Candidates shown to the judge in all.
@@ -73,6 +80,7 @@ impl RetrieveResponse {
             tree: tree.to_string(),
             query: found.query,
             passages: found.passages,
+            exhausted: found.exhausted,
             usage: found.trace.usage.clone(),
             candidates_judged: found.trace.candidates_judged,
             latency_ms: found.trace.latency_ms,

@@ -83,6 +83,7 @@ fn out_of_range(field: &str) -> impl Fn(checked::OutOfRange) -> ApiError + '_ {
 fn navigator_for(served: &Navigator, req: &RetrieveRequest) -> Result<Option<Navigator>, ApiError> {
     let overrides = req.top.is_some()
         || req.shortlist.is_some()
+        || req.per_document.is_some()
         || req.strategy.is_some()
         || req.budgets.is_some()
         || req.judge_budget.is_some();
@@ -99,6 +100,11 @@ fn navigator_for(served: &Navigator, req: &RetrieveRequest) -> Result<Option<Nav
         None => served.config().shortlist().min(top),
     };
     config = config.returned_passages(top).shortlist(shortlist);
+    if let Some(n) = req.per_document {
+        let n =
+            checked::count("per_document", n, 0..=1000).map_err(out_of_range("per_document"))?;
+        config = config.per_document(n);
+    }
     if let Some(name) = &req.strategy {
         let strategy = name
             .parse::<Strategy>()

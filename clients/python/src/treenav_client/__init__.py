@@ -93,15 +93,15 @@ class Passage:
     document_id: str
     title: str
     text: str
+    #: The relevance score: one calibrated probability scale for every rank
+    #: and query, non-increasing down the list (filter on this one).
+    score: float
+    #: The judge's own P(yes) for the passage.
     probability: float
+    #: The shortlist's multiple-choice probability (None outside it).
     rerank_probability: Optional[float]
     node: int
     path: List[int] = field(default_factory=list)
-
-    @property
-    def score(self) -> float:
-        """The rerank probability when the passage was in the shortlist, else P(yes)."""
-        return self.rerank_probability if self.rerank_probability is not None else self.probability
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Passage":
@@ -111,6 +111,7 @@ class Passage:
             document_id=str(d["document_id"]),
             title=str(d.get("title", "")),
             text=str(d["text"]),
+            score=float(d.get("score", d["probability"])),
             probability=float(d["probability"]),
             rerank_probability=None if rerank is None else float(rerank),
             node=int(d.get("node", 0)),
@@ -129,6 +130,8 @@ class Retrieval:
     candidates_judged: int
     latency_ms: float
     trace: Optional[Dict[str, Any]] = None
+    #: Fewer passages than ``top`` were within reach.
+    exhausted: bool = False
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Retrieval":
@@ -140,6 +143,7 @@ class Retrieval:
             candidates_judged=int(d.get("candidates_judged", 0)),
             latency_ms=float(d.get("latency_ms", 0.0)),
             trace=d.get("trace"),
+            exhausted=bool(d.get("exhausted", False)),
         )
 
 

@@ -19,8 +19,9 @@ class TreenavRetriever(BaseRetriever):
     """Passages from one tree of a `treenav serve`, best first, as Documents.
 
     ``metadata`` holds the passage and document ids, the title, the rank and
-    the scores (``score`` is the rerank probability for the shortlist, else
-    P(yes)).
+    the scores (``score``: one calibrated relevance probability, non-increasing
+    down the list; ``probability`` and ``rerank_probability``: the judge's
+    P(yes) and the shortlist's choice probability).
     """
 
     base_url: str = "http://127.0.0.1:8080"

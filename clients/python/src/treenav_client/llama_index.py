@@ -16,8 +16,9 @@ __all__ = ["TreenavLlamaRetriever"]
 class TreenavLlamaRetriever(BaseRetriever):
     """Passages from one tree of a `treenav serve`, best first, as scored nodes.
 
-    Each node's id is the passage id; ``score`` is the rerank probability for
-    the shortlist, else P(yes); ``metadata`` holds the ids, title and rank.
+    Each node's id is the passage id; ``score`` is one calibrated relevance
+    probability, non-increasing down the list; ``metadata`` holds the ids,
+    title, rank and the judge's and shortlist's own probabilities.
     """
 
     def __init__(

@@ -1,0 +1,171 @@
+//! The final order: the judge's score fused with what the search already
+//! knows about each judged passage's document, without another judgment.
+//!
+//! A document's *evidence* is in [0, 1], the mean of two parts:
+//!
+//! * **lexical**: `1 / (1 + rank / 5)` for its rank (from 0) in BM25 over
+//!   the tree's documents, 0 when it matches no query term — scale-free, so
+//!   one weight means the same on every corpus;
+//! * **graph**: the best judged P(yes) of another document that lists it
+//!   among its nearest neighbours, or that it lists (the tree's stored
+//!   lists), decayed by the neighbour's place as the frontier's neighbour
+//!   prior is: `P · (1 − ½ · i / k)`. A document close to documents the
+//!   judge found relevant is more likely relevant itself (the cluster
+//!   hypothesis that GAR and LATTICE rely on).
+//!
+//! The fused score is `σ(logit(P) + w · evidence)`: still a probability, in
+//! the same order as the final list, equal to the judge's P at `w = 0`. It
+//! mostly breaks near-ties among passages the judge scored alike; a judge's
+//! confident answer outweighs any evidence for `w` below its logit gap.
+//!
+//! [`fused_scores`] is the one implementation: best-first applies it to the
+//! passages it judged, and the bench to `rerank`'s judged list, so a gain is
+//! attributed to navigation or to fusion honestly.
+
+use std::collections::HashMap;
+use treenav_judge::session::{logit, sigmoid};
+use treenav_tree::lexical::DocumentIndex;
+use treenav_tree::{NodeId, NodeKind, Tree};
+
+/// The lexical part's rank scale: the document at rank 5 gets ½.
+const RANK_SCALE: f64 = 5.0;
+
+/// Fused scores (see the module docs) of judged passages, in their order:
+/// `judged` holds each passage node with its judge P(yes). `weight` 0 gives
+/// the judge's scores back unchanged. Fails only when a stored lexical index
+/// cannot be read.
+pub fn fused_scores(
+    tree: &Tree,
+    index: &DocumentIndex,
+    query: &str,
+    judged: &[(NodeId, f64)],
+    weight: f64,
+) -> treenav_tree::Result<Vec<f64>> {
+    if weight == 0.0 || judged.is_empty() {
+        return Ok(judged.iter().map(|(_, p)| *p).collect());
+    }
+    let documents = tree.documents().count();
+    let lexical: HashMap<NodeId, usize> = index
+        .search_scored(query, documents)?
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (doc, _))| (doc, rank))
+        .collect();
+    let doc_of = |p: NodeId| tree.get(p).and_then(|n| n.parent).unwrap_or(p);
+    let mut best: HashMap<NodeId, f64> = HashMap::new();
+    for (p, score) in judged {
+        let slot = best.entry(doc_of(*p)).or_insert(0.0);
+        *slot = slot.max(*score);
+    }
+    let graph = graph_support(tree, &best);
+    Ok(judged
+        .iter()
+        .map(|(p, score)| {
+            let doc = doc_of(*p);
+            let lex = lexical
+                .get(&doc)
+                .map_or(0.0, |r| 1.0 / (1.0 + *r as f64 / RANK_SCALE));
+            let evidence = (lex + graph.get(&doc).copied().unwrap_or(0.0)) / 2.0;
+            sigmoid(logit(*score) + weight * evidence)
+        })
+        .collect())
+}
+
+/// Each judged document's graph support: the best decayed score of another
+/// judged document linked to it by a neighbour list, either way.
+fn graph_support(tree: &Tree, judged: &HashMap<NodeId, f64>) -> HashMap<NodeId, f64> {
+    let mut support: HashMap<NodeId, f64> = HashMap::new();
+    if !tree.has_neighbours() {
+        return support;
+    }
+    for (&doc, &score) in judged {
+        if !matches!(
+            tree.get(doc).map(|n| &n.kind),
+            Some(NodeKind::Document { .. })
+        ) {
+            continue;
+        }
+        let list = tree.neighbours(doc);
+        let k = list.len().max(1) as f64;
+        for (i, other) in list.iter().enumerate() {
+            let Some(&other_score) = judged.get(other) else {
+                continue;
+            };
+            let decay = 1.0 - 0.5 * i as f64 / k;
+            // `doc` lists `other`: each supports the other.
+            for (to, from) in [(*other, score), (doc, other_score)] {
+                let slot = support.entry(to).or_insert(0.0);
+                *slot = slot.max(from * decay);
+            }
+        }
+    }
+    support
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first passage of document `id`.
+    fn first_passage(tree: &Tree, id: &str) -> NodeId {
+        let doc = tree
+            .documents()
+            .find(|d| matches!(tree.get(*d).map(|n| &n.kind), Some(NodeKind::Document { id: x, .. }) if x == id))
+            .expect("document");
+        tree.children(doc)[0]
+    }
+
+    #[tokio::test]
+    async fn weight_zero_gives_the_judge_scores_back() {
+        let tree = crate::tests::tree().await;
+        let index = tree.document_index().expect("index");
+        let judged: Vec<(NodeId, f64)> = tree.passages().take(3).map(|p| (p, 0.3)).collect();
+        let out = fused_scores(&tree, &index, "insulin", &judged, 0.0).expect("fused");
+        assert_eq!(out, vec![0.3, 0.3, 0.3]);
+    }
+
+    #[tokio::test]
+    async fn evidence_breaks_a_tie_toward_the_lexical_match_and_keeps_a_probability() {
+        let tree = crate::tests::tree().await;
+        let index = tree.document_index().expect("index");
+        // d0 is about insulin, d1 about football (and lava): scored alike
+        // by the judge, the one matching the query goes first after fusion.
+        let (matching, other) = (first_passage(&tree, "d0"), first_passage(&tree, "d1"));
+        let query = "insulin blood glucose";
+        let judged = vec![(other, 0.4), (matching, 0.4)];
+        let out = fused_scores(&tree, &index, query, &judged, 2.0).expect("fused");
+        assert!(out[1] > out[0], "{out:?}");
+        assert!(out.iter().all(|s| *s > 0.0 && *s < 1.0));
+        // A confident judge answer is not overturned by the evidence.
+        let judged = vec![(other, 0.95), (matching, 0.2)];
+        let out = fused_scores(&tree, &index, query, &judged, 2.0).expect("fused");
+        assert!(out[0] > out[1], "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn a_neighbour_of_a_relevant_document_gains_support() {
+        let tree = crate::tests::tree().await;
+        assert!(tree.has_neighbours());
+        let index = tree.document_index().expect("index");
+        let d0 = tree
+            .get(first_passage(&tree, "d0"))
+            .and_then(|n| n.parent)
+            .expect("document");
+        let near = tree.neighbours(d0)[0];
+        let far = tree
+            .documents()
+            .find(|d| {
+                *d != d0 && !tree.neighbours(d0).contains(d) && !tree.neighbours(*d).contains(&d0)
+            })
+            .expect("a document unrelated to d0");
+        let (near_p, far_p) = (tree.children(near)[0], tree.children(far)[0]);
+        // No query term matches: only the graph part differs.
+        let judged = vec![
+            (first_passage(&tree, "d0"), 0.9),
+            (far_p, 0.3),
+            (near_p, 0.3),
+        ];
+        let out = fused_scores(&tree, &index, "zzzz", &judged, 2.0).expect("fused");
+        assert!(out[2] > out[1], "{out:?}");
+    }
+}
