@@ -244,6 +244,7 @@ async fn at_concurrency(
         judge_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
+        fusion_weights: Vec::new(),
     };
     let mut first: Option<(f64, serde_json::Value)> = None;
     for &c in levels {

@@ -79,6 +79,11 @@ pub struct BenchArgs {
     /// for trec_eval, ir_measures or ranx.
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
+    /// The sweep's `tree+fused` and `rerank+fused` rows at each of these
+    /// fusion weights (default: --fusion, when above 0). They reorder the
+    /// base rows' judgments, so a grid costs no judge call.
+    #[arg(long, value_delimiter = ',')]
+    pub fusion_weights: Vec<f64>,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -311,14 +316,12 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         judge_budgets: args.judge_budgets.clone(),
         concurrency,
         run_dir: args.run_dir.clone(),
+        fusion_weights: args.fusion_weights.clone(),
     };
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();
     if let Some(path) = &args.json {
-        write_atomic(
-            path,
-            &format!("{}\n", serde_json::to_string_pretty(&report)?),
-        )?;
+        write_atomic(path, &crate::json_text(&report)?)?;
         if !args.quiet {
             eprintln!("wrote {}", path.display());
         }
@@ -390,10 +393,7 @@ async fn run_prune(
         crate::plot::png(&curve, &title, path, args.font.as_deref())?;
     }
     if let Some(path) = &args.json {
-        write_atomic(
-            path,
-            &format!("{}\n", serde_json::to_string_pretty(&curve)?),
-        )?;
+        write_atomic(path, &crate::json_text(&curve)?)?;
     }
     let mut o = String::new();
     out!(o, "{title}");

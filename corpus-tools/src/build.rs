@@ -488,7 +488,7 @@ fn report_plan(
         let report = serde_json::json!({
             "plan": dir, "top_clusters": plan.tops(), "documents": documents, "seconds": seconds,
         });
-        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        return emit(&crate::json_text(&report)?);
     }
     let dir = dir.display();
     emit(&format!(
@@ -516,7 +516,7 @@ fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
     let seconds = start.elapsed().as_secs_f64();
     if args.json {
         let report = serde_json::json!({ "shard": path, "bytes": bytes, "seconds": seconds });
-        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        return emit(&crate::json_text(&report)?);
     }
     emit(&format!(
         "wrote {} ({}) in {seconds:.1} s\n",
@@ -624,7 +624,7 @@ fn save_and_report(
         skipped: made.skipped,
     };
     if json {
-        return emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        return emit(&crate::json_text(&report)?);
     }
     let sides: Vec<String> = report
         .side_files

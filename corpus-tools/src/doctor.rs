@@ -10,7 +10,7 @@ pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
     let report = checkup(&judge).await?;
     let mut o = String::new();
     if json {
-        out!(o, "{}", serde_json::to_string_pretty(&report)?);
+        o.push_str(&crate::json_text(&report)?);
     } else {
         out!(o, "backend   {} ({})", report.backend, report.model);
         out!(o, "query     {CHECKUP_QUERY}");

@@ -179,7 +179,7 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         levels,
     };
     if json {
-        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        return crate::emit(&crate::json_text(&report)?);
     }
     let mut o = String::new();
     let m = report.meta;

@@ -27,15 +27,35 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `treenav --version`: the version, the commit built from and the features.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ncommit:   ",
+    env!("TREENAV_COMMIT"),
+    "\nfeatures: ",
+    env!("TREENAV_FEATURES")
+);
+
 /// treenav: retrieval for RAG without a vector index at query time.
 #[derive(Parser, Debug)]
-#[command(name = "treenav", version, about)]
+#[command(name = "treenav", version, long_version = LONG_VERSION, about)]
 struct Cli {
     /// Print the full error chain and debug logs.
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// Log lines as `text` or `json` (one object per line, for a log
+    /// collector). Which lines: `RUST_LOG` (or `TREENAV_LOG`), e.g.
+    /// `RUST_LOG=treenav_navigator=debug`.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -87,6 +107,22 @@ fn colour_on_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// Logs to stderr: the filter from `TREENAV_LOG`, else `RUST_LOG`, else
+/// `default`; text (coloured on a terminal) or JSON lines.
+fn init_logs(default: &str, format: LogFormat) {
+    let filter = ["TREENAV_LOG", "RUST_LOG"]
+        .into_iter()
+        .find_map(|var| tracing_subscriber::EnvFilter::try_from_env(var).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => logs.json().with_current_span(false).init(),
+        LogFormat::Text => logs.with_ansi(colour_on_stderr()).init(),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match (&cli.command, cli.verbose) {
@@ -95,14 +131,7 @@ fn main() -> ExitCode {
         (Command::Serve(_), false) => "warn,treenav_serve=info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TREENAV_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(colour_on_stderr())
-        .init();
+    init_logs(filter, cli.log_format);
     let result = match cli.command {
         Command::Build(args) => build::run_build(*args),
         Command::Merge(args) => build::run_merge(&args),
@@ -152,6 +181,23 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Writes text to stdout; a closed pipe (`treenav … | head`) is not an error.
+/// The JSON a subcommand prints (`--json`): pretty, one trailing newline,
+/// with `treenav_version` first in every object output, so a saved report
+/// says which tool made it.
+pub fn json_text(value: &impl serde::Serialize) -> Result<String> {
+    let value = serde_json::to_value(value)?;
+    let value = match value {
+        serde_json::Value::Object(fields) => {
+            let mut out = serde_json::Map::new();
+            out.insert("treenav_version".into(), env!("CARGO_PKG_VERSION").into());
+            out.extend(fields);
+            serde_json::Value::Object(out)
+        }
+        other => other,
+    };
+    Ok(format!("{}\n", serde_json::to_string_pretty(&value)?))
+}
+
 pub fn emit(text: &str) -> Result<()> {
     use std::io::Write;
     let text = printable(text);

@@ -131,7 +131,7 @@ pub async fn run(args: &PruneArgs) -> Result<()> {
     if args.json {
         // The service's response type: `treenav serve` answers the same JSON.
         let response = treenav::serve::api::PruneResponse::new(pruned);
-        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&response)?));
+        return crate::emit(&crate::json_text(&response)?);
     }
     crate::emit(&print_text(&question, &pruned))
 }

@@ -180,7 +180,7 @@ pub async fn run(args: &QueryArgs) -> Result<()> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let response = treenav::serve::api::RetrieveResponse::new(&name, found, true);
-        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&response)?));
+        return crate::emit(&crate::json_text(&response)?);
     }
     crate::emit(&print_text(&found, args.trace))
 }

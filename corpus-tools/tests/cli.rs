@@ -857,3 +857,46 @@ fn a_build_split_into_plan_shards_and_merge_equals_the_single_build() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
 }
+
+#[test]
+fn version_logs_and_json_say_what_made_them() {
+    let o = treenav(&["--version"]);
+    let v = text(&o.stdout);
+    assert!(v.contains(env!("CARGO_PKG_VERSION")), "{v}");
+    assert!(v.contains("commit:") && v.contains("features:"), "{v}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("s.tree");
+    let tree = tree.to_str().expect("utf8 path");
+    let o = treenav(&["build", "-o", tree, "--embedder", "tfidf", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let built: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(built["treenav_version"], env!("CARGO_PKG_VERSION"));
+    // RUST_LOG is honoured, and --log-format json gives one object a line.
+    let o = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args([
+            "--log-format",
+            "json",
+            "query",
+            tree,
+            "Who was Tesla?",
+            "--json",
+        ])
+        .env_remove("TREENAV_LOG")
+        .env("RUST_LOG", "treenav_navigator=debug")
+        .output()
+        .expect("run treenav");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let found: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(found["treenav_version"], env!("CARGO_PKG_VERSION"));
+    let logs = text(&o.stderr);
+    let events: Vec<serde_json::Value> = logs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["fields"]["message"] == "query answered"),
+        "{logs}"
+    );
+}

@@ -445,11 +445,13 @@ pub fn markdown(budgets: &[BudgetReport], bm25: Option<&SystemReport>) -> String
     };
     for b in budgets {
         let rerank = b.systems.get("rerank");
-        for name in SYSTEMS {
-            let Some(s) = b.systems.get(name) else {
-                continue;
-            };
-            let vs_rerank = match name {
+        let named = SYSTEMS.iter().flat_map(|name| {
+            b.systems
+                .iter()
+                .filter(move |(k, _)| k.as_str() == *name || k.starts_with(&format!("{name}:")))
+        });
+        for (name, s) in named {
+            let vs_rerank = match name.split(':').next().unwrap_or_default() {
                 "tree" | "tree+fused" | "gar" => p(s, rerank),
                 _ => String::new(),
             };

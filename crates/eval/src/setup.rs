@@ -115,6 +115,10 @@ pub struct BenchSetup {
     /// Where to write TREC runs and per-query metrics ([`crate::runs`]);
     /// none: nothing written.
     pub run_dir: Option<std::path::PathBuf>,
+    /// Fusion weights the sweep's `+fused` rows are run at (empty: the
+    /// navigator's `fusion`, when above 0); each reuses its base row's
+    /// judgments, so a grid costs no judge call.
+    pub fusion_weights: Vec<f64>,
 }
 
 impl BenchSetup {
@@ -135,6 +139,15 @@ impl BenchSetup {
             checked::at_least("limit (--limit)", n, 1).map_err(config)?;
         }
         checked::within("rrf_k", self.rrf_k, 0.0..=1e9).map_err(config)?;
+        for w in &self.fusion_weights {
+            checked::within("a fusion weight (--fusion-weights)", *w, 0.0..=20.0)
+                .map_err(config)?;
+        }
+        if self.fusion_weights.len() > 16 {
+            return Err(Error::Config(
+                "at most 16 fusion weights (--fusion-weights)".into(),
+            ));
+        }
         let shortlist = match self.navigator.shortlist() {
             m if m >= 2 => m,
             _ => 0,
@@ -178,6 +191,7 @@ mod tests {
             judge_budgets: Vec::new(),
             concurrency: 1,
             run_dir: None,
+            fusion_weights: Vec::new(),
         }
     }
 

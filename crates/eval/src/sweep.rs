@@ -48,30 +48,27 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
             )));
         }
         let mut systems = BTreeMap::new();
-        let fusion = nav.best_first().fusion;
         // The judge of `tree` and of `rerank`, which their `+fused` rows reuse.
         let mut judges: BTreeMap<&str, Judge> = BTreeMap::new();
-        for name in SYSTEMS {
-            let stage = match name {
+        for (name, base, weight) in rows(ctx) {
+            let stage = match base {
                 "dense-rerank" => Stage::Dense,
                 "hybrid-rerank" => Stage::Hybrid,
                 _ => Stage::Bm25,
             };
-            let fused = name.strip_suffix("+fused");
-            if (stage != Stage::Bm25 && !ctx.has_dense()) || (fused.is_some() && fusion == 0.0) {
+            if stage != Stage::Bm25 && !ctx.has_dense() {
                 continue;
             }
             // A `+fused` row reorders its base row's judgments (same judge,
             // so its cache): only the final order differs.
-            let judge = match fused.and_then(|base| judges.get(base)) {
+            let judge = match judges.get(base).filter(|_| weight > 0.0) {
                 Some(judge) => judge.clone(),
-                None => ctx.judge(name)?,
+                None => ctx.judge(&name)?,
             };
-            judges.insert(name, judge.clone());
-            let weight = if fused.is_some() { fusion } else { 0.0 };
-            let runner = match fused.unwrap_or(name) {
-                "tree" => ctx.navigator_with(name, judge, tree_config(nav, budget, weight)?)?,
-                "gar" => ctx.navigator_with(name, judge, gar_config(nav, budget, weight)?)?,
+            judges.entry(base).or_insert_with(|| judge.clone());
+            let runner = match base {
+                "tree" => ctx.navigator_with(&name, judge, tree_config(nav, budget, weight)?)?,
+                "gar" => ctx.navigator_with(&name, judge, gar_config(nav, budget, weight)?)?,
                 _ => {
                     let how = ctx.session_options();
                     // As many as fit B: references and the shortlist
@@ -104,4 +101,32 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
         out.push(BudgetReport { budget, systems });
     }
     Ok(out)
+}
+
+/// The sweep's rows: (name, base system, fusion weight). Each `+fused`
+/// system once per fusion weight (the bench's `fusion_weights`, else the
+/// navigator's `fusion` when above 0), named `tree+fused` for one weight
+/// and `tree+fused:W` for several.
+fn rows(ctx: &Context) -> Vec<(String, &'static str, f64)> {
+    let mut weights = ctx.setup.fusion_weights.clone();
+    let configured = ctx.setup.navigator.best_first().fusion;
+    if weights.is_empty() && configured > 0.0 {
+        weights.push(configured);
+    }
+    let mut out = Vec::new();
+    for name in SYSTEMS {
+        match name.strip_suffix("+fused") {
+            Some(base) => {
+                for w in &weights {
+                    let label = match weights.len() {
+                        1 => name.to_string(),
+                        _ => format!("{name}:{w}"),
+                    };
+                    out.push((label, base, *w));
+                }
+            }
+            None => out.push((name.to_string(), name, 0.0)),
+        }
+    }
+    out
 }

@@ -286,6 +286,15 @@ impl Search<'_> {
             self.anchor = Some(picks[0].node);
         }
         let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let lexical = picks.iter().filter(|p| p.route == Route::Lexical).count();
+        tracing::debug!(
+            round = self.rounds.len() + 1,
+            picked = picks.len(),
+            lexical,
+            graph = picks.len() - lexical,
+            judge_ms,
+            "best-first round judged"
+        );
         self.record(&picks, scored);
         if let Some(round) = self.rounds.last_mut() {
             round.judge_ms = judge_ms;

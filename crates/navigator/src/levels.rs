@@ -67,6 +67,14 @@ impl Navigator {
             for (i, (id, _)) in frontier.iter().enumerate() {
                 walk.probabilities.insert(*id, judged.scores[i]);
             }
+            tracing::debug!(
+                depth,
+                kind = kind.name(),
+                shown = frontier.len(),
+                calls = judged.calls.len(),
+                kept = order.len(),
+                "level judged"
+            );
             let trace = self.trace_level(&frontier, &judged, &order, depth, kind, budget);
             walk.levels.push(LevelTrace { judge_ms, ..trace });
             let chosen: Vec<(NodeId, f64)> = order

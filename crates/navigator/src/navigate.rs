@@ -181,6 +181,16 @@ impl Navigator {
                 .map_err(|_| Error::Deadline(limit.as_secs_f64()))??,
         };
         out.trace.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+        tracing::debug!(
+            strategy = out.trace.strategy,
+            passages = out.passages.len(),
+            exhausted = out.exhausted,
+            judged = out.trace.candidates_judged,
+            calls = out.trace.usage.calls,
+            input_tokens = out.trace.usage.input_tokens,
+            latency_ms = out.trace.latency_ms,
+            "query answered"
+        );
         Ok(out)
     }
 
@@ -311,6 +321,10 @@ impl Navigator {
         let Some(choice) = choice else {
             return Ok((passages, None));
         };
+        tracing::debug!(
+            shortlist = choice.probabilities.len(),
+            "shortlist reranked by one multiple-choice question"
+        );
         // The shortlist decides which of its passages comes first; the
         // scores it holds are dealt out again in rank order, so `score`
         // stays one probability scale, non-increasing down the list.
