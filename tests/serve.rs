@@ -228,6 +228,78 @@ async fn top_is_k_on_one_score_scale_with_collapse_and_exhaustion() {
     s.shutdown().await;
 }
 
+/// `/metrics` read by a Prometheus text parser: every family has `# HELP`,
+/// counters end in `_total` and are counters (cost too), the build info and
+/// the trees loaded are there, the latency histogram has the status, and a
+/// made-up method is labelled `OTHER` (never a label per method).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_follow_the_prometheus_conventions() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    assert_eq!(
+        post(&s.base, "/v1/retrieve", question()).await.0,
+        StatusCode::OK
+    );
+    let client = reqwest::Client::new();
+    let odd = reqwest::Method::from_bytes(b"M0000001XYZ").expect("method");
+    let _ = client.request(odd, format!("{}/nope", s.base)).send().await;
+    let (status, text) = get(&s.base, "/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .expect("Prometheus text");
+    let mut families: Vec<&str> = scrape.samples.iter().map(|x| x.metric.as_str()).collect();
+    families.sort_unstable();
+    families.dedup();
+    for name in &families {
+        // A histogram's `_count` and `_sum` belong to its family.
+        let family = ["_count", "_sum", "_bucket"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| scrape.docs.contains_key(*f)))
+            .unwrap_or(name);
+        assert!(scrape.docs.contains_key(family), "{name} has no # HELP");
+    }
+    for sample in &scrape.samples {
+        if sample.metric.starts_with("treenav_http_request_duration_seconds") {
+            continue;
+        }
+        let counter = matches!(sample.value, prometheus_parse::Value::Counter(_));
+        assert_eq!(
+            counter,
+            sample.metric.ends_with("_total"),
+            "{}",
+            sample.metric
+        );
+    }
+    let value = |name: &str| {
+        scrape
+            .samples
+            .iter()
+            .find(|x| x.metric == name)
+            .map(|x| match x.value {
+                prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Counter(v) => v,
+                _ => f64::NAN,
+            })
+    };
+    assert_eq!(value("treenav_build_info"), Some(1.0));
+    assert_eq!(value("treenav_trees_loaded"), Some(1.0));
+    assert!(text.contains("# TYPE treenav_judge_cost_usd_total counter"));
+    let latency = scrape
+        .samples
+        .iter()
+        .find(|x| x.metric == "treenav_http_request_duration_seconds")
+        .expect("latency histogram");
+    assert!(
+        latency.labels.get("status").is_some(),
+        "{:?}",
+        latency.labels
+    );
+    assert!(
+        !text.contains("M0000001XYZ"),
+        "a made-up method became a label"
+    );
+    assert!(text.contains("method=\"OTHER\""));
+    s.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_json_naming_the_field() {
     let s = start(JudgeOptions::default(), |o| {

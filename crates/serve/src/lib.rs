@@ -83,9 +83,10 @@ impl Server {
             .check()
             .map_err(|e| Error::Config(e.to_string()))?;
         let judge = Judge::new(&options.judge)?;
+        // The recorder first, so what loading sets (trees loaded) is kept.
+        observe::prometheus();
         let registry = Registry::load(options.trees.clone(), judge.clone(), config).await?;
         let listener = TcpListener::bind(addr).await?;
-        observe::prometheus();
         let limits = options.limits.clone();
         let app = App {
             registry,

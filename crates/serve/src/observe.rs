@@ -1,16 +1,21 @@
 //! Metrics (Prometheus text at `/metrics`) and the access log.
 //!
 //! Every request is counted by route, method and status and timed into a
-//! histogram; in-flight requests are a gauge; retrievals add the judge's
-//! calls, cache hits, tokens and cost. The access log (target
-//! `treenav_serve::access`) has method, route, status and latency — never
-//! a token, and query text only when the service was asked to log it.
+//! histogram (route and status); in-flight requests are a gauge; retrievals
+//! add the judge's calls, cache hits, tokens and cost (a counter in USD);
+//! `treenav_build_info` and `treenav_trees_loaded` say what runs. Every
+//! metric has `# HELP`. A method outside the HTTP standard's is labelled
+//! and logged `OTHER`, so no client can grow the label set or the log.
+//! The access log (target `treenav_serve::access`) has method, route,
+//! status and latency — never a token, and query text only when the
+//! service was asked to log it.
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 use treenav_judge::Usage;
 
@@ -30,20 +35,104 @@ pub(crate) fn prometheus() -> &'static PrometheusHandle {
                 .set_buckets(&BUCKETS)
                 .unwrap_or_else(|_| PrometheusBuilder::new())
         };
-        match builder().install_recorder() {
+        let handle = match builder().install_recorder() {
             Ok(handle) => handle,
             Err(e) => {
                 tracing::warn!(error = %e, "another metrics recorder is installed; /metrics shows only treenav's own");
                 builder().build_recorder().handle()
             }
-        }
+        };
+        describe();
+        metrics::gauge!("treenav_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        handle
     })
+}
+
+/// `# HELP` for every metric.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(
+        "treenav_http_requests_total",
+        "HTTP requests answered, by route, method and status."
+    );
+    describe_histogram!(
+        "treenav_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request, by route and status."
+    );
+    describe_gauge!(
+        "treenav_http_in_flight",
+        "HTTP requests being answered now."
+    );
+    describe_counter!(
+        "treenav_judge_calls_total",
+        "Judge calls made (cache hits excluded), by route."
+    );
+    describe_counter!(
+        "treenav_judge_cache_hits_total",
+        "Judge calls answered from the cache, by route."
+    );
+    describe_counter!(
+        "treenav_judge_input_tokens_total",
+        "Input tokens sent to the judge, by route."
+    );
+    describe_counter!(
+        "treenav_judge_output_tokens_total",
+        "Output tokens the judge produced, by route."
+    );
+    describe_gauge!(
+        "treenav_build_info",
+        "Always 1; the labels say which treenav runs."
+    );
+    describe_gauge!("treenav_trees_loaded", "Trees being served.");
+    describe_counter!(
+        "treenav_reloads_total",
+        "Tree reloads, by outcome (ok, refused)."
+    );
+    describe_counter!(
+        "treenav_overloaded_total",
+        "Requests shed with 503 because the queue was full."
+    );
+}
+
+/// The judge's estimated cost per route, USD (the `metrics` crate's
+/// counters are integers, so this counter is kept and rendered here).
+fn cost() -> &'static Mutex<BTreeMap<&'static str, f64>> {
+    static COST: OnceLock<Mutex<BTreeMap<&'static str, f64>>> = OnceLock::new();
+    COST.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// The Prometheus text of `/metrics`: the recorder's families and the cost
+/// counter.
+pub(crate) fn render() -> String {
+    let mut text = prometheus().render();
+    text.push_str("# HELP treenav_judge_cost_usd_total Estimated judge cost in USD (list prices), by route.\n");
+    text.push_str("# TYPE treenav_judge_cost_usd_total counter\n");
+    if let Ok(cost) = cost().lock() {
+        for (route, usd) in cost.iter() {
+            text.push_str(&format!(
+                "treenav_judge_cost_usd_total{{route=\"{route}\"}} {usd}\n"
+            ));
+        }
+    }
+    text
+}
+
+/// The method as labelled and logged: one of the standard's, else `OTHER`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT", "TRACE",
+    ];
+    KNOWN
+        .into_iter()
+        .find(|m| *m == method.as_str())
+        .unwrap_or("OTHER")
 }
 
 /// Middleware: counts, times and logs each request.
 pub(crate) async fn track(request: Request, next: Next) -> Response {
     let start = Instant::now();
-    let method = request.method().clone();
+    let method = method_label(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -61,9 +150,10 @@ pub(crate) async fn track(request: Request, next: Next) -> Response {
         ("status", status.to_string()),
     ];
     metrics::counter!("treenav_http_requests_total", &labels).increment(1);
-    metrics::histogram!("treenav_http_request_duration_seconds", "route" => route.clone())
-        .record(secs);
-    tracing::info!(target: "treenav_serve::access", %method, route, status,
+    metrics::histogram!("treenav_http_request_duration_seconds",
+        "route" => route.clone(), "status" => status.to_string())
+    .record(secs);
+    tracing::info!(target: "treenav_serve::access", method, route, status,
         latency_ms = secs * 1000.0, "request");
     response
 }
@@ -78,6 +168,8 @@ pub(crate) fn judge_usage(route: &'static str, usage: &Usage) {
     metrics::counter!("treenav_judge_output_tokens_total", "route" => route)
         .increment(usage.output_tokens);
     if usage.cost_usd.is_finite() && usage.cost_usd > 0.0 {
-        metrics::gauge!("treenav_judge_cost_usd_total", "route" => route).increment(usage.cost_usd);
+        if let Ok(mut cost) = cost().lock() {
+            *cost.entry(route).or_insert(0.0) += usage.cost_usd;
+        }
     }
 }

@@ -97,6 +97,7 @@ impl Registry {
                         map
                     });
                     tracing::info!(tree = %name, "tree reloaded");
+                    metrics::gauge!("treenav_trees_loaded").set(self.trees.load().len() as f64);
                     metrics::counter!("treenav_reloads_total", "outcome" => "ok").increment(1);
                     outcomes.push(ReloadOutcome {
                         name,

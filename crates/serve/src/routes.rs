@@ -288,7 +288,7 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
 pub(crate) async fn metrics() -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        observe::prometheus().render(),
+        observe::render(),
     )
         .into_response()
 }
