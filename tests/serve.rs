@@ -253,12 +253,18 @@ async fn metrics_follow_the_prometheus_conventions() {
         // A histogram's `_count` and `_sum` belong to its family.
         let family = ["_count", "_sum", "_bucket"]
             .iter()
-            .find_map(|s| name.strip_suffix(s).filter(|f| scrape.docs.contains_key(*f)))
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| scrape.docs.contains_key(*f))
+            })
             .unwrap_or(name);
         assert!(scrape.docs.contains_key(family), "{name} has no # HELP");
     }
     for sample in &scrape.samples {
-        if sample.metric.starts_with("treenav_http_request_duration_seconds") {
+        if sample
+            .metric
+            .starts_with("treenav_http_request_duration_seconds")
+        {
             continue;
         }
         let counter = matches!(sample.value, prometheus_parse::Value::Counter(_));

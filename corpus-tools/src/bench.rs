@@ -67,10 +67,6 @@ pub struct BenchArgs {
     /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
     #[arg(long)]
     pub embed_model_dir: Option<PathBuf>,
-    #[command(flatten)]
-    pub judge: JudgeArgs,
-    #[command(flatten)]
-    pub nav: NavArgs,
     /// Write every figure as JSON (schema treenav-bench/2) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -121,6 +117,10 @@ pub struct BenchArgs {
     /// A .ttf font for the PNG's labels (default: a system DejaVu or Liberation font).
     #[arg(long)]
     pub font: Option<PathBuf>,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub nav: NavArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -48,9 +48,8 @@ pub struct BuildArgs {
     /// corpus and every setting come from the plan.
     #[arg(long, value_name = "I/N", requires = "plan")]
     shard: Option<String>,
-    /// Force the input format instead of detecting it
-    /// (beir, squad, passages-jsonl, passages-tsv, files).
-    #[arg(long)]
+    /// Force the input format instead of detecting it.
+    #[arg(long, value_parser = ["beir", "squad", "passages-jsonl", "passages-tsv", "files"])]
     format: Option<String>,
     /// Word budget of a passage when chunking documents that are not pre-chunked.
     #[arg(long, default_value_t = corpus::chunk::DEFAULT_PASSAGE_WORDS)]
@@ -61,7 +60,7 @@ pub struct BuildArgs {
     /// How documents are split into clusters: `top-down` (from the root,
     /// k ≤ branching per node, trained on --sample-rows; the default) or
     /// `flat` (all documents at once into --clusters, then upward).
-    #[arg(long)]
+    #[arg(long, value_parser = ["top-down", "flat"])]
     clustering: Option<String>,
     /// Rows k-means is trained on at each node of the top-down build.
     #[arg(long, default_value_t = tree::DEFAULT_SAMPLE)]

@@ -20,6 +20,7 @@ pub enum JudgeKind {
 }
 
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Judge")]
 pub struct JudgeArgs {
     /// The decision model backend.
     #[arg(long = "judge", value_enum, default_value_t = JudgeKind::Lexical)]

@@ -54,11 +54,11 @@ pub struct PruneArgs {
     /// Order kept chunks strongest at the start and the end of the context.
     #[arg(long)]
     pub edge_placement: bool,
-    #[command(flatten)]
-    pub judge: JudgeArgs,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
 }
 
 impl PruneArgs {

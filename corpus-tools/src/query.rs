@@ -30,15 +30,16 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub nav: NavArgs,
     /// Print the whole retrieval, trace included, as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Print the level-by-level trace.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub trace: bool,
 }
 
 /// The navigator's flags, shared by `query` and `bench`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Navigation")]
 pub struct NavArgs {
     /// Passages returned (r).
     #[arg(long, default_value_t = 10)]
@@ -78,7 +79,7 @@ pub struct NavArgs {
     pub max_cost: Option<f64>,
     /// How judgments are spent: `best-first` (one frontier under
     /// --judge-budget) or `levels` (the paper's level-by-level walk, --budgets).
-    #[arg(long, default_value = "levels")]
+    #[arg(long, default_value = "levels", value_parser = ["levels", "best-first"])]
     pub strategy: String,
     /// best-first: candidates shown to the judge per query, calibration
     /// references and the shortlist rerank included.
@@ -136,7 +137,7 @@ impl NavArgs {
             fusion: self.fusion,
             widen: !self.no_widen,
         };
-        Ok(NavigatorConfig::default()
+        let config = NavigatorConfig::default()
             .strategy(self.strategy.parse::<Strategy>()?)
             .best_first(best_first)
             .returned_passages(self.top)
@@ -154,8 +155,52 @@ impl NavArgs {
                 OnJudgeError::Fail
             })
             .deadline_secs(self.deadline)
-            .max_cost_usd(self.max_cost))
+            .max_cost_usd(self.max_cost);
+        // Checked here so an error names the flag typed, not the field.
+        if let Err(e) = config.clone().check() {
+            anyhow::bail!("{}", as_flags(&e.to_string()));
+        }
+        Ok(config)
     }
+}
+
+/// A navigator error's field names as the flags that set them.
+fn as_flags(message: &str) -> String {
+    const FLAGS: [(&str, &str); 13] = [
+        ("returned_passages", "--top"),
+        ("judge_budget", "--judge-budget"),
+        ("batch_size", "--batch-size"),
+        ("slate_size", "--slate-size"),
+        ("rounds", "--rounds"),
+        ("path_weight", "--path-weight"),
+        ("neighbour_weight", "--neighbour-weight"),
+        ("fusion", "--fusion"),
+        ("lead_sentences", "--lead-sentences"),
+        ("per_document", "--per-document"),
+        ("max_cost_usd", "--max-cost"),
+        ("deadline_secs", "--deadline"),
+        ("shortlist", "--shortlist"),
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let flag = FLAGS
+            .iter()
+            .find(|(field, _)| field == word)
+            .map(|(_, f)| *f);
+        out.push_str(flag.unwrap_or(word));
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_lowercase() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// Text on one line, cut at `max` characters.

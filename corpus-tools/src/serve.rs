@@ -8,6 +8,16 @@ use std::path::PathBuf;
 use treenav::prune::TokenCounter;
 use treenav::serve::{Limits, ServeOptions, Server, Tokens, TreeSpec};
 
+/// `--addr`: `host:port`, a name (`localhost:0`) resolved to its first
+/// address.
+fn listen_addr(s: &str) -> std::result::Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("`{s}` is not host:port ({e})"))?
+        .next()
+        .ok_or_else(|| format!("`{s}` resolves to no address"))
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// A tree to serve, as name=path (repeat for more).
@@ -15,12 +25,8 @@ pub struct ServeArgs {
     pub trees: Vec<String>,
     /// Address to listen on (port 0 picks a free one; the address is
     /// printed on stdout as `listening on http://…`).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = listen_addr)]
     pub addr: SocketAddr,
-    #[command(flatten)]
-    pub judge: JudgeArgs,
-    #[command(flatten)]
-    pub nav: NavArgs,
     /// Largest request body, bytes (413 above).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
@@ -55,6 +61,10 @@ pub struct ServeArgs {
     /// Write query text into the access log (off: logs never hold queries).
     #[arg(long)]
     pub log_queries: bool,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub nav: NavArgs,
 }
 
 fn options(args: &ServeArgs) -> Result<ServeOptions> {

@@ -115,7 +115,8 @@ fn options_are_checked_before_work() {
         "xml",
     ]);
     assert!(
-        text(&o.stderr).contains("unknown format `xml`"),
+        text(&o.stderr).contains("invalid value 'xml' for '--format")
+            && text(&o.stderr).contains("possible values: beir, squad"),
         "{}",
         text(&o.stderr)
     );
@@ -442,7 +443,7 @@ fn query_walks_best_first_and_prints_its_rounds() {
     ]);
     assert!(!o.status.success());
     assert!(
-        text(&o.stderr).contains("unknown strategy"),
+        text(&o.stderr).contains("possible values: levels, best-first"),
         "{}",
         text(&o.stderr)
     );
@@ -468,9 +469,10 @@ fn query_refuses_empty_queries_and_absurd_waits() {
         );
     }
     for (flag, says) in [
-        ("--deadline=1e300", "deadline_secs must be in"),
+        ("--deadline=1e300", "--deadline must be in"),
         ("--timeout=1e300", "timeout_secs must be in"),
-        ("--deadline=-1", "deadline_secs must be in"),
+        ("--deadline=-1", "--deadline must be in"),
+        ("--top=0", "--top must be at least 1"),
         ("--price=nan", "price_per_million_input must be in"),
         ("--price=-1", "price_per_million_input must be in"),
     ] {

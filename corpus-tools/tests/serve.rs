@@ -78,6 +78,39 @@ fn question() -> Value {
 fn startup_errors_are_clear() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("missing.tree");
+    // A port in use is said first, with the address, before any tree loads.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken = taken.local_addr().expect("addr").to_string();
+    for (args, says) in [
+        (
+            vec![
+                "--tree".into(),
+                format!("sample={}", missing.display()),
+                "--addr".into(),
+                taken.clone(),
+            ],
+            format!("cannot listen on {taken}"),
+        ),
+        // A host name is resolved (here the tree is what fails).
+        (
+            vec![
+                "--tree".into(),
+                format!("sample={}", missing.display()),
+                "--addr".into(),
+                "localhost:0".into(),
+            ],
+            "missing.tree".to_string(),
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_treenav"))
+            .arg("serve")
+            .args(&args)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(&says), "{args:?}: {stderr}");
+    }
     for (args, says) in [
         (
             vec!["--tree".to_string(), "nameless".to_string()],

@@ -33,7 +33,15 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
-    /// The address could not be bound, or serving failed.
+    /// The address could not be bound (in use, not ours, no permission).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving failed.
     #[error("serve: {0}")]
     Io(#[from] std::io::Error),
 }

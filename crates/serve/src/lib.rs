@@ -83,10 +83,15 @@ impl Server {
             .check()
             .map_err(|e| Error::Config(e.to_string()))?;
         let judge = Judge::new(&options.judge)?;
-        // The recorder first, so what loading sets (trees loaded) is kept.
+        // The address first: a port in use is said at once, not after every
+        // tree has loaded.
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Bind { addr, source })?;
+        // The recorder before loading, so what loading sets (trees loaded)
+        // is kept.
         observe::prometheus();
         let registry = Registry::load(options.trees.clone(), judge.clone(), config).await?;
-        let listener = TcpListener::bind(addr).await?;
         let limits = options.limits.clone();
         let app = App {
             registry,
