@@ -180,6 +180,16 @@ async fn every_route_answers_with_its_json() {
     }
     let passage = &doc["components"]["schemas"]["RankedPassage"]["properties"];
     assert!(passage.get("document_id").is_some(), "{passage}");
+    assert!(passage.get("score").is_some(), "{passage}");
+    // The request's ranges and choices as the server checks them.
+    let request = &doc["components"]["schemas"]["RetrieveRequest"]["properties"];
+    assert_eq!(request["top"]["minimum"], 1, "{request}");
+    assert_eq!(request["top"]["maximum"], 1000, "{request}");
+    let strategy = serde_json::to_string(&doc["components"]["schemas"]["Strategy"]).expect("json");
+    assert!(
+        strategy.contains("best-first") && strategy.contains("levels"),
+        "{strategy}"
+    );
     s.shutdown().await;
 }
 
@@ -370,6 +380,24 @@ async fn errors_are_json_naming_the_field() {
         assert!(err["error"]["message"]
             .as_str()
             .is_some_and(|m| !m.is_empty()));
+    }
+    // Broken JSON names the body (not "?"); a second object after the
+    // first is refused, not ignored.
+    for raw in [
+        r#"{"tree": "sample", "query": "#,
+        r#"{"tree": "sample", "query": "x"}{"tree": "other", "query": "y"}"#,
+        r#"{"tree": "sample", "query": "x"} trailing"#,
+    ] {
+        let reply = reqwest::Client::new()
+            .post(format!("{}/v1/retrieve", s.base))
+            .header("content-type", "application/json")
+            .body(raw)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(reply.status(), StatusCode::BAD_REQUEST, "{raw}");
+        let err: Value = reply.json().await.expect("json error");
+        assert_eq!(err["error"]["field"], "body", "{raw}: {err}");
     }
     let prunes: Vec<(Value, StatusCode, &str)> = vec![
         (

@@ -95,7 +95,7 @@ fn read_input(args: &PruneArgs) -> Result<(String, Vec<Chunk>)> {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 bail!("no --chunks file and nothing on stdin (expected {{\"question\": …, \"chunks\": […]}})");
             }
-            let request = input::parse_request(&bytes, "stdin")?;
+            let request = input::parse_any(&bytes, "stdin")?;
             (request.question, request.chunks)
         }
     };

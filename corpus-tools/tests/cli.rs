@@ -642,6 +642,20 @@ fn prune_refuses_bad_input_clearly() {
         text(&o.stderr)
     );
 
+    // A bare array on stdin is chunks (no serde field names in the error).
+    let o = treenav_stdin(&["prune", "--question", "x"], "[]");
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("chunk list is empty") && !text(&o.stderr).contains("RequestIn"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = treenav_stdin(
+        &["prune", "--question", "Where did Tesla work?"],
+        r#"["Tesla worked for Edison."]"#,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+
     let o = treenav_stdin(&["prune"], r#"{"chunks": ["a"]}"#);
     assert!(!o.status.success());
     assert!(

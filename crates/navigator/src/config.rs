@@ -18,6 +18,7 @@ pub enum OnJudgeError {
 /// How the navigator spends its judgments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Strategy {
     /// The paper's walk: every level judged in full, the top k_l expanded.
     Levels,

@@ -59,6 +59,22 @@ pub fn parse_request(bytes: &[u8], name: &str) -> Result<Request> {
     })
 }
 
+/// Parses either shape, told apart by the first character: a request
+/// object, or a bare array of chunks (no question); anything else is an
+/// error naming both shapes.
+pub fn parse_any(bytes: &[u8], name: &str) -> Result<Request> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => Ok(Request {
+            question: None,
+            chunks: parse_chunks(bytes, name)?,
+        }),
+        Some(b'{') => parse_request(bytes, name),
+        _ => Err(Error::Input(format!(
+            "{name}: neither a request object nor an array of chunks ({REQUEST_SHAPE}; or {CHUNKS_SHAPE})"
+        ))),
+    }
+}
+
 /// Parses a bare array of chunks; `name` stands for the input in errors.
 pub fn parse_chunks(bytes: &[u8], name: &str) -> Result<Vec<Chunk>> {
     let items: Vec<ChunkIn> = parse(bytes, name, CHUNKS_SHAPE)?;
@@ -112,6 +128,22 @@ mod tests {
         let e = parse_request(br#"{"chunks": [], "extra": 1}"#, "stdin").expect_err("unknown");
         assert!(e.to_string().contains("extra"), "{e}");
         assert!(parse_chunks(b"  \n", "c.json").is_err());
+        // Either shape by its first character, never a serde field name.
+        let bare = parse_any(b" [\"a\"]", "stdin")?;
+        assert_eq!((bare.question, bare.chunks.len()), (None, 1));
+        assert!(parse_any(b"[]", "stdin")?.chunks.is_empty());
+        assert_eq!(
+            parse_any(br#"{"question": "q", "chunks": []}"#, "stdin")?
+                .question
+                .as_deref(),
+            Some("q")
+        );
+        let e = parse_any(b"42", "stdin").expect_err("a number");
+        assert!(
+            e.to_string()
+                .contains("neither a request object nor an array"),
+            "{e}"
+        );
         Ok(())
     }
 

@@ -23,6 +23,7 @@ pub struct RetrieveRequest {
     pub query: String,
     /// Passages returned (1–1000).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
     pub top: Option<usize>,
     /// Passages reranked by one multiple-choice question (0 turns it off;
     /// at most `top`).
@@ -30,9 +31,11 @@ pub struct RetrieveRequest {
     pub shortlist: Option<usize>,
     /// At most this many passages of one document (0: no limit).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1000)]
     pub per_document: Option<usize>,
     /// `levels` or `best-first`.
     #[serde(default)]
+    #[schema(value_type = Option<treenav_navigator::Strategy>)]
     pub strategy: Option<String>,
     /// `levels`: candidates kept per level, top level first.
     #[serde(default)]

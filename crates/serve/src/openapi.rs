@@ -15,7 +15,8 @@ use utoipa::OpenApi;
     paths(retrieve, prune, trees, reload, healthz, readyz, metrics),
     components(schemas(
         RetrieveRequest, RetrieveResponse, PruneRequest, PruneResponse, TreesResponse, TreeInfo,
-        ReloadRequest, ReloadResponse, ReloadOutcome, Readiness, ErrorBody, ErrorDetail
+        ReloadRequest, ReloadResponse, ReloadOutcome, Readiness, ErrorBody, ErrorDetail,
+        treenav_navigator::Strategy
     )),
     modifiers(&BearerAuth)
 )]

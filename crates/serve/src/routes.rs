@@ -32,21 +32,31 @@ fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-/// Parses JSON, naming the field at fault (its path) in the error.
+/// Parses JSON (one value, nothing after it), naming the field at fault
+/// (its path) in the error, or `body` when the JSON itself is broken.
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let message = format!("invalid request: {inner}");
-        // serde names a missing or unknown field in its message only.
-        let field = if path == "." {
+        let field = if inner.is_syntax() || inner.is_eof() || path.contains('?') {
+            "body".to_string()
+        } else if path == "." {
+            // serde names a missing or unknown field in its message only.
             quoted_field(&inner.to_string()).unwrap_or_else(|| "body".to_string())
         } else {
             path
         };
         ApiError::bad_field(&field, message)
-    })
+    })?;
+    de.end().map_err(|e| {
+        ApiError::bad_field(
+            "body",
+            format!("invalid request: {e} (one JSON object per request)"),
+        )
+    })?;
+    Ok(value)
 }
 
 /// The first `` `name` `` in a serde message (missing/unknown field).

@@ -66,11 +66,17 @@ pub(super) fn text_document(
     let mut title = None;
     let mut sections: Vec<String> = vec![String::new()];
     for line in text.lines() {
+        let mut line = line;
         if let Some(h) = heading(line) {
-            if title.is_none() && !h.is_empty() {
-                title = Some(h.to_string());
-            }
             sections.push(String::new());
+            if title.is_none() && !h.is_empty() {
+                // The first heading is the title, not passage text (it
+                // would otherwise be the document's lead twice over).
+                title = Some(h.to_string());
+                continue;
+            }
+            // A section heading stays as its words, without the markup.
+            line = h;
         }
         let current = sections.last_mut()?;
         current.push_str(line);

@@ -617,11 +617,9 @@ mod tests {
         let texts: Vec<&str> = d.passages.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(
             texts,
-            vec![
-                "Intro line.",
-                "# Guide\n\nFirst para.",
-                "## Install\n\nRun it."
-            ]
+            // The title heading is not repeated in the text; a section
+            // heading stays as its words.
+            vec!["Intro line.", "First para.", "Install\n\nRun it."]
         );
         let plain = load_str("just text", "my_notes.txt", Format::Files, &opts())?;
         assert_eq!(plain.documents[0].title, "my notes");
