@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import TOKEN
 
 QUESTION = "Where did Tesla work after leaving Edison's company?"
@@ -52,3 +54,56 @@ def test_llama_index_retriever_returns_scored_nodes(server: str) -> None:
     assert nodes[0].node.metadata["document_id"] == "Nikola_Tesla"
     assert nodes[0].node.node_id == nodes[0].node.metadata["id"]
     assert nodes[0].score == nodes[0].node.metadata["score"]
+
+
+def test_both_retrievers_take_the_same_keywords_k_and_options(server: str) -> None:
+    from treenav_client import TreenavError
+    from treenav_client.langchain import TreenavRetriever
+    from treenav_client.llama_index import TreenavLlamaRetriever
+
+    lc = TreenavRetriever(tree="sample", base_url=server, k=2)
+    assert len(lc.invoke(QUESTION)) == 2
+    lc = TreenavRetriever(tree="sample", base_url=server, search_kwargs={"k": 3, "per_document": 1})
+    docs = lc.invoke(QUESTION)
+    assert len(docs) == 3 and len({d.metadata["document_id"] for d in docs}) == 3
+    with pytest.raises(TreenavError):
+        TreenavRetriever(tree="sample", base_url=server, search_kwargs={"filter": {"a": 1}}).invoke(QUESTION)
+    with pytest.raises(TreenavError):
+        TreenavRetriever(tree="sample", base_url=server, search_kwargs={"kk": 3}).invoke(QUESTION)
+
+    li = TreenavLlamaRetriever(tree="sample", base_url=server, similarity_top_k=3)
+    nodes = li.retrieve(QUESTION)
+    assert len(nodes) == 3
+    assert nodes[0].node.ref_doc_id == nodes[0].node.metadata["document_id"] == "Nikola_Tesla"
+    scores = [n.score for n in nodes]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_async_retrieval_never_blocks_the_event_loop(server: str) -> None:
+    import asyncio
+
+    from treenav_client.langchain import TreenavRetriever
+    from treenav_client.llama_index import TreenavLlamaRetriever
+
+    async def run() -> int:
+        ticks = 0
+        done = False
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        task = asyncio.create_task(ticker())
+        lc = TreenavRetriever(tree="sample", base_url=server, k=3, strategy="levels")
+        li = TreenavLlamaRetriever(tree="sample", base_url=server, similarity_top_k=3)
+        results = await asyncio.gather(
+            *[lc.ainvoke(QUESTION) for _ in range(3)], *[li.aretrieve(QUESTION) for _ in range(3)]
+        )
+        done = True
+        await task
+        assert all(len(r) == 3 for r in results)
+        return ticks
+
+    assert asyncio.run(run()) > 0

@@ -6,7 +6,11 @@ Standard library only. The LangChain and LlamaIndex retrievers live in
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import http.client
 import json
+import math
 import os
 import time
 import urllib.error
@@ -222,7 +226,11 @@ class TreenavClient:
 
     ``token`` (or the ``TREENAV_TOKEN`` environment variable) is sent as a
     bearer token. Overloaded answers (503) are retried after their
-    ``Retry-After``, at most ``retries`` times.
+    ``Retry-After``, at most ``retries`` times. ``timeout`` bounds the whole
+    call, retries included, however slowly a server answers. Redirects are
+    never followed (a token is never sent elsewhere). Every failure is a
+    :class:`TreenavError`. ``a``-prefixed methods are the same calls for
+    asyncio, run off the event loop.
     """
 
     def __init__(
@@ -258,9 +266,11 @@ class TreenavClient:
         strategy: Optional[str] = None,
         budgets: Optional[Sequence[int]] = None,
         judge_budget: Optional[int] = None,
+        per_document: Optional[int] = None,
         trace: bool = False,
     ) -> Retrieval:
-        """Ranked passages for ``query`` from the tree named ``tree``."""
+        """Ranked passages for ``query`` from the tree named ``tree``
+        (``top`` of them unless the tree holds fewer: ``exhausted``)."""
         body: Dict[str, Any] = {"tree": tree, "query": query, "trace": trace}
         for key, value in (
             ("top", top),
@@ -268,10 +278,16 @@ class TreenavClient:
             ("strategy", strategy),
             ("budgets", None if budgets is None else list(budgets)),
             ("judge_budget", judge_budget),
+            ("per_document", per_document),
         ):
             if value is not None:
                 body[key] = value
-        return Retrieval.from_json(self._request("POST", "/v1/retrieve", body))
+        return _parsed(Retrieval.from_json, self._request("POST", "/v1/retrieve", body))
+
+    async def aretrieve(self, tree: str, query: str, **kwargs: Any) -> Retrieval:
+        """:meth:`retrieve` for asyncio: the call runs on a worker thread, so
+        the event loop keeps running while the service works."""
+        return await asyncio.to_thread(self.retrieve, tree, query, **kwargs)
 
     def prune(
         self,
@@ -302,11 +318,12 @@ class TreenavClient:
         ):
             if value is not None:
                 body[key] = value
-        return Pruned.from_json(self._request("POST", "/v1/prune", body))
+        return _parsed(Pruned.from_json, self._request("POST", "/v1/prune", body))
 
     def trees(self) -> List[TreeInfo]:
         """The served trees."""
-        return [TreeInfo.from_json(t) for t in self._request("GET", "/v1/trees")["trees"]]
+        reply = self._request("GET", "/v1/trees")
+        return _parsed(lambda r: [TreeInfo.from_json(t) for t in r["trees"]], reply)
 
     def health(self) -> bool:
         """Whether the process answers ``/healthz``."""
@@ -332,17 +349,34 @@ class TreenavClient:
     # -- transport ---------------------------------------------------------
 
     def _request(self, method: str, route: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        """One call, retries included, within ``timeout`` in all."""
+        deadline = time.monotonic() + self.timeout
         attempt = 0
         while True:
             try:
-                return self._once(method, route, body)
+                return self._within(deadline, method, route, body)
             except TreenavError as e:
                 if e.status != 503 or e.retry_after is None or attempt >= self.retries:
                     raise
+                wait = min(e.retry_after, MAX_RETRY_WAIT)
+                if time.monotonic() + wait >= deadline:
+                    raise
                 attempt += 1
-                time.sleep(min(max(e.retry_after, 0.0), MAX_RETRY_WAIT))
+                time.sleep(wait)
 
-    def _once(self, method: str, route: str, body: Optional[Dict[str, Any]]) -> Any:
+    def _within(self, deadline: float, method: str, route: str, body: Optional[Dict[str, Any]]) -> Any:
+        """One attempt on a worker thread, abandoned at the deadline (a
+        server trickling its answer cannot hold the caller)."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s")
+        future = _WORKERS.submit(self._once, method, route, body, left)
+        try:
+            return future.result(timeout=left)
+        except concurrent.futures.TimeoutError:
+            raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s") from None
+
+    def _once(self, method: str, route: str, body: Optional[Dict[str, Any]], timeout: float) -> Any:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(self.base_url + route, data=data, method=method)
         request.add_header("Accept", "application/json")
@@ -351,13 +385,54 @@ class TreenavClient:
         if self._token:
             request.add_header("Authorization", f"Bearer {self._token}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return _decode(response.status, response.read(MAX_RESPONSE_BYTES + 1))
+            with _OPENER.open(request, timeout=timeout) as response:
+                raw = response.read(MAX_RESPONSE_BYTES + 1)
+                _check_length(response.status, response.headers.get("Content-Length"), raw)
+                return _decode(response.status, raw)
         except urllib.error.HTTPError as e:
+            if 300 <= e.code < 400:
+                where = e.headers.get("Location", "?")
+                raise TreenavError(
+                    e.code, "redirect", f"the server redirected to {where}; redirects are not followed"
+                ) from None
             raise _error(e.code, e.read(MAX_RESPONSE_BYTES + 1), e.headers.get("Retry-After")) from None
-        except (urllib.error.URLError, OSError) as e:
+        except TreenavError:
+            raise
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
             reason = getattr(e, "reason", e)
             raise TreenavError(0, "transport", f"{self.base_url}{route}: {reason}") from None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Never follows a redirect: the 3xx is the answer (and becomes an error)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+#: Worker threads the calls run on (so a deadline can bound a whole call).
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="treenav-client")
+
+
+def _check_length(status: int, declared: Optional[str], raw: bytes) -> None:
+    if declared is None:
+        return
+    try:
+        expected = int(declared)
+    except ValueError:
+        raise TreenavError(status, "bad_response", f"bad Content-Length {declared!r}") from None
+    if len(raw) < expected and len(raw) <= MAX_RESPONSE_BYTES:
+        raise TreenavError(status, "bad_response", f"short body: {len(raw)} of {expected} bytes")
+
+
+def _parsed(parse: Any, reply: Any) -> Any:
+    """A reply in its typed form, or a :class:`TreenavError` when its shape is wrong."""
+    try:
+        return parse(reply)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise TreenavError(200, "bad_response", f"unexpected reply shape: {e!r}") from None
 
 
 def _decode(status: int, raw: bytes) -> Any:
@@ -365,20 +440,22 @@ def _decode(status: int, raw: bytes) -> Any:
         raise TreenavError(status, "too_large", f"response larger than {MAX_RESPONSE_BYTES} bytes")
     try:
         return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TreenavError(status, "bad_response", f"not JSON: {e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise TreenavError(status, "bad_response", f"not JSON: {type(e).__name__}") from None
 
 
 def _error(status: int, raw: bytes, retry_after: Optional[str]) -> TreenavError:
     try:
         detail = json.loads(raw[:MAX_RESPONSE_BYTES].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         detail = None
     wait: Optional[float] = None
     if retry_after is not None:
         try:
             wait = float(retry_after)
         except ValueError:
+            wait = None
+        if wait is not None and (not math.isfinite(wait) or wait < 0):
             wait = None
     if isinstance(detail, dict) and isinstance(detail.get("error"), dict):
         err = detail["error"]

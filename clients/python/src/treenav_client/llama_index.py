@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 
-from . import TreenavClient
-from .metadata import to_metadata
+from . import Retrieval, TreenavClient
+from .metadata import request_options, to_metadata
 
 __all__ = ["TreenavLlamaRetriever"]
 
@@ -16,9 +22,13 @@ __all__ = ["TreenavLlamaRetriever"]
 class TreenavLlamaRetriever(BaseRetriever):
     """Passages from one tree of a `treenav serve`, best first, as scored nodes.
 
-    Each node's id is the passage id; ``score`` is one calibrated relevance
-    probability, non-increasing down the list; ``metadata`` holds the ids,
-    title, rank and the judge's and shortlist's own probabilities.
+    ``TreenavLlamaRetriever(tree="docs", base_url="http://127.0.0.1:8080",
+    similarity_top_k=4)``: the same keywords as LangChain's
+    ``TreenavRetriever`` (``k`` and ``top`` are accepted too). Each node's id
+    is the passage id and its ``ref_doc_id`` the document id; ``score`` is
+    one calibrated relevance probability, non-increasing down the list;
+    ``metadata`` holds the ids, title, rank and the judge's and shortlist's
+    own probabilities. ``aretrieve`` does not block the event loop.
     """
 
     def __init__(
@@ -26,32 +36,37 @@ class TreenavLlamaRetriever(BaseRetriever):
         tree: str,
         base_url: str = "http://127.0.0.1:8080",
         *,
+        similarity_top_k: Optional[int] = None,
+        k: Optional[int] = None,
         top: Optional[int] = None,
+        filters: Any = None,
         strategy: Optional[str] = None,
         judge_budget: Optional[int] = None,
+        per_document: Optional[int] = None,
         token: Optional[str] = None,
         timeout: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._tree = tree
-        self._top = top
-        self._strategy = strategy
-        self._judge_budget = judge_budget
+        first = next((v for v in (similarity_top_k, k, top) if v is not None), None)
+        self._options: Dict[str, Any] = request_options(
+            {"k": first, "strategy": strategy, "judge_budget": judge_budget, "per_document": per_document},
+            {} if filters is None else {"filter": filters},
+        )
         self._client = TreenavClient(base_url, token=token, timeout=timeout)
 
+    def _nodes(self, found: Retrieval) -> List[NodeWithScore]:
+        out = []
+        for rank, p in enumerate(found.passages, start=1):
+            node = TextNode(id_=p.id, text=p.text, metadata=to_metadata(p, found.tree, rank))
+            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=p.document_id)
+            out.append(NodeWithScore(node=node, score=p.score))
+        return out
+
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        found = self._client.retrieve(
-            self._tree,
-            query_bundle.query_str,
-            top=self._top,
-            strategy=self._strategy,
-            judge_budget=self._judge_budget,
-        )
-        return [
-            NodeWithScore(
-                node=TextNode(id_=p.id, text=p.text, metadata=to_metadata(p, found.tree, rank)),
-                score=p.score,
-            )
-            for rank, p in enumerate(found.passages, start=1)
-        ]
+        return self._nodes(self._client.retrieve(self._tree, query_bundle.query_str, **self._options))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        found = await self._client.aretrieve(self._tree, query_bundle.query_str, **self._options)
+        return self._nodes(found)

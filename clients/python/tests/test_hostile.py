@@ -1,0 +1,119 @@
+"""The client against hostile servers.
+
+No real server misbehaves on demand, so these are small raw-socket servers
+on 127.0.0.1 written for the test (a mock, said so): each answers every
+connection with fixed bytes, optionally trickled.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Iterator, List
+
+import pytest
+
+from treenav_client import TreenavClient, TreenavError
+
+
+class RawServer:
+    def __init__(self, reply: bytes, trickle: float = 0.0) -> None:
+        self.reply = reply
+        self.trickle = trickle
+        self.requests: List[bytes] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                self.requests.append(conn.recv(65536))
+                if self.trickle:
+                    for b in self.reply:
+                        if self.stop:
+                            return
+                        conn.sendall(bytes([b]))
+                        time.sleep(self.trickle)
+                else:
+                    conn.sendall(self.reply)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.stop = True
+        self.sock.close()
+
+
+@pytest.fixture
+def raw() -> Iterator[List[RawServer]]:
+    servers: List[RawServer] = []
+    yield servers
+    for s in servers:
+        s.close()
+
+
+def serve(raw: List[RawServer], reply: bytes, trickle: float = 0.0) -> RawServer:
+    s = RawServer(reply, trickle)
+    raw.append(s)
+    return s
+
+
+def http(status: str, body: bytes, headers: str = "") -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"{headers}Connection: close\r\n\r\n"
+    ).encode() + body
+
+
+def test_a_redirect_is_not_followed_and_the_token_stays(raw: List[RawServer]) -> None:
+    other = serve(raw, http("200 OK", b'{"trees": []}'))
+    redirecting = serve(raw, http("302 Found", b"", f"Location: {other.url}/steal\r\n"))
+    client = TreenavClient(redirecting.url, token="secret-token-123", timeout=5)
+    with pytest.raises(TreenavError) as e:
+        client.trees()
+    assert e.value.code == "redirect"
+    time.sleep(0.2)
+    assert other.requests == [], "the redirect was followed"
+
+
+def test_the_timeout_bounds_the_whole_call(raw: List[RawServer]) -> None:
+    body = b'{"trees": []}'
+    slow = serve(raw, http("200 OK", body) + b" " * 100, trickle=0.2)
+    started = time.monotonic()
+    with pytest.raises(TreenavError) as e:
+        TreenavClient(slow.url, timeout=1.5).trees()
+    assert time.monotonic() - started < 4
+    assert e.value.code == "timeout" and e.value.retryable
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        http("200 OK", b'{"tree": "t", "passages": 7}'),  # wrong shape
+        http("200 OK", b"[" * 100_000 + b"]" * 100_000),  # deep JSON
+        b"GARBAGE STATUS LINE\r\n\r\n",
+        http("503 Service Unavailable", b'{"error": {"code": "overloaded", "message": "x"}}', "Retry-After: nan\r\n"),
+        http("200 OK", b'{"trees": []}')[:-3],  # shorter than its Content-Length
+    ],
+)
+def test_every_failure_is_a_treenav_error(raw: List[RawServer], reply: bytes) -> None:
+    s = serve(raw, reply)
+    client = TreenavClient(s.url, timeout=5, retries=1)
+    with pytest.raises(TreenavError):
+        client.retrieve("t", "q")
+    with pytest.raises(TreenavError):
+        client.trees()
