@@ -78,8 +78,9 @@ pub struct NavArgs {
     #[arg(long)]
     pub max_cost: Option<f64>,
     /// How judgments are spent: `best-first` (one frontier under
-    /// --judge-budget) or `levels` (the paper's level-by-level walk, --budgets).
-    #[arg(long, default_value = "levels", value_parser = ["levels", "best-first"])]
+    /// --judge-budget; the default) or `levels` (the paper's level-by-level
+    /// walk, --budgets: ≈ 8× the judgments for the same quality on SciFact).
+    #[arg(long, default_value = "best-first", value_parser = ["levels", "best-first"])]
     pub strategy: String,
     /// best-first: candidates shown to the judge per query, calibration
     /// references and the shortlist rerank included.

@@ -325,6 +325,8 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
         fixture("beir").to_str().expect("utf8 path"),
         "--systems",
         "tree,bm25,rerank,flat",
+        "--strategy",
+        "levels",
         "--quiet",
         "--json",
         json.to_str().expect("utf8 path"),
