@@ -548,7 +548,7 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
         fusion_weights: Vec::new(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
-    for name in ["bm25", "tree", "tree@20", "rerank@20", "gar@20"] {
+    for name in ["bm25", "tree", "tree@20", "rerank@20", "tree+clusters@20"] {
         for file in ["documents.run", "passages.run", "metrics.jsonl"] {
             let path = runs.path().join(format!("{name}.{file}"));
             assert!(path.is_file(), "{} missing", path.display());

@@ -95,8 +95,13 @@ pub struct NavArgs {
     /// best-first: do not follow the tree's neighbour lists.
     #[arg(long)]
     pub no_neighbours: bool,
-    /// best-first: do not use the clusters (no evidence up, no cluster siblings).
+    /// best-first: use the clusters too (evidence up, cluster siblings);
+    /// off by default, measured to add nothing over the neighbour lists.
     #[arg(long)]
+    pub clusters: bool,
+    /// best-first: do not use the clusters (the default; kept for scripts).
+    #[arg(long)]
+    #[arg(hide = true)]
     pub no_clusters: bool,
     /// best-first: judge cluster cards too.
     #[arg(long)]
@@ -130,7 +135,7 @@ impl NavArgs {
             slate_size: self.slate_size,
             rounds: self.rounds,
             neighbours: !self.no_neighbours,
-            clusters: !self.no_clusters,
+            clusters: self.clusters && !self.no_clusters,
             cards: self.cards,
             path_weight: self.path_weight,
             neighbour_weight: self.neighbour_weight,

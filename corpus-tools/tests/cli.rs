@@ -372,7 +372,7 @@ fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
-    for row in ["| 10 | tree |", "| 10 | rerank |", "| 30 | gar |"] {
+    for row in ["| 10 | tree |", "| 10 | rerank |", "| 30 | tree+clusters |"] {
         assert!(stdout.contains(row), "{stdout}");
     }
     let report: serde_json::Value =
@@ -383,7 +383,7 @@ fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
     assert_eq!(budgets.len(), 2);
     for (entry, budget) in budgets.iter().zip([10.0, 30.0]) {
         assert_eq!(entry["budget"].as_f64(), Some(budget));
-        for system in ["tree", "rerank", "gar"] {
+        for system in ["tree", "rerank", "tree+clusters"] {
             let s = &entry["systems"][system];
             let judged = s["candidates_judged"].as_f64().expect("judged");
             assert!(

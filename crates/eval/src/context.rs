@@ -417,6 +417,31 @@ pub(crate) fn gar_config(base: &ValidConfig, budget: usize, fusion: f64) -> Resu
         })
 }
 
+/// The `tree+clusters` ablation: the bench's best-first with the cluster
+/// route on, at `budget`.
+pub(crate) fn clusters_config(
+    base: &ValidConfig,
+    budget: usize,
+    fusion: f64,
+) -> Result<ValidConfig> {
+    let bf = treenav_navigator::BestFirstConfig {
+        judge_budget: budget,
+        fusion,
+        widen: false,
+        clusters: true,
+        ..base.best_first().clone()
+    };
+    base.settings()
+        .clone()
+        .strategy(treenav_navigator::Strategy::BestFirst)
+        .best_first(bf)
+        .check()
+        .map_err(|source| Error::Navigator {
+            system: "tree+clusters".into(),
+            source,
+        })
+}
+
 /// Refuses a tree built from another corpus than the dataset's: its
 /// passages would not be the dataset's and every figure would be wrong.
 /// Trees older than format version 3 carry no fingerprint: a warning.

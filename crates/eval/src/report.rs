@@ -452,7 +452,7 @@ pub fn markdown(budgets: &[BudgetReport], bm25: Option<&SystemReport>) -> String
         });
         for (name, s) in named {
             let vs_rerank = match name.split(':').next().unwrap_or_default() {
-                "tree" | "tree+fused" | "gar" => p(s, rerank),
+                "tree" | "tree+fused" | "gar" | "tree+clusters" => p(s, rerank),
                 _ => String::new(),
             };
             let _ = writeln!(
@@ -478,12 +478,13 @@ pub fn markdown(budgets: &[BudgetReport], bm25: Option<&SystemReport>) -> String
 
 /// The systems of the sweep, in the order run (the last two only with a
 /// dense embedder).
-pub const SYSTEMS: [&str; 7] = [
+pub const SYSTEMS: [&str; 8] = [
     "tree",
     "tree+fused",
     "rerank",
     "rerank+fused",
     "gar",
+    "tree+clusters",
     "dense-rerank",
     "hybrid-rerank",
 ];

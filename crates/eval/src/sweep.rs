@@ -13,7 +13,9 @@
 //! * `rerank+fused`: likewise rerank's own judgments in the same fused
 //!   order — the row that tells a gain of navigation from one of fusion;
 //! * `gar`: best-first over the BM25 list and the stored neighbour lists,
-//!   without the clusters — the ablation that shows what the tree adds;
+//!   without the clusters — the ablation that shows what the clusters add;
+//!   when the bench's best-first runs without them (the default),
+//!   `tree+clusters` instead: the same with the cluster route on;
 //! * with a dense embedder (`--embedder`, the tree's own for a fair
 //!   comparison), `dense-rerank` (brute-force cosine top N, judged, the
 //!   shortlist) and `hybrid-rerank` (BM25 and dense fused by RRF, top N,
@@ -23,7 +25,7 @@
 //! Each system but the `+fused` rows gets a fresh judge at each budget, so
 //! none reads another's cache.
 
-use crate::context::{gar_config, tree_config, Context, Runner, Stage};
+use crate::context::{clusters_config, gar_config, tree_config, Context, Runner, Stage};
 use crate::report::summarize;
 pub use crate::report::{markdown, BudgetReport, SYSTEMS};
 use crate::{Error, Result};
@@ -69,6 +71,9 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
             let runner = match base {
                 "tree" => ctx.navigator_with(&name, judge, tree_config(nav, budget, weight)?)?,
                 "gar" => ctx.navigator_with(&name, judge, gar_config(nav, budget, weight)?)?,
+                "tree+clusters" => {
+                    ctx.navigator_with(&name, judge, clusters_config(nav, budget, weight)?)?
+                }
                 _ => {
                     let how = ctx.session_options();
                     // As many as fit B: references and the shortlist
@@ -114,7 +119,13 @@ fn rows(ctx: &Context) -> Vec<(String, &'static str, f64)> {
         weights.push(configured);
     }
     let mut out = Vec::new();
+    // The cluster ablation: `gar` (clusters off) when the bench's tree uses
+    // them, else `tree+clusters` (clusters on).
+    let clusters = ctx.setup.navigator.best_first().clusters;
     for name in SYSTEMS {
+        if (name == "gar" && !clusters) || (name == "tree+clusters" && clusters) {
+            continue;
+        }
         match name.strip_suffix("+fused") {
             Some(base) => {
                 for w in &weights {
