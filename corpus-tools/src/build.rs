@@ -257,6 +257,17 @@ struct SideFileReport {
 /// would replace the user's corpus. Paths are compared resolved (symlinks,
 /// `..`), the output by its folder since it may not exist yet.
 fn refuse_output_over_input(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    refuse_output_over(input, output, "the input", "your data")
+}
+
+/// Refuses an output that is `input` or lies inside it (`what` names it,
+/// `loss` says what would be lost).
+fn refuse_output_over(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    what: &str,
+    loss: &str,
+) -> Result<()> {
     let Ok(input) = input.canonicalize() else {
         return Ok(()); // a missing input fails later, naming the path
     };
@@ -272,7 +283,7 @@ fn refuse_output_over_input(input: &std::path::Path, output: &std::path::Path) -
     if output == input || output.starts_with(&input) {
         let how = if output == input { "is" } else { "is inside" };
         bail!(
-            "-o {} {how} the input {}: the tree would replace your data; write it elsewhere",
+            "-o {} {how} {what} {}: the tree would replace {loss}; write it elsewhere",
             output.display(),
             input.display()
         );
@@ -535,6 +546,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<()> {
         )
     })?;
     check_output_folder(&args.output)?;
+    refuse_output_over(&args.plan, &args.output, "the plan", "the plan's files")?;
     let input = args.corpus.clone().or(recipe.input.clone());
     if let Some(input) = &input {
         refuse_output_over_input(input, &args.output)?;

@@ -827,6 +827,16 @@ fn a_build_split_into_plan_shards_and_merge_equals_the_single_build() {
 
     let o = treenav(&["build", "--plan", &s(&plan), "--shard", "1/3"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // Never onto the plan's own files.
+    let plan_file = plan.join("plan.bin");
+    let before = std::fs::read(&plan_file).expect("plan.bin");
+    let o = treenav(&["merge", "--plan", &s(&plan), "-o", &s(&plan_file)]);
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("the plan"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&plan_file).expect("plan.bin"), before);
     let o = treenav(&["merge", "--plan", &s(&plan), "-o", &s(&merged)]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let read = |p: &Path| std::fs::read(p).expect("read");

@@ -52,11 +52,16 @@ fn build_sample(path: &std::path::Path, branching: &str) {
 /// Starts `treenav serve --addr 127.0.0.1:0 args…` and reads the address
 /// from its first line of output.
 fn serve(args: &[&str]) -> Serving {
+    serve_logging(args, Stdio::null())
+}
+
+/// [`serve`] with its log (stderr) going to `log`.
+fn serve_logging(args: &[&str], log: Stdio) -> Serving {
     let mut child = Command::new(env!("CARGO_BIN_EXE_treenav"))
         .args(["serve", "--addr", "127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .expect("spawn treenav serve");
     let stdout = child.stdout.take().expect("stdout");
@@ -189,6 +194,50 @@ async fn sigterm_lets_requests_in_flight_finish() {
     let mut s = s;
     let status = s.child.wait().expect("wait");
     assert!(status.success(), "a clean exit after SIGTERM: {status}");
+}
+
+/// `--log-queries` logs a query escaped: a newline cannot forge an access
+/// line and an escape code never reaches the terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logged_queries_cannot_forge_log_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("sample.tree");
+    build_sample(&tree, "8");
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let s = serve_logging(
+        &[
+            "--tree",
+            &format!("sample={}", tree.display()),
+            "--log-queries",
+        ],
+        Stdio::from(log),
+    );
+    let forged =
+        "Tesla\nINFO treenav_serve::access: method=\"POST\" route=\"/forged\" status=200\u{1b}[31m";
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/retrieve", s.base))
+        .json(&json!({"tree": "sample", "query": forged}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 200);
+    s.signal("TERM");
+    let mut s = s;
+    let _ = s.child.wait();
+    let text = std::fs::read_to_string(&log_path).expect("log");
+    assert!(
+        text.contains("Tesla\\n"),
+        "the query is logged, escaped: {text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape code reached the log: {text:?}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("INFO treenav_serve::access: method=\"POST\" route=\"/forged\"")),
+        "a forged line: {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

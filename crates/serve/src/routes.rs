@@ -189,7 +189,10 @@ pub(crate) async fn retrieve(
         .field("tree")
     })?;
     if app.log_queries {
-        tracing::info!(target: "treenav_serve::access", tree = %req.tree, query = %req.query, "retrieve");
+        // Debug formatting: quoted, with newlines and control characters
+        // escaped, so a query can neither forge a log line nor reach the
+        // terminal's escape codes.
+        tracing::info!(target: "treenav_serve::access", tree = ?req.tree, query = ?req.query, "retrieve");
     }
     let custom = navigator_for(&served.navigator, &req)?;
     let navigator = custom.as_ref().unwrap_or(&served.navigator);

@@ -10,6 +10,37 @@ use std::path::Path;
 /// Most dimensions accepted.
 const MAX_DIMS: usize = 65_536;
 
+/// Longest `.npy` header accepted, bytes (numpy writes well under 1 KiB).
+const MAX_HEADER: u64 = 64 * 1024;
+
+/// Checks the magic and the header's declared length before anything is
+/// allocated from it (a v2 header may claim 4 GiB).
+fn check_header(path: &Path, file: &mut std::fs::File) -> Result<()> {
+    use std::io::{Read, Seek};
+    let mut head = [0u8; 12];
+    let read = file
+        .read(&mut head)
+        .map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    if read < 10 || &head[..6] != b"\x93NUMPY" {
+        return Err(bad(path, "not a .npy file (no \\x93NUMPY magic)"));
+    }
+    let len = match head[6] {
+        1 => u64::from(u16::from_le_bytes([head[8], head[9]])),
+        2 | 3 if read == 12 => {
+            u64::from(u32::from_le_bytes([head[8], head[9], head[10], head[11]]))
+        }
+        v => return Err(bad(path, format!("unsupported .npy version {v}"))),
+    };
+    if len > MAX_HEADER {
+        return Err(bad(
+            path,
+            format!("a .npy header of {len} bytes (at most {MAX_HEADER})"),
+        ));
+    }
+    file.rewind()
+        .map_err(|e| bad(path, format!("cannot read: {e}")))
+}
+
 fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::Param(format!("{}: {what}", path.display()))
 }
@@ -17,7 +48,8 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
 /// Reads the file into an L2-normalised matrix. The file must be a 2-D
 /// float32 or float16 array in C order with finite values.
 pub fn read(path: &Path) -> Result<Array2<f32>> {
-    let file = std::fs::File::open(path).map_err(|e| bad(path, format!("cannot open: {e}")))?;
+    let mut file = std::fs::File::open(path).map_err(|e| bad(path, format!("cannot open: {e}")))?;
+    check_header(path, &mut file)?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
         .map_err(|e| bad(path, format!("not a .npy file: {e}")))?;
     let shape = npy.shape().to_vec();
@@ -134,5 +166,13 @@ mod tests {
         let bytes = std::fs::read(&good).expect("read");
         std::fs::write(&cut, &bytes[..bytes.len() - 4]).expect("write");
         assert!(read(&cut).is_err());
+        // A v2 header claiming 4 GiB is refused before anything is allocated.
+        let huge = dir.path().join("huge.npy");
+        let mut header = b"\x93NUMPY\x02\x00".to_vec();
+        header.extend_from_slice(&u32::MAX.to_le_bytes());
+        header.extend_from_slice(b"{'descr': '<f4'");
+        std::fs::write(&huge, &header).expect("write");
+        let err = read(&huge).expect_err("huge header").to_string();
+        assert!(err.contains("header of 4294967295 bytes"), "{err}");
     }
 }
