@@ -464,6 +464,10 @@ async fn a_failing_judge_is_502_and_not_ready_and_a_slow_one_504() {
     let (status, ready) = get(&s.base, "/readyz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
     assert!(ready.contains("\"judge_ok\":false"), "{ready}");
+    // Neither the 502 nor the open probe shows where the judge lives.
+    let hostport = closed.trim_start_matches("http://");
+    assert!(!err.to_string().contains(hostport), "{err}");
+    assert!(!ready.contains(hostport), "{ready}");
     assert_eq!(
         get(&s.base, "/healthz").await.0,
         StatusCode::OK,

@@ -125,13 +125,23 @@ impl ApiError {
     }
 
     /// 502: the judge failed.
+    /// The judge's address is not the client's business: every URL in the
+    /// message is replaced (the full message goes to the server's log).
     pub fn judge(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_GATEWAY, "judge", message)
+        let message = message.into();
+        tracing::warn!(error = %message, "judge error answered as 502");
+        ApiError::new(StatusCode::BAD_GATEWAY, "judge", redact_urls(&message))
     }
 
-    /// 500.
+    /// 500, URLs redacted as for [`ApiError::judge`].
     pub fn internal(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+        let message = message.into();
+        tracing::error!(error = %message, "internal error answered as 500");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            redact_urls(&message),
+        )
     }
 
     /// 422: a reload was refused.
@@ -162,5 +172,41 @@ impl IntoResponse for ApiError {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+/// `message` with every `http://…` or `https://…` (to the next space, quote
+/// or closing bracket) replaced by `<judge endpoint>`: answers and probes
+/// never show where the judge lives.
+pub(crate) fn redact_urls(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = ["http://", "https://"]
+        .iter()
+        .filter_map(|p| rest.find(p))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ')' | ']' | '>' | ','))
+            .unwrap_or(tail.len());
+        out.push_str("<judge endpoint>");
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn urls_are_redacted() {
+        let m = "calling http://10.1.2.3:9/v1/systemone failed (see https://x.example/a?b), again";
+        assert_eq!(
+            super::redact_urls(m),
+            "calling <judge endpoint> failed (see <judge endpoint>), again"
+        );
+        assert_eq!(super::redact_urls("no url"), "no url");
     }
 }

@@ -30,7 +30,7 @@ impl App {
                 true
             }
             Err(e) => {
-                problems.push(format!("judge: {e}"));
+                problems.push(format!("judge: {}", crate::error::redact_urls(&e)));
                 false
             }
         };
