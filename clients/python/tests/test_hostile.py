@@ -117,3 +117,23 @@ def test_every_failure_is_a_treenav_error(raw: List[RawServer], reply: bytes) ->
         client.retrieve("t", "q")
     with pytest.raises(TreenavError):
         client.trees()
+
+
+def test_async_calls_hold_the_same_line(raw: List[RawServer]) -> None:
+    import asyncio
+
+    other = serve(raw, http("200 OK", b'{"tree": "t", "query": "q", "passages": []}'))
+    redirecting = serve(raw, http("307 Temporary Redirect", b"", f"Location: {other.url}/steal\r\n"))
+    slow = serve(raw, http("200 OK", b'{"tree": "t"}') + b" " * 100, trickle=0.2)
+
+    async def run() -> None:
+        with pytest.raises(TreenavError) as e:
+            await TreenavClient(redirecting.url, token="secret-token-123", timeout=5).aretrieve("t", "q")
+        assert e.value.code == "redirect"
+        started = time.monotonic()
+        with pytest.raises(TreenavError) as e:
+            await TreenavClient(slow.url, timeout=1.5).aretrieve("t", "q")
+        assert e.value.code == "timeout" and time.monotonic() - started < 4
+
+    asyncio.run(run())
+    assert other.requests == []

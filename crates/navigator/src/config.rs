@@ -85,7 +85,7 @@ pub struct BestFirstConfig {
     /// The final order's fusion weight `w`: judged passages are ordered by
     /// `σ(logit(P) + w · evidence)`, the evidence being the document's BM25
     /// rank and its neighbours' judged scores ([`crate::fusion`]). 0: the
-    /// judge's score alone.
+    /// judge's score alone. By default, 4 (measured on SciFact and XQuAD).
     pub fusion: f64,
     /// `top` is k: when the budget judged fewer passages than
     /// `returned_passages`, judge more (past the budget) until there are
@@ -109,7 +109,11 @@ impl Default for BestFirstConfig {
             path_weight: 0.5,
             neighbour_weight: 0.6,
             adaptive_split: false,
-            fusion: 0.0,
+            // Measured (cross-encoder, 100 queries each): SciFact document
+            // nDCG@10 +0.7 / +1.7 / +2.1 at budgets 20 / 50 / 100, XQuAD
+            // within 0.6 points; 8 gained more on SciFact but is that set's
+            // last point.
+            fusion: 4.0,
             widen: true,
         }
     }

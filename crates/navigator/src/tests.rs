@@ -282,8 +282,8 @@ async fn a_pointwise_budget_is_spent_on_distinct_candidates() {
         assert_eq!(distinct.len(), budget);
         assert_eq!(found.trace.candidates_judged, budget);
         assert!(found.trace.rerank.is_none());
-        // The final order is the scores' order.
-        let p: Vec<f64> = found.passages.iter().map(|x| x.probability).collect();
+        // The final order is the scores' order (fused with the evidence).
+        let p: Vec<f64> = found.passages.iter().map(|x| x.score).collect();
         assert!(p.windows(2).all(|w| w[0] >= w[1]), "{p:?}");
     }
 }

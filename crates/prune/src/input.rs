@@ -63,12 +63,15 @@ pub fn parse_request(bytes: &[u8], name: &str) -> Result<Request> {
 /// object, or a bare array of chunks (no question); anything else is an
 /// error naming both shapes.
 pub fn parse_any(bytes: &[u8], name: &str) -> Result<Request> {
-    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => Ok(Request {
+    // The opening bracket and brace, as bytes.
+    const ARRAY: u8 = 0x5b;
+    const OBJECT: u8 = 0x7b;
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()).copied() {
+        Some(ARRAY) => Ok(Request {
             question: None,
             chunks: parse_chunks(bytes, name)?,
         }),
-        Some(b'{') => parse_request(bytes, name),
+        Some(OBJECT) => parse_request(bytes, name),
         _ => Err(Error::Input(format!(
             "{name}: neither a request object nor an array of chunks ({REQUEST_SHAPE}; or {CHUNKS_SHAPE})"
         ))),

@@ -271,23 +271,27 @@ class TreenavClient:
     ) -> Retrieval:
         """Ranked passages for ``query`` from the tree named ``tree``
         (``top`` of them unless the tree holds fewer: ``exhausted``)."""
-        body: Dict[str, Any] = {"tree": tree, "query": query, "trace": trace}
-        for key, value in (
-            ("top", top),
-            ("shortlist", shortlist),
-            ("strategy", strategy),
-            ("budgets", None if budgets is None else list(budgets)),
-            ("judge_budget", judge_budget),
-            ("per_document", per_document),
-        ):
-            if value is not None:
-                body[key] = value
+        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, trace)
         return _parsed(Retrieval.from_json, self._request("POST", "/v1/retrieve", body))
 
-    async def aretrieve(self, tree: str, query: str, **kwargs: Any) -> Retrieval:
-        """:meth:`retrieve` for asyncio: the call runs on a worker thread, so
-        the event loop keeps running while the service works."""
-        return await asyncio.to_thread(self.retrieve, tree, query, **kwargs)
+    async def aretrieve(
+        self,
+        tree: str,
+        query: str,
+        *,
+        top: Optional[int] = None,
+        shortlist: Optional[int] = None,
+        strategy: Optional[str] = None,
+        budgets: Optional[Sequence[int]] = None,
+        judge_budget: Optional[int] = None,
+        per_document: Optional[int] = None,
+        trace: bool = False,
+    ) -> Retrieval:
+        """:meth:`retrieve` for asyncio, never blocking the event loop: over
+        httpx's async client when the ``[async]`` extra is installed, else on
+        a worker thread. The same deadline, retries and errors."""
+        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, trace)
+        return _parsed(Retrieval.from_json, await self._arequest("POST", "/v1/retrieve", body))
 
     def prune(
         self,
@@ -401,6 +405,76 @@ class TreenavClient:
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
             reason = getattr(e, "reason", e)
             raise TreenavError(0, "transport", f"{self.base_url}{route}: {reason}") from None
+
+
+    async def _arequest(self, method: str, route: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        try:
+            import httpx  # the [async] extra
+        except ImportError:
+            return await asyncio.to_thread(self._request, method, route, body)
+        try:
+            return await asyncio.wait_for(self._ahttpx(httpx, method, route, body), self.timeout)
+        except asyncio.TimeoutError:
+            raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s") from None
+
+    async def _ahttpx(self, httpx: Any, method: str, route: str, body: Optional[Dict[str, Any]]) -> Any:
+        headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        attempt = 0
+        async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            while True:
+                try:
+                    return await _ahttpx_once(client, method, self.base_url + route, body, headers)
+                except TreenavError as e:
+                    if e.status != 503 or e.retry_after is None or attempt >= self.retries:
+                        raise
+                    attempt += 1
+                    await asyncio.sleep(min(e.retry_after, MAX_RETRY_WAIT))
+                except httpx.HTTPError as e:
+                    raise TreenavError(0, "transport", f"{self.base_url}{route}: {e}") from None
+
+
+async def _ahttpx_once(client: Any, method: str, url: str, body: Any, headers: Dict[str, str]) -> Any:
+    async with client.stream(method, url, json=body, headers=headers) as response:
+        raw = b""
+        async for chunk in response.aiter_raw():
+            raw += chunk
+            if len(raw) > MAX_RESPONSE_BYTES:
+                break
+        status = response.status_code
+        if 300 <= status < 400:
+            where = response.headers.get("Location", "?")
+            raise TreenavError(status, "redirect", f"the server redirected to {where}; redirects are not followed")
+        if status >= 400:
+            raise _error(status, raw, response.headers.get("Retry-After"))
+        _check_length(status, response.headers.get("Content-Length"), raw)
+        return _decode(status, raw)
+
+
+def _retrieve_body(
+    tree: str,
+    query: str,
+    top: Optional[int],
+    shortlist: Optional[int],
+    strategy: Optional[str],
+    budgets: Optional[Sequence[int]],
+    judge_budget: Optional[int],
+    per_document: Optional[int],
+    trace: bool,
+) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"tree": tree, "query": query, "trace": trace}
+    for key, value in (
+        ("top", top),
+        ("shortlist", shortlist),
+        ("strategy", strategy),
+        ("budgets", None if budgets is None else list(budgets)),
+        ("judge_budget", judge_budget),
+        ("per_document", per_document),
+    ):
+        if value is not None:
+            body[key] = value
+    return body
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
