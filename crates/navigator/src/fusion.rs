@@ -13,7 +13,9 @@
 //!   judge found relevant is more likely relevant itself (the cluster
 //!   hypothesis that GAR and LATTICE rely on).
 //!
-//! The fused score is `σ(logit(P) + w · evidence)`: still a probability, in
+//! The fused score is `σ(logit(P) + w · (evidence − mean))`, the mean taken
+//! over the judged list: still a probability on the judge's scale (the
+//! evidence moves passages against one another, not the whole list up), in
 //! the same order as the final list, equal to the judge's P at `w = 0`. It
 //! mostly breaks near-ties among passages the judge scored alike; a judge's
 //! confident answer outweighs any evidence for `w` below its logit gap.
@@ -58,16 +60,26 @@ pub fn fused_scores(
         *slot = slot.max(*score);
     }
     let graph = graph_support(tree, &best);
-    Ok(judged
+    let evidence: Vec<f64> = judged
         .iter()
-        .map(|(p, score)| {
+        .map(|(p, _)| {
             let doc = doc_of(*p);
             let lex = lexical
                 .get(&doc)
                 .map_or(0.0, |r| 1.0 / (1.0 + *r as f64 / RANK_SCALE));
-            let evidence = (lex + graph.get(&doc).copied().unwrap_or(0.0)) / 2.0;
-            sigmoid(logit(*score) + weight * evidence)
+            (lex + graph.get(&doc).copied().unwrap_or(0.0)) / 2.0
         })
+        .collect();
+    // Centred on the list's mean: the evidence moves passages against one
+    // another, never the whole list up (so `score` stays the judge's scale).
+    // Summed in sorted order: the same list in any order gives the same bits.
+    let mut sorted = evidence.clone();
+    sorted.sort_by(f64::total_cmp);
+    let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
+    Ok(judged
+        .iter()
+        .zip(evidence)
+        .map(|((_, score), e)| sigmoid(logit(*score) + weight * (e - mean)))
         .collect())
 }
 
@@ -140,6 +152,16 @@ mod tests {
         let judged = vec![(other, 0.95), (matching, 0.2)];
         let out = fused_scores(&tree, &index, query, &judged, 2.0).expect("fused");
         assert!(out[0] > out[1], "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn the_evidence_is_centred_so_the_list_keeps_the_judge_scale() {
+        let tree = crate::tests::tree().await;
+        let index = tree.document_index().expect("index");
+        let judged: Vec<(NodeId, f64)> = tree.passages().take(12).map(|p| (p, 0.3)).collect();
+        let out = fused_scores(&tree, &index, "insulin glucose", &judged, 4.0).expect("fused");
+        let mean_logit = out.iter().map(|s| logit(*s)).sum::<f64>() / out.len() as f64;
+        assert!((mean_logit - logit(0.3)).abs() < 1e-9, "{out:?}");
     }
 
     #[tokio::test]
