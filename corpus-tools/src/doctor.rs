@@ -2,11 +2,11 @@
 
 use crate::judge_args::JudgeArgs;
 use anyhow::Result;
-use treenav::judge::{checkup, Judge, CHECKUP_QUERY};
+use treenav::judge::{checkup, CHECKUP_QUERY};
 
 /// Runs the check; an unreachable backend or malformed answers are errors (non-zero exit).
 pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
-    let judge = Judge::new(&args.options()?)?;
+    let judge = args.judge()?;
     let report = checkup(&judge).await?;
     let mut o = String::new();
     if json {

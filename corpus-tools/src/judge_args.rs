@@ -66,6 +66,22 @@ pub struct JudgeArgs {
 }
 
 impl JudgeArgs {
+    /// The judge these flags describe; an out-of-range setting is named by
+    /// its flag (`--timeout`), not by the library's field.
+    pub fn judge(&self) -> Result<treenav::judge::Judge> {
+        treenav::judge::Judge::new(&self.options()?).map_err(|e| {
+            let mut message = e.to_string();
+            for (field, flag) in [
+                ("dispatch.concurrency", "--judge-concurrency"),
+                ("dispatch.timeout_secs", "--timeout"),
+                ("dispatch.price_per_million_input", "--price"),
+            ] {
+                message = message.replace(field, flag);
+            }
+            anyhow::anyhow!(message)
+        })
+    }
+
     pub fn options(&self) -> Result<JudgeOptions> {
         if let Some(path) = &self.judge_config {
             let text = std::fs::read_to_string(path)

@@ -5,7 +5,6 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::io::Read as _;
 use std::path::PathBuf;
-use treenav::judge::Judge;
 use treenav::prune::{input, Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +123,7 @@ pub async fn run(args: &PruneArgs) -> Result<()> {
         counter,
         edge_placement: args.edge_placement,
     };
-    let judge = Judge::new(&args.judge.options()?)?;
+    let judge = args.judge.judge()?;
     let pruner = Pruner::new(judge, options)?;
     let (question, chunks) = read_input(args)?;
     let pruned = pruner.prune(&question, &chunks).await?;

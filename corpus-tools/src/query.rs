@@ -4,7 +4,6 @@ use crate::judge_args::JudgeArgs;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
-use treenav::judge::Judge;
 use treenav::navigator::{
     BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
 };
@@ -216,7 +215,7 @@ fn snippet(text: &str, max: usize) -> String {
 
 pub async fn run(args: &QueryArgs) -> Result<()> {
     let config = args.nav.config()?.check()?;
-    let judge = Judge::new(&args.judge.options()?)?;
+    let judge = args.judge.judge()?;
     let tree = treenav::tree::file::load(&args.tree)?;
     let navigator = Navigator::new(Arc::new(tree), judge, config)?;
     let found = navigator

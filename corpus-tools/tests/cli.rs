@@ -472,11 +472,11 @@ fn query_refuses_empty_queries_and_absurd_waits() {
     }
     for (flag, says) in [
         ("--deadline=1e300", "--deadline must be in"),
-        ("--timeout=1e300", "timeout_secs must be in"),
+        ("--timeout=1e300", "--timeout must be in"),
         ("--deadline=-1", "--deadline must be in"),
         ("--top=0", "--top must be at least 1"),
-        ("--price=nan", "price_per_million_input must be in"),
-        ("--price=-1", "price_per_million_input must be in"),
+        ("--price=nan", "--price must be in"),
+        ("--price=-1", "--price must be in"),
     ] {
         let o = treenav(&["query", tree, "Tesla", flag]);
         assert_eq!(o.status.code(), Some(1), "{flag}: {}", text(&o.stderr));
