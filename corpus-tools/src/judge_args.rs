@@ -84,8 +84,9 @@ impl JudgeArgs {
 
     pub fn options(&self) -> Result<JudgeOptions> {
         if let Some(path) = &self.judge_config {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let bytes = crate::read_input_file(path, "--judge-config", 1 << 20)?;
+            let text = String::from_utf8(bytes)
+                .with_context(|| format!("{}: not UTF-8", path.display()))?;
             return serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a valid judge configuration", path.display()));
         }

@@ -79,8 +79,7 @@ impl PruneArgs {
 fn read_input(args: &PruneArgs) -> Result<(String, Vec<Chunk>)> {
     let (question, chunks) = match &args.chunks {
         Some(path) => {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let bytes = crate::read_input_file(path, "--chunks", 256 << 20)?;
             (
                 None,
                 input::parse_chunks(&bytes, &path.display().to_string())?,

@@ -928,3 +928,53 @@ fn version_logs_and_json_say_what_made_them() {
         "{logs}"
     );
 }
+
+/// Path flags never hang on a FIFO nor read a device without end: a FIFO,
+/// /dev/zero and a folder are refused at once, naming the flag.
+#[test]
+fn path_flags_refuse_what_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo")
+        .success();
+    assert!(made, "mkfifo");
+    let tree = dir.path().join("s.tree");
+    let o = treenav(&[
+        "build",
+        "-o",
+        tree.to_str().expect("utf8"),
+        "--embedder",
+        "tfidf",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for bad in [
+        fifo.to_str().expect("utf8"),
+        "/dev/zero",
+        dir.path().to_str().expect("utf8"),
+    ] {
+        let o = treenav(&[
+            "query",
+            tree.to_str().expect("utf8"),
+            "Tesla",
+            "--judge-config",
+            bad,
+        ]);
+        assert!(!o.status.success());
+        assert!(
+            text(&o.stderr).contains("--judge-config")
+                && text(&o.stderr).contains("not a regular file"),
+            "{}",
+            text(&o.stderr)
+        );
+        let o = treenav(&["prune", "--question", "q", "--chunks", bad]);
+        assert!(!o.status.success());
+        assert!(
+            text(&o.stderr).contains("--chunks") && text(&o.stderr).contains("not a regular file"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
