@@ -398,23 +398,12 @@ pub(crate) fn steps_of(t: &treenav_navigator::Trace) -> Vec<StepCost> {
 /// stored neighbour lists only (no clusters, no cards), at `budget`.
 pub(crate) fn gar_config(base: &ValidConfig, budget: usize, fusion: f64) -> Result<ValidConfig> {
     let bf = treenav_navigator::BestFirstConfig {
-        judge_budget: budget,
-        fusion,
-        widen: false,
         clusters: false,
         cards: false,
         neighbours: true,
         ..base.best_first().clone()
     };
-    base.settings()
-        .clone()
-        .strategy(treenav_navigator::Strategy::BestFirst)
-        .best_first(bf)
-        .check()
-        .map_err(|source| Error::Navigator {
-            system: "gar".into(),
-            source,
-        })
+    best_first_at("gar", base, bf, budget, fusion)
 }
 
 /// The `tree+clusters` ablation: the bench's best-first with the cluster
@@ -425,11 +414,26 @@ pub(crate) fn clusters_config(
     fusion: f64,
 ) -> Result<ValidConfig> {
     let bf = treenav_navigator::BestFirstConfig {
+        clusters: true,
+        ..base.best_first().clone()
+    };
+    best_first_at("tree+clusters", base, bf, budget, fusion)
+}
+
+/// `base` as best-first with `bf` at `budget` judgments (a hard cap: no
+/// widening, so systems compare at equal judgments) and `fusion`.
+fn best_first_at(
+    system: &str,
+    base: &ValidConfig,
+    bf: treenav_navigator::BestFirstConfig,
+    budget: usize,
+    fusion: f64,
+) -> Result<ValidConfig> {
+    let bf = treenav_navigator::BestFirstConfig {
         judge_budget: budget,
         fusion,
         widen: false,
-        clusters: true,
-        ..base.best_first().clone()
+        ..bf
     };
     base.settings()
         .clone()
@@ -437,7 +441,7 @@ pub(crate) fn clusters_config(
         .best_first(bf)
         .check()
         .map_err(|source| Error::Navigator {
-            system: "tree+clusters".into(),
+            system: system.into(),
             source,
         })
 }
@@ -467,21 +471,7 @@ pub(crate) fn check_tree_corpus(tree: &Tree, corpus: &treenav_corpus::Corpus) ->
 
 /// The `tree` system's settings in the budget sweep: best-first at `budget`.
 pub(crate) fn tree_config(base: &ValidConfig, budget: usize, fusion: f64) -> Result<ValidConfig> {
-    let bf = treenav_navigator::BestFirstConfig {
-        judge_budget: budget,
-        fusion,
-        widen: false,
-        ..base.best_first().clone()
-    };
-    base.settings()
-        .clone()
-        .strategy(treenav_navigator::Strategy::BestFirst)
-        .best_first(bf)
-        .check()
-        .map_err(|source| Error::Navigator {
-            system: "tree".into(),
-            source,
-        })
+    best_first_at("tree", base, base.best_first().clone(), budget, fusion)
 }
 
 pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
@@ -542,11 +532,13 @@ impl Context {
             .zip(scores)
             .map(|(i, p)| Some((*nodes.passage_node.get(&self.collection.ids[*i])?, *p)))
             .collect();
-        judged
-            .and_then(|judged| {
-                treenav_navigator::fusion::fused_scores(tree, index, query, &judged, weight).ok()
-            })
-            .unwrap_or_else(|| scores.to_vec())
+        let ranks = treenav_navigator::fusion::lexical_ranks(index, query).ok();
+        match (judged, ranks) {
+            (Some(judged), Some(ranks)) => {
+                treenav_navigator::fusion::fused_scores(tree, &ranks, &judged, weight)
+            }
+            _ => scores.to_vec(),
+        }
     }
 
     /// Whether the dense first stages can run (an embedder was given).

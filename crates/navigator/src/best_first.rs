@@ -78,6 +78,9 @@ struct Search<'a> {
     lex: HashMap<NodeId, f64>,
     /// BM25 score of every document that matches the query.
     doc_lex: HashMap<NodeId, f64>,
+    /// Rank (from 0) of every document that matches the query, for the
+    /// fused final order.
+    lexical_rank: HashMap<NodeId, usize>,
     /// The node of the session's calibration anchor (the first candidate
     /// judged), when the session calibrates.
     anchor: Option<NodeId>,
@@ -109,6 +112,11 @@ impl Navigator {
             .take(cfg.judge_budget.max(self.config.returned_passages()))
             .map(|(id, _)| *id)
             .collect();
+        let lexical_rank: HashMap<NodeId, usize> = scored
+            .iter()
+            .enumerate()
+            .map(|(rank, (doc, _))| (*doc, rank))
+            .collect();
         let doc_lex: HashMap<NodeId, f64> = scored.into_iter().collect();
         let mut search = Search {
             nav: self,
@@ -128,6 +136,7 @@ impl Navigator {
             lexical_next: 0,
             lex: HashMap::new(),
             doc_lex,
+            lexical_rank,
             anchor: None,
             graph_turn: false,
             graph_credit: 0.0,
@@ -172,12 +181,14 @@ impl Navigator {
             .filter(|(id, _)| self.is_passage(**id))
             .map(|(id, p)| (*id, *p))
             .collect();
-        if let (Some(index), w) = (&self.index, search.cfg.fusion) {
-            let fused = crate::fusion::fused_scores(&self.tree, index, search.query, &passages, w)
-                .map_err(|e| Error::Tree(e.to_string()))?;
-            for ((_, p), f) in passages.iter_mut().zip(fused) {
-                *p = f;
-            }
+        let fused = crate::fusion::fused_scores(
+            &self.tree,
+            &search.lexical_rank,
+            &passages,
+            search.cfg.fusion,
+        );
+        for ((_, p), f) in passages.iter_mut().zip(fused) {
+            *p = f;
         }
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.collapse(&mut passages);

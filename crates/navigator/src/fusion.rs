@@ -32,27 +32,34 @@ use treenav_tree::{NodeId, NodeKind, Tree};
 /// The lexical part's rank scale: the document at rank 5 gets ½.
 const RANK_SCALE: f64 = 5.0;
 
-/// Fused scores (see the module docs) of judged passages, in their order:
-/// `judged` holds each passage node with its judge P(yes). `weight` 0 gives
-/// the judge's scores back unchanged. Fails only when a stored lexical index
-/// cannot be read.
-pub fn fused_scores(
-    tree: &Tree,
+/// Each document's rank (from 0) in BM25 over the tree's documents for
+/// `query` (documents that match no term are absent). Fails only when a
+/// stored lexical index cannot be read.
+pub fn lexical_ranks(
     index: &DocumentIndex,
     query: &str,
-    judged: &[(NodeId, f64)],
-    weight: f64,
-) -> treenav_tree::Result<Vec<f64>> {
-    if weight == 0.0 || judged.is_empty() {
-        return Ok(judged.iter().map(|(_, p)| *p).collect());
-    }
-    let documents = tree.documents().count();
-    let lexical: HashMap<NodeId, usize> = index
-        .search_scored(query, documents)?
+) -> treenav_tree::Result<HashMap<NodeId, usize>> {
+    Ok(index
+        .search_scored(query, index.len())?
         .into_iter()
         .enumerate()
         .map(|(rank, (doc, _))| (doc, rank))
-        .collect();
+        .collect())
+}
+
+/// Fused scores (see the module docs) of judged passages, in their order:
+/// `judged` holds each passage node with its judge P(yes), `lexical` the
+/// documents' BM25 ranks ([`lexical_ranks`]). `weight` 0 gives the judge's
+/// scores back unchanged.
+pub fn fused_scores(
+    tree: &Tree,
+    lexical: &HashMap<NodeId, usize>,
+    judged: &[(NodeId, f64)],
+    weight: f64,
+) -> Vec<f64> {
+    if weight == 0.0 || judged.is_empty() {
+        return judged.iter().map(|(_, p)| *p).collect();
+    }
     let doc_of = |p: NodeId| tree.get(p).and_then(|n| n.parent).unwrap_or(p);
     let mut best: HashMap<NodeId, f64> = HashMap::new();
     for (p, score) in judged {
@@ -76,11 +83,11 @@ pub fn fused_scores(
     let mut sorted = evidence.clone();
     sorted.sort_by(f64::total_cmp);
     let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
-    Ok(judged
+    judged
         .iter()
         .zip(evidence)
         .map(|((_, score), e)| sigmoid(logit(*score) + weight * (e - mean)))
-        .collect())
+        .collect()
 }
 
 /// Each judged document's graph support: the best decayed score of another
@@ -132,7 +139,12 @@ mod tests {
         let tree = crate::tests::tree().await;
         let index = tree.document_index().expect("index");
         let judged: Vec<(NodeId, f64)> = tree.passages().take(3).map(|p| (p, 0.3)).collect();
-        let out = fused_scores(&tree, &index, "insulin", &judged, 0.0).expect("fused");
+        let out = fused_scores(
+            &tree,
+            &lexical_ranks(&index, "insulin").expect("ranks"),
+            &judged,
+            0.0,
+        );
         assert_eq!(out, vec![0.3, 0.3, 0.3]);
     }
 
@@ -145,12 +157,22 @@ mod tests {
         let (matching, other) = (first_passage(&tree, "d0"), first_passage(&tree, "d1"));
         let query = "insulin blood glucose";
         let judged = vec![(other, 0.4), (matching, 0.4)];
-        let out = fused_scores(&tree, &index, query, &judged, 2.0).expect("fused");
+        let out = fused_scores(
+            &tree,
+            &lexical_ranks(&index, query).expect("ranks"),
+            &judged,
+            2.0,
+        );
         assert!(out[1] > out[0], "{out:?}");
         assert!(out.iter().all(|s| *s > 0.0 && *s < 1.0));
         // A confident judge answer is not overturned by the evidence.
         let judged = vec![(other, 0.95), (matching, 0.2)];
-        let out = fused_scores(&tree, &index, query, &judged, 2.0).expect("fused");
+        let out = fused_scores(
+            &tree,
+            &lexical_ranks(&index, query).expect("ranks"),
+            &judged,
+            2.0,
+        );
         assert!(out[0] > out[1], "{out:?}");
     }
 
@@ -159,7 +181,12 @@ mod tests {
         let tree = crate::tests::tree().await;
         let index = tree.document_index().expect("index");
         let judged: Vec<(NodeId, f64)> = tree.passages().take(12).map(|p| (p, 0.3)).collect();
-        let out = fused_scores(&tree, &index, "insulin glucose", &judged, 4.0).expect("fused");
+        let out = fused_scores(
+            &tree,
+            &lexical_ranks(&index, "insulin glucose").expect("ranks"),
+            &judged,
+            4.0,
+        );
         let mean_logit = out.iter().map(|s| logit(*s)).sum::<f64>() / out.len() as f64;
         assert!((mean_logit - logit(0.3)).abs() < 1e-9, "{out:?}");
     }
@@ -187,7 +214,12 @@ mod tests {
             (far_p, 0.3),
             (near_p, 0.3),
         ];
-        let out = fused_scores(&tree, &index, "zzzz", &judged, 2.0).expect("fused");
+        let out = fused_scores(
+            &tree,
+            &lexical_ranks(&index, "zzzz").expect("ranks"),
+            &judged,
+            2.0,
+        );
         assert!(out[2] > out[1], "{out:?}");
     }
 }
