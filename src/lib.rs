@@ -15,6 +15,7 @@
 
 pub use treenav_corpus as corpus;
 pub use treenav_eval as eval;
+pub use treenav_files as files;
 pub use treenav_http as http;
 pub use treenav_judge as judge;
 pub use treenav_navigator as navigator;

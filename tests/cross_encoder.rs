@@ -133,3 +133,37 @@ fn a_missing_model_folder_says_what_to_do() {
     let e = Judge::new(&options).expect_err("missing folder");
     assert!(e.to_string().contains("fetch-models.sh"), "{e}");
 }
+
+/// Issue 27 row 3: a call whose caller gives up (a request past its
+/// deadline) stops before its next batch instead of keeping the model busy
+/// for the requests after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_at_its_deadline_stops_its_inference() {
+    let Some(j) = judge(4) else { return };
+    let long = "Insulin lowers blood glucose after meals in most patients. ".repeat(30);
+    let c: Vec<Candidate> = (0..800)
+        .map(|i| Candidate::new(format!("c{i}"), format!("{i} {long}")))
+        .collect();
+    let before = treenav::judge::cross_encoder_cancelled_calls();
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        j.judge("what lowers blood glucose", &c),
+    )
+    .await;
+    assert!(gave_up.is_err(), "800 long pairs take longer than 300 ms");
+    let started = std::time::Instant::now();
+    while treenav::judge::cross_encoder_cancelled_calls() == before {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the dropped call's inference ran on"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (query, gold, others) = CASES[0];
+    let small = [Candidate::new("gold", gold), Candidate::new("x", others[0])];
+    let p = j
+        .judge(query, &small)
+        .await
+        .expect("the model is free again");
+    assert!(p.probabilities[0] > p.probabilities[1]);
+}

@@ -709,3 +709,132 @@ async fn shutdown_finishes_requests_in_flight() {
         "no new connection after shutdown"
     );
 }
+
+/// Reads what the server sends on a raw socket until it closes (or 5 s
+/// pass: `None`).
+async fn read_until_closed(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut got)).await;
+    match read {
+        Ok(_) => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// Issue 27 row 2: idle, half-header and half-body connections are closed
+/// after their timeouts, and a connection over the cap gets a 503 at once
+/// instead of waiting behind idle sockets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_half_sent_connections_are_closed_and_capped() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let s = start(JudgeOptions::default(), |o| {
+        o.limits.max_connections = 3;
+        o.limits.header_timeout = Duration::from_millis(400);
+        o.limits.body_timeout = Duration::from_millis(400);
+    })
+    .await;
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(TcpStream::connect(&addr).await.expect("connect"));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    // The cap is reached: one more is told so and closed, not left waiting.
+    let mut over = TcpStream::connect(&addr).await.expect("connect");
+    over.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let answer = read_until_closed(&mut over)
+        .await
+        .expect("answered at once");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("retry-after: 1"), "{answer}");
+    // Idle sockets are closed after the header timeout.
+    for mut socket in idle {
+        assert!(
+            read_until_closed(&mut socket).await.is_some(),
+            "an idle connection stays open past the header timeout"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(get(&s.base, "/healthz").await.0, StatusCode::OK);
+    // Half a header: closed.
+    let mut half = TcpStream::connect(&addr).await.expect("connect");
+    half.write_all(b"POST /v1/retrieve HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .expect("write");
+    assert!(
+        read_until_closed(&mut half).await.is_some(),
+        "half a header stays open"
+    );
+    // Half a body: 408 naming the body, then closed.
+    let mut half = TcpStream::connect(&addr).await.expect("connect");
+    half.write_all(b"POST /v1/retrieve HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"tree\":")
+        .await
+        .expect("write");
+    let answer = read_until_closed(&mut half)
+        .await
+        .expect("half a body is answered");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_timeout"), "{answer}");
+    let (_, metrics) = get(&s.base, "/metrics").await;
+    assert!(
+        metrics.contains("treenav_connections_refused_total 1"),
+        "{metrics}"
+    );
+    s.shutdown().await;
+}
+
+/// Issue 27 row 12: a side file written over in place (`cp` onto it) while
+/// served is noticed: that tree answers 503 `tree_changed` (no server path,
+/// no garbage with 200) and `/readyz` says so, until files written the
+/// safe way (new files, renamed over) are reloaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_side_file_written_over_in_place_is_refused_until_reloaded() {
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path: path.clone(),
+    };
+    let s = start_with(
+        dir.clone(),
+        ServeOptions::new(vec![spec], JudgeOptions::default()),
+    )
+    .await;
+    assert_eq!(
+        post(&s.base, "/v1/retrieve", question()).await.0,
+        StatusCode::OK
+    );
+
+    let other = support::tree_of(support::sample_corpus(), Some(4)).await;
+    let other_path = dir.path().join("other.tree");
+    treenav::tree::file::save(&other, &other_path).expect("save");
+    let texts = |p: &std::path::Path| treenav::tree::store::side_path(p, "texts");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    std::fs::copy(texts(&other_path), texts(&path)).expect("cp in place");
+
+    let (status, body) = post(&s.base, "/v1/retrieve", question()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "tree_changed", "{body}");
+    let dir_text = dir.path().display().to_string();
+    assert!(
+        !body.to_string().contains(&dir_text),
+        "no server path: {body}"
+    );
+    let (status, ready) = get(&s.base, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
+    assert!(ready.contains("written over in place"), "{ready}");
+
+    // The safe way: new files renamed over the old, then a reload.
+    treenav::tree::file::save(&other, &path).expect("save by rename");
+    let (status, outcome) = post(&s.base, "/v1/admin/reload", json!({"tree": "sample"})).await;
+    assert_eq!(status, StatusCode::OK, "{outcome}");
+    assert_eq!(
+        post(&s.base, "/v1/retrieve", question()).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(get(&s.base, "/readyz").await.0, StatusCode::OK);
+    s.shutdown().await;
+}

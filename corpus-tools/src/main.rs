@@ -180,35 +180,14 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// Writes text to stdout; a closed pipe (`treenav … | head`) is not an error.
 /// Reads a small input file the user named (`--judge-config`, `--chunks`):
 /// a regular file only (a FIFO, a device such as /dev/zero or a folder is
 /// refused before reading, never waited on), at most `cap` bytes.
-pub fn read_input_file(path: &std::path::Path, flag: &str, cap: u64) -> Result<Vec<u8>> {
-    use std::io::Read as _;
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("{flag}: cannot read {}", path.display()))?;
-    if !meta.is_file() {
-        anyhow::bail!("{flag}: {} is not a regular file", path.display());
-    }
-    if meta.len() > cap {
-        anyhow::bail!(
-            "{flag}: {} is {} bytes, over the limit of {cap}",
-            path.display(),
-            meta.len()
-        );
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
-        .with_context(|| format!("{flag}: cannot read {}", path.display()))?;
-    if bytes.len() as u64 > cap {
-        anyhow::bail!(
-            "{flag}: {} grew past the limit of {cap} bytes",
-            path.display()
-        );
-    }
-    Ok(bytes)
+pub fn read_input_file(path: &std::path::Path, flag: &'static str, cap: u64) -> Result<Vec<u8>> {
+    Ok(treenav::files::read(
+        path,
+        &treenav::files::Kind::new(flag, cap),
+    )?)
 }
 
 /// The JSON a subcommand prints (`--json`): pretty, one trailing newline,
@@ -228,6 +207,7 @@ pub fn json_text(value: &impl serde::Serialize) -> Result<String> {
     Ok(format!("{}\n", serde_json::to_string_pretty(&value)?))
 }
 
+/// Writes text to stdout; a closed pipe (`treenav … | head`) is not an error.
 pub fn emit(text: &str) -> Result<()> {
     use std::io::Write;
     let text = printable(text);

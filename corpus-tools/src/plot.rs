@@ -24,15 +24,20 @@ fn register_font(font: Option<&Path>) -> Result<bool> {
         Some(f) => vec![f.to_path_buf()],
         None => FONTS.iter().map(PathBuf::from).collect(),
     };
+    let kind = treenav::files::Kind::new("--font", 64 << 20);
     for path in candidates {
-        if let Ok(bytes) = std::fs::read(&path) {
+        let read = treenav::files::read(&path, &kind);
+        if let Err(e) = &read {
+            if font.is_some() {
+                anyhow::bail!("{e}");
+            }
+        }
+        if let Ok(bytes) = read {
             // plotters keeps registered fonts for the life of the process.
             let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
             if register_font_bytes(bytes) {
                 return Ok(true);
             }
-        } else if font.is_some() {
-            anyhow::bail!("cannot read font {}", path.display());
         }
     }
     Ok(false)

@@ -48,6 +48,17 @@ pub struct ServeArgs {
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, default_value_t = 30.0)]
     pub grace: f64,
+    /// Connections open at once; one more gets 503 and is closed (keep it
+    /// under `ulimit -n`).
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Seconds a connection may take to send a request's head, or idle
+    /// between requests, before it is closed.
+    #[arg(long, default_value_t = 10.0)]
+    pub header_timeout: f64,
+    /// Seconds a request's body may take to arrive (408 after).
+    #[arg(long, default_value_t = 10.0)]
+    pub body_timeout: f64,
     /// Require a bearer token: the environment variable holding the
     /// accepted tokens (comma- or newline-separated, 16+ characters each).
     #[arg(long, conflicts_with = "auth_token_file")]
@@ -83,7 +94,8 @@ fn options(args: &ServeArgs) -> Result<ServeOptions> {
         args.max_concurrent,
         args.queue,
         args.grace,
-    )?;
+    )?
+    .with_connections(args.max_connections, args.header_timeout, args.body_timeout)?;
     options.auth = match (&args.auth_token_env, &args.auth_token_file) {
         (Some(var), _) => Some(Tokens::from_env(var)?),
         (None, Some(path)) => Some(Tokens::from_file(path)?),

@@ -273,11 +273,68 @@ async fn sighup_reloads_the_trees() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    assert_eq!(retrieve_status(&s).await, 200, "serves after the reload");
+}
+
+/// The status of the sample question, asked of `s`.
+async fn retrieve_status(s: &Serving) -> u16 {
     let r = reqwest::Client::new()
         .post(format!("{}/v1/retrieve", s.base))
         .json(&question())
         .send()
         .await
         .expect("send");
-    assert_eq!(r.status(), 200, "serves after the reload");
+    r.status().as_u16()
+}
+
+/// Issue 27 row 4: a FIFO put in place of a side file hangs neither a
+/// reload (SIGHUP, twice) nor the shutdown: the reload is refused, the
+/// loaded copy keeps serving and SIGTERM stops the process within its grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_side_file_hangs_neither_reload_nor_shutdown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("sample.tree");
+    build_sample(&tree, "8");
+    let mut s = serve(&[
+        "--tree",
+        &format!("sample={}", tree.display()),
+        "--grace",
+        "3",
+    ]);
+    let texts = dir.path().join("sample.tree.texts");
+    std::fs::remove_file(&texts).expect("rm");
+    let made = Command::new("mkfifo").arg(&texts).status().expect("mkfifo");
+    assert!(made.success());
+    for _ in 0..2 {
+        s.signal("HUP");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let reload = reqwest::Client::new()
+        .post(format!("{}/v1/admin/reload", s.base))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("a reload answers (not hung behind the FIFO)");
+    assert_eq!(reload.status(), 422);
+    let outcome: Value = reload.json().await.expect("json");
+    assert!(
+        outcome["trees"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("FIFO")),
+        "{outcome}"
+    );
+    assert_eq!(
+        retrieve_status(&s).await,
+        200,
+        "the loaded copy keeps serving"
+    );
+    s.signal("TERM");
+    let waiting = Instant::now();
+    while s.child.try_wait().expect("wait").is_none() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(10),
+            "SIGTERM did not stop the process"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

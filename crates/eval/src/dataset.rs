@@ -95,10 +95,12 @@ impl Default for DatasetOptions {
     }
 }
 
+/// Reads a data set file: a regular file only (never a FIFO or a device).
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io {
+    let kind = treenav_files::Kind::new("data set file", 64 << 30);
+    treenav_files::read(path, &kind).map_err(|e| Error::Io {
         path: path.to_path_buf(),
-        source,
+        source: e.into_io(),
     })
 }
 

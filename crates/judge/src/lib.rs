@@ -47,8 +47,8 @@ mod render;
 pub mod session;
 
 pub use backend::{
-    bm25_scores, default_model_dir, default_ort_library, onnx_runtime_build, CorpusStats, Profile,
-    PROFILES,
+    bm25_scores, cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
+    onnx_runtime_build, CorpusStats, Profile, PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};

@@ -15,12 +15,15 @@ static ENVIRONMENT: OnceLock<std::result::Result<ort::environment::Environment, 
 /// share it, whatever library they name).
 fn runtime(library: &Path) -> Result<&'static ort::environment::Environment> {
     let env = ENVIRONMENT.get_or_init(|| {
-        if !library.is_file() {
+        if !library.exists() {
             return Err(format!(
                 "ONNX Runtime library {} not found: run scripts/fetch-models.sh or set ORT_DYLIB_PATH",
                 library.display()
             ));
         }
+        // A regular file: a FIFO or a device is refused, never waited on.
+        treenav_files::check(library, &treenav_files::Kind::new("--ort-library", 4 << 30))
+            .map_err(|e| e.to_string())?;
         let env = ort::init_from(library)
             .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", library.display()))?
             .with_name("treenav")
@@ -70,7 +73,7 @@ impl Encoder {
         let model = dir.join("model.onnx");
         let tok = dir.join("tokenizer.json");
         for f in [&model, &tok] {
-            if !f.is_file() {
+            if !f.exists() {
                 return Err(Error::Setup(format!(
                     "{} not found: run scripts/fetch-models.sh or pass --model-dir",
                     f.display()
@@ -78,7 +81,13 @@ impl Encoder {
             }
         }
         let env = runtime(library)?;
-        let mut tokenizer = Tokenizer::from_file(&tok)
+        let setup = |e: treenav_files::Error| Error::Setup(e.to_string());
+        let tok_bytes =
+            treenav_files::read(&tok, &treenav_files::Kind::new("tokenizer.json", 256 << 20))
+                .map_err(setup)?;
+        treenav_files::check(&model, &treenav_files::Kind::new("model.onnx", 8 << 30))
+            .map_err(setup)?;
+        let mut tokenizer = Tokenizer::from_bytes(tok_bytes)
             .map_err(|e| Error::Setup(format!("{}: {e}", tok.display())))?;
         // The shipped tokenizers pad every input to 512: batches are padded
         // here, to their longest row.

@@ -16,7 +16,12 @@ pub enum TokenCounter {
 impl TokenCounter {
     /// Loads a `tokenizer.json`.
     pub fn from_file(path: &Path) -> Result<TokenCounter> {
-        tokenizers::Tokenizer::from_file(path)
+        let bytes = treenav_files::read(path, &treenav_files::Kind::new("--tokenizer", 256 << 20))
+            .map_err(|e| Error::Tokenizer {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        tokenizers::Tokenizer::from_bytes(bytes)
             .map(|t| TokenCounter::Tokenizer(std::sync::Arc::new(t)))
             .map_err(|e| Error::Tokenizer {
                 path: path.to_path_buf(),

@@ -75,9 +75,10 @@ impl Tokens {
 
     /// Tokens from a file, one per line.
     pub fn from_file(path: &Path) -> Result<Tokens, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Tokens {
+        let kind = treenav_files::Kind::new("--auth-token-file", 1 << 20);
+        let text = treenav_files::read_to_string(path, &kind).map_err(|e| Error::Tokens {
             path: path.to_path_buf(),
-            source,
+            source: e.into_io(),
         })?;
         Tokens::parse(&text, &path.display().to_string())
     }

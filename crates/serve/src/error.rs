@@ -115,6 +115,18 @@ impl ApiError {
         e
     }
 
+    /// 503: the tree's files were written over in place while served.
+    pub fn tree_changed(name: &str) -> ApiError {
+        let mut e = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "tree_changed",
+            format!("tree `{name}` was written over in place while served, so its files no longer match; it answers again after a reload of a consistent set of files (replace trees by writing new files and renaming them)"),
+        )
+        .field("tree");
+        e.retry_after = Some(5);
+        e
+    }
+
     /// 504: the request's deadline passed.
     pub fn deadline(secs: f64) -> ApiError {
         ApiError::new(
@@ -122,6 +134,16 @@ impl ApiError {
             "deadline",
             format!("the request did not finish within its deadline of {secs} s"),
         )
+    }
+
+    /// 408: the request's body did not arrive within the body timeout.
+    pub fn body_timeout(secs: f64) -> ApiError {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            format!("the request body did not arrive within {secs} s"),
+        )
+        .field("body")
     }
 
     /// 502: the judge failed.

@@ -28,6 +28,7 @@
 mod admission;
 pub mod api;
 mod auth;
+mod connections;
 mod error;
 mod observe;
 mod openapi;
@@ -41,7 +42,6 @@ pub use error::{ApiError, Error};
 pub use options::{Limits, ServeOptions, TreeSpec};
 
 use admission::Admission;
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 use registry::Registry;
@@ -135,7 +135,6 @@ impl Server {
             .merge(api)
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
-            .layer(DefaultBodyLimit::max(self.app.limits.max_body_bytes))
             .layer(axum::middleware::from_fn(observe::track))
             .with_state(self.app.clone())
     }
@@ -157,9 +156,13 @@ impl Server {
             notify.notify_one();
         };
         let reloads = tokio::spawn(reload_on_hangup(self.app.clone()));
-        let serve = axum::serve(self.listener, router).with_graceful_shutdown(signalled);
+        let limits = connections::ConnectionLimits {
+            max_connections: self.app.limits.max_connections,
+            header_timeout: self.app.limits.header_timeout,
+        };
+        let serve = connections::serve(self.listener, router, limits, signalled);
         let outcome = tokio::select! {
-            served = std::future::IntoFuture::into_future(serve) => served.map_err(Error::Io),
+            () = serve => Ok(()),
             _ = async { started.notified().await; tokio::time::sleep(grace).await } => {
                 tracing::warn!(grace_secs = grace.as_secs_f64(), "grace period over; requests still in flight were cut");
                 Ok(())

@@ -93,6 +93,15 @@ fn describe() {
         "treenav_overloaded_total",
         "Requests shed with 503 because the queue was full."
     );
+    describe_gauge!("treenav_connections_open", "HTTP connections open.");
+    describe_counter!(
+        "treenav_connections_refused_total",
+        "Connections answered 503 and closed because --max-connections were open."
+    );
+    describe_counter!(
+        "treenav_tree_changed_total",
+        "Requests refused because a served side file was written over in place."
+    );
 }
 
 /// The judge's estimated cost per route, USD (the `metrics` crate's

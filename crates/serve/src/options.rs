@@ -68,6 +68,15 @@ pub struct Limits {
     pub grace: Duration,
     /// How long a judge checkup stays valid for `/readyz`. By default, 30 s.
     pub ready_ttl: Duration,
+    /// Connections open at once; one more is answered 503 and closed. By
+    /// default, 512 (keep it under the process's file limit, `ulimit -n`).
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head, and may
+    /// idle between requests, before it is closed. By default, 10 s.
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive (408 after). By
+    /// default, 10 s.
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -82,6 +91,9 @@ impl Default for Limits {
             queue_wait: Duration::from_secs(2),
             grace: Duration::from_secs(30),
             ready_ttl: Duration::from_secs(30),
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -111,6 +123,25 @@ impl Limits {
             queue: checked::count("queue", queue, 0..=1_000_000).map_err(bad)?,
             grace: checked::seconds("grace", grace_secs).map_err(bad)?,
             ..Limits::default()
+        })
+    }
+}
+
+impl Limits {
+    /// These limits with the connection settings flags give, range-checked.
+    pub fn with_connections(
+        self,
+        max_connections: usize,
+        header_timeout_secs: f64,
+        body_timeout_secs: f64,
+    ) -> Result<Limits, Error> {
+        let bad = |e: checked::OutOfRange| Error::Config(e.to_string());
+        Ok(Limits {
+            max_connections: checked::count("max_connections", max_connections, 1..=1_000_000)
+                .map_err(bad)?,
+            header_timeout: checked::seconds("header_timeout", header_timeout_secs).map_err(bad)?,
+            body_timeout: checked::seconds("body_timeout", body_timeout_secs).map_err(bad)?,
+            ..self
         })
     }
 }

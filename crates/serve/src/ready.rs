@@ -24,6 +24,12 @@ impl App {
         if trees == 0 {
             problems.push("no tree loaded".to_string());
         }
+        let changed = self.registry.changed_on_disk();
+        for name in &changed {
+            problems.push(format!(
+                "tree `{name}` was written over in place while served; reload it"
+            ));
+        }
         let judge_ok = match outcome {
             Ok(warnings) => {
                 problems.extend(warnings);
@@ -35,7 +41,7 @@ impl App {
             }
         };
         Readiness {
-            ready: trees > 0 && judge_ok,
+            ready: trees > 0 && judge_ok && changed.is_empty(),
             trees,
             judge: self.judge.kind().to_string(),
             judge_ok,

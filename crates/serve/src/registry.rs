@@ -67,6 +67,16 @@ impl Registry {
         self.trees.load().keys().cloned().collect()
     }
 
+    /// The served trees whose side files were written over in place.
+    pub(crate) fn changed_on_disk(&self) -> Vec<String> {
+        let trees = self.trees.load();
+        trees
+            .iter()
+            .filter(|(_, s)| s.navigator.tree().changed_on_disk().is_some())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     pub(crate) fn infos(&self) -> Vec<TreeInfo> {
         self.trees.load().values().map(|s| s.info.clone()).collect()
     }
@@ -106,17 +116,42 @@ impl Registry {
                     });
                 }
                 Err(e) => {
+                    let broken = self
+                        .get(&name)
+                        .is_some_and(|s| s.navigator.tree().changed_on_disk().is_some());
+                    let e = if broken {
+                        format!("{e}; the copy in service was written over in place and answers 503 until a reload succeeds")
+                    } else {
+                        e.to_string()
+                    };
                     tracing::warn!(tree = %name, error = %e, "reload refused; the old copy keeps serving");
                     metrics::counter!("treenav_reloads_total", "outcome" => "refused").increment(1);
                     outcomes.push(ReloadOutcome {
                         name,
                         reloaded: false,
-                        error: Some(e.to_string()),
+                        error: Some(e),
                     });
                 }
             }
         }
         Ok(outcomes)
+    }
+}
+
+impl Served {
+    /// 503 when a side file of this tree was written over in place since it
+    /// was loaded: its texts and index no longer match the tree, so nothing
+    /// is answered from it until a reload (the path goes to the log only).
+    pub(crate) fn check_unchanged(&self, name: &str) -> Result<(), ApiError> {
+        match self.navigator.tree().changed_on_disk() {
+            None => Ok(()),
+            Some(path) => {
+                tracing::error!(tree = %name, path = %path.display(),
+                    "a served side file was written over in place; the tree answers 503 until reloaded (replace files by writing new ones and renaming)");
+                metrics::counter!("treenav_tree_changed_total").increment(1);
+                Err(ApiError::tree_changed(name))
+            }
+        }
     }
 }
 

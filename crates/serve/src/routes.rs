@@ -9,8 +9,7 @@ use crate::api::{
 use crate::error::ApiError;
 use crate::observe;
 use crate::App;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes, HttpBody as _};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -21,15 +20,35 @@ use treenav_judge::checked;
 use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
 use treenav_prune::{input, PruneOptions, Pruner};
 
-/// The body, or 413 (too large) / 400 naming `body`.
-fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large("body", "the request body is larger than the limit")
-        } else {
-            ApiError::bad_field("body", rejection.body_text())
+/// The body, read within the body timeout and the size limit: 408 when it
+/// does not arrive in time (a client sending half a body never holds a
+/// connection and its buffer longer), 413 when too large, 400 naming
+/// `body` when the stream breaks.
+async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
+    let limit = app.limits.max_body_bytes;
+    let too_large = || ApiError::too_large("body", "the request body is larger than the limit");
+    let declared = body.size_hint().lower();
+    if declared > limit as u64 {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(app.limits.body_timeout, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(ApiError::body_timeout(
+            app.limits.body_timeout.as_secs_f64(),
+        )),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => {
+            let over = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if over {
+                Err(too_large())
+            } else {
+                Err(ApiError::bad_field(
+                    "body",
+                    format!("cannot read the request body: {e}"),
+                ))
+            }
         }
-    })
+    }
 }
 
 /// Parses JSON (one value, nothing after it), naming the field at fault
@@ -176,9 +195,9 @@ async fn admitted<T>(
 
 pub(crate) async fn retrieve(
     State(app): State<Arc<App>>,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
-    let req: RetrieveRequest = parse(&body(raw)?)?;
+    let req: RetrieveRequest = parse(&read_body(&app, raw).await?)?;
     question(&app, "query", &req.query)?;
     let served = app.registry.get(&req.tree).ok_or_else(|| {
         ApiError::not_found(format!(
@@ -194,6 +213,7 @@ pub(crate) async fn retrieve(
         // terminal's escape codes.
         tracing::info!(target: "treenav_serve::access", tree = ?req.tree, query = ?req.query, "retrieve");
     }
+    served.check_unchanged(&req.tree)?;
     let custom = navigator_for(&served.navigator, &req)?;
     let navigator = custom.as_ref().unwrap_or(&served.navigator);
     let found = admitted(&app, async {
@@ -202,7 +222,11 @@ pub(crate) async fn retrieve(
             .await
             .map_err(navigation_error)
     })
-    .await?;
+    .await;
+    // Written over while this request read it: what it read (or the read
+    // error, which would name the server's path) is not answered.
+    served.check_unchanged(&req.tree)?;
+    let found = found?;
     observe::judge_usage("retrieve", &found.trace.usage);
     Ok(Json(RetrieveResponse::new(&req.tree, found, req.trace)))
 }
@@ -241,9 +265,9 @@ fn prune_error(e: treenav_prune::Error) -> ApiError {
 
 pub(crate) async fn prune(
     State(app): State<Arc<App>>,
-    raw: Result<Bytes, BytesRejection>,
+    raw: Body,
 ) -> Result<Json<PruneResponse>, ApiError> {
-    let req: PruneRequest = parse(&body(raw)?)?;
+    let req: PruneRequest = parse(&read_body(&app, raw).await?)?;
     question(&app, "question", &req.question)?;
     if req.chunks.len() > app.limits.max_chunks {
         return Err(ApiError::too_large(
@@ -314,11 +338,8 @@ pub(crate) async fn openapi() -> Response {
         .into_response()
 }
 
-pub(crate) async fn reload(
-    State(app): State<Arc<App>>,
-    raw: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let bytes = body(raw)?;
+pub(crate) async fn reload(State(app): State<Arc<App>>, raw: Body) -> Result<Response, ApiError> {
+    let bytes = read_body(&app, raw).await?;
     let req: ReloadRequest = if bytes.iter().all(u8::is_ascii_whitespace) {
         ReloadRequest::default()
     } else {

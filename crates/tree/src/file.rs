@@ -28,6 +28,10 @@ use std::path::{Path, PathBuf};
 
 /// The first 8 bytes of every tree file.
 pub const MAGIC: &[u8; 8] = b"TRNVTREE";
+
+/// A tree file as an input.
+const TREE_FILE: treenav_files::Kind =
+    treenav_files::Kind::new("tree file", crate::store::TREE_FILE_CAP).with_magic(MAGIC);
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this build still reads.
@@ -576,7 +580,7 @@ fn read_parallel(path: &Path, len: u64) -> Result<Vec<u8>> {
         path: path.to_path_buf(),
         problem: "too large for this machine".into(),
     })?;
-    let (file, now) = crate::store::FileAt::open(path)?;
+    let (file, now) = crate::store::FileAt::open(path, &TREE_FILE)?;
     let mut bytes = vec![0u8; len];
     let read = if now == len as u64 {
         bytes
@@ -608,31 +612,17 @@ pub fn version(path: &Path) -> Result<u32> {
 }
 
 /// Opens a tree file and reads past its magic bytes: a regular file with
-/// the right magic, or an error. Returns the file and its length.
+/// the right magic, or an error (never blocking on a FIFO). Returns the
+/// file and its length.
 fn open_tree_file(path: &Path) -> Result<(std::fs::File, u64)> {
-    use std::io::Read;
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bad = |problem: &str| Error::BadFile {
-        path: path.to_path_buf(),
-        problem: problem.to_string(),
-    };
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(bad("not a regular file (a folder, device or pipe)"));
-    }
-    let mut magic = Vec::with_capacity(MAGIC.len());
-    (&mut file)
-        .take(MAGIC.len() as u64)
-        .read_to_end(&mut magic)
-        .map_err(io)?;
-    if magic.as_slice() != MAGIC.as_slice() {
-        return Err(bad("not a treenav tree file (wrong magic bytes)"));
-    }
-    Ok((file, meta.len()))
+    let input = treenav_files::open(path, &TREE_FILE).map_err(|e| match e {
+        treenav_files::Error::BadMagic { .. } => Error::BadFile {
+            path: path.to_path_buf(),
+            problem: "not a treenav tree file (wrong magic bytes)".into(),
+        },
+        other => other.into(),
+    })?;
+    Ok((input.file, input.len))
 }
 
 #[cfg(test)]

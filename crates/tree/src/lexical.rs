@@ -112,6 +112,8 @@ pub struct Lexical {
     pub stats: Arc<CorpusStats>,
     /// The side file it was read from (`None` when computed in memory).
     pub path: Option<PathBuf>,
+    /// That file, open, to notice it rewritten in place.
+    pub(crate) file: Option<Arc<FileAt>>,
 }
 
 impl Lexical {
@@ -169,7 +171,7 @@ impl Lexical {
             path: path.clone(),
             source,
         };
-        let (source, len) = FileAt::open(&path)?;
+        let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
         let [count, stats_len, index_len] = read_header(&source, len, expected).map_err(&bad)?;
         if count != documents.0 {
             return Err(bad(format!(
@@ -200,12 +202,14 @@ impl Lexical {
                 stats.mean_terms
             )));
         }
-        let index = Bm25Index::open(Arc::new(source), stats_at + stats_len, index_len)
+        let source = Arc::new(source);
+        let index = Bm25Index::open(source.clone(), stats_at + stats_len, index_len)
             .map_err(|e| bad(e.to_string()))?;
         Ok(Lexical {
             index: Arc::new(DocumentIndex { index, nodes }),
             stats: Arc::new(stats),
             path: Some(path),
+            file: Some(source),
         })
     }
 }

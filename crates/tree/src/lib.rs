@@ -88,6 +88,10 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+    /// An input file was refused before reading: not a regular file (a
+    /// FIFO, a device, a folder), over its size cap, or foreign.
+    #[error(transparent)]
+    Input(#[from] treenav_files::Error),
     /// A tree file is truncated, corrupted, foreign or of another version.
     #[error("{}: {problem}", path.display())]
     BadFile {

@@ -305,6 +305,15 @@ impl Tree {
         Ok(())
     }
 
+    /// A side file this tree reads from (its text store or lexical index)
+    /// that was written over in place since it was loaded: its data no
+    /// longer match the tree. Replace trees by writing new files and
+    /// renaming them over the old (as `treenav build` does), then reload.
+    pub fn changed_on_disk(&self) -> Option<&std::path::Path> {
+        let texts = self.texts.as_ref().and_then(|t| t.store.changed());
+        texts.or_else(|| self.lexical.as_ref()?.file.as_ref()?.changed())
+    }
+
     /// The lexical index and statistics stored beside the tree file, if it
     /// was loaded with them (format version 4).
     pub fn lexical(&self) -> Option<&Lexical> {
@@ -350,6 +359,7 @@ impl Tree {
                 index: Arc::new(self.document_index()?),
                 stats: Arc::new(self.passage_stats()?),
                 path: None,
+                file: None,
             }),
         }
     }

@@ -43,33 +43,64 @@ pub fn side_path(tree: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A file read by positioned reads, shared by every query.
+/// The most bytes a tree file or one of its side files may have.
+pub(crate) const TREE_FILE_CAP: u64 = 1 << 40;
+
+/// A tree's side file (`.texts`, `.lexical`) as an input.
+pub(crate) const SIDE_FILE: treenav_files::Kind =
+    treenav_files::Kind::new("side file", TREE_FILE_CAP);
+
+/// A file read by positioned reads, shared by every query. It remembers
+/// its length and modification time when opened, so a file rewritten in
+/// place underneath (rather than replaced by a rename) is noticed.
 #[derive(Debug)]
 pub struct FileAt {
     #[cfg(unix)]
     file: std::fs::File,
     #[cfg(not(unix))]
     file: std::sync::Mutex<std::fs::File>,
+    path: PathBuf,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
 }
 
 impl FileAt {
-    /// Opens `path` for reading; returns it and its length.
-    pub fn open(path: &Path) -> Result<(FileAt, u64)> {
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        if !meta.is_file() {
-            return Err(Error::BadFile {
-                path: path.to_path_buf(),
-                problem: "not a regular file".into(),
-            });
-        }
+    /// Opens `path` as an input of `kind` (a regular file within the
+    /// kind's cap; see [`treenav_files::open`]); returns it and its length.
+    pub fn open(path: &Path, kind: &treenav_files::Kind) -> Result<(FileAt, u64)> {
+        let input = treenav_files::open(
+            path,
+            &treenav_files::Kind {
+                magic: None,
+                ..*kind
+            },
+        )?;
+        let file = input.file;
         #[cfg(not(unix))]
         let file = std::sync::Mutex::new(file);
-        Ok((FileAt { file }, meta.len()))
+        let at = FileAt {
+            file,
+            path: path.to_path_buf(),
+            len: input.len,
+            modified: input.modified,
+        };
+        Ok((at, input.len))
+    }
+
+    /// `Some(path)` when the open file's length or modification time is
+    /// no longer what it was when opened: it was written over in place.
+    pub fn changed(&self) -> Option<&Path> {
+        #[cfg(unix)]
+        let meta = self.file.metadata();
+        #[cfg(not(unix))]
+        let meta = match self.file.lock() {
+            Ok(f) => f.metadata(),
+            Err(_) => return Some(&self.path),
+        };
+        match meta {
+            Ok(m) if m.len() == self.len && m.modified().ok() == self.modified => None,
+            _ => Some(&self.path),
+        }
     }
 }
 
@@ -261,6 +292,12 @@ impl std::fmt::Debug for TextStore {
 }
 
 impl TextStore {
+    /// `Some(path)` when the file was written over in place since it was
+    /// opened (see [`FileAt::changed`]).
+    pub fn changed(&self) -> Option<&Path> {
+        self.source.changed()
+    }
+
     /// Opens the text store at `path`, which must be the one `expected`
     /// describes (its hash and size) and hold `passages` texts. Reads the
     /// header and the offsets (8 bytes a passage), not the texts.
@@ -269,7 +306,7 @@ impl TextStore {
             path: path.to_path_buf(),
             problem,
         };
-        let (source, len) = FileAt::open(path)?;
+        let (source, len) = FileAt::open(path, &SIDE_FILE)?;
         let io = |source| Error::Io {
             path: path.to_path_buf(),
             source,

@@ -340,7 +340,8 @@ impl LlmSummarizer {
 
     async fn one(&self, facts: &ClusterFacts) -> Result<String> {
         let path = self.cache_path(facts);
-        if let Ok(cached) = tokio::fs::read_to_string(&path).await {
+        let kind = treenav_files::Kind::new("summary cache", 64 << 10);
+        if let Ok(cached) = treenav_files::read_to_string(&path, &kind) {
             if !cached.trim().is_empty() {
                 return Ok(cached.trim().to_string());
             }

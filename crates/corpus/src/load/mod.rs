@@ -90,7 +90,7 @@ impl Format {
                 if path.file_name().and_then(|n| n.to_str()) == Some("corpus.jsonl") {
                     return Ok(Format::Beir);
                 }
-                let bytes = std::fs::read(path).map_err(io)?;
+                let bytes = read_regular(path)?;
                 let first = bytes
                     .split(|b| *b == b'\n')
                     .map(|l| String::from_utf8_lossy(l).trim().to_string())
@@ -156,20 +156,20 @@ impl Default for LoadOptions {
     }
 }
 
-/// Reads a whole file, refusing anything but a regular file first: a device
-/// (`/dev/zero`) or a pipe would be read until memory runs out.
+/// The largest corpus file read whole, bytes.
+const CORPUS_FILE_CAP: u64 = 64 << 30;
+
+/// Reads a whole corpus file, refusing anything but a regular file first
+/// (a device such as `/dev/zero` or a pipe is never read or waited on).
 fn read_regular(p: &Path) -> Result<Vec<u8>> {
-    let io = |source| Error::Io {
+    treenav_files::read(
+        p,
+        &treenav_files::Kind::new("corpus input", CORPUS_FILE_CAP),
+    )
+    .map_err(|e| Error::Io {
         path: p.to_path_buf(),
-        source,
-    };
-    if !std::fs::metadata(p).map_err(io)?.is_file() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a device, pipe or folder)",
-        )));
-    }
-    std::fs::read(p).map_err(io)
+        source: e.into_io(),
+    })
 }
 
 /// Loads a corpus from a path in the given format (see [`Format::detect`]).

@@ -91,8 +91,18 @@ pub(crate) fn values_from_logits(op: &Op<'_>, logits: &[f64]) -> Values {
 #[cfg(feature = "cross-encoder")]
 mod engine {
     use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     use treenav_onnx::Encoder;
+
+    /// Cross-encoder calls stopped early because their caller gave up
+    /// (process-wide; read by tests and the bench).
+    pub(crate) static CANCELLED_CALLS: AtomicU64 = AtomicU64::new(0);
+
+    /// Calls stopped early because their caller gave up, since start.
+    pub fn cancelled_calls() -> u64 {
+        CANCELLED_CALLS.load(Ordering::Relaxed)
+    }
 
     /// The loaded runtime's build string, once the cross-encoder (or any
     /// other in-process model) has loaded it.
@@ -132,7 +142,10 @@ mod engine {
         }
 
         /// One logit per (query, text) pair and the tokens read, on the
-        /// blocking pool.
+        /// blocking pool. Dropping the future (a request past its
+        /// deadline) cancels the work: it stops before its next batch, so
+        /// a timed-out request does not keep the model busy for the
+        /// requests after it.
         pub(crate) async fn logits(
             &self,
             query: &str,
@@ -141,15 +154,29 @@ mod engine {
             let encoder = self.encoder.clone();
             let batch_size = self.batch_size;
             let query = query.to_string();
-            tokio::task::spawn_blocking(move || score(&encoder, &query, &texts, batch_size))
-                .await
-                .map_err(|e| {
-                    Error::new(
-                        ErrorKind::Server,
-                        NAME,
-                        format!("inference task failed: {e}"),
-                    )
-                })?
+            let cancel = CancelOnDrop::default();
+            let cancelled = cancel.0.clone();
+            let work = move || score(&encoder, &query, &texts, batch_size, &cancelled);
+            let outcome = tokio::task::spawn_blocking(work).await;
+            drop(cancel);
+            outcome.map_err(|e| {
+                Error::new(
+                    ErrorKind::Server,
+                    NAME,
+                    format!("inference task failed: {e}"),
+                )
+            })?
+        }
+    }
+
+    /// Sets its flag when dropped: the blocking work checks it between
+    /// batches.
+    #[derive(Default)]
+    struct CancelOnDrop(Arc<AtomicBool>);
+
+    impl Drop for CancelOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
         }
     }
 
@@ -158,12 +185,19 @@ mod engine {
         query: &str,
         texts: &[String],
         batch_size: usize,
+        cancelled: &AtomicBool,
     ) -> Result<(Vec<f64>, u64)> {
         let encodings = encoder.encode_pairs(query, texts).map_err(failed)?;
         let tokens: u64 = encodings.iter().map(|e| e.len() as u64).sum();
         let mut logits = vec![0.0; encodings.len()];
         encoder
             .run(&encodings, batch_size, |batch| {
+                if cancelled.load(Ordering::Acquire) {
+                    CANCELLED_CALLS.fetch_add(1, Ordering::Relaxed);
+                    return Err(treenav_onnx::Error::Inference(
+                        "cancelled: the caller gave up (deadline)".into(),
+                    ));
+                }
                 let per_row = batch.data.len() / batch.rows.len().max(1);
                 for (r, i) in batch.rows.iter().enumerate() {
                     logits[*i] = f64::from(batch.data[r * per_row]);
@@ -182,6 +216,11 @@ mod engine {
     /// No ONNX Runtime in a build without the `cross-encoder` feature.
     pub fn onnx_runtime_build() -> Option<&'static str> {
         None
+    }
+
+    /// No cross-encoder calls run in a build without the feature.
+    pub fn cancelled_calls() -> u64 {
+        0
     }
 
     /// Stand-in when the `cross-encoder` feature is off: construction fails
@@ -214,8 +253,8 @@ mod engine {
     }
 }
 
-pub use engine::onnx_runtime_build;
 pub(crate) use engine::CrossEncoder;
+pub use engine::{cancelled_calls, onnx_runtime_build};
 
 impl CrossEncoder {
     /// Checks the options and loads the model (default folder and library

@@ -10,7 +10,10 @@ mod openai_decisions;
 mod remote;
 mod systemone;
 
-pub use cross_encoder::{default_model_dir, default_ort_library, onnx_runtime_build};
+pub use cross_encoder::{
+    cancelled_calls as cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
+    onnx_runtime_build,
+};
 pub(crate) use lexical::text_key;
 pub use lexical::{bm25_scores, CorpusStats};
 pub(crate) use op::{Op, OpKind, Raw, Values};

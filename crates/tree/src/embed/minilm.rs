@@ -57,10 +57,8 @@ mod engine {
                 }
             }
             let read = |f: &str| {
-                std::fs::read(dir.join(f)).map_err(|source| Error::Io {
-                    path: dir.join(f),
-                    source,
-                })
+                let kind = treenav_files::Kind::new("--model-dir", 4 << 30);
+                treenav_files::read(&dir.join(f), &kind).map_err(Error::from)
             };
             let config: Config = serde_json::from_slice(&read("config.json")?).map_err(err)?;
             let vb = VarBuilder::from_buffered_safetensors(
@@ -70,7 +68,7 @@ mod engine {
             )
             .map_err(err)?;
             let model = BertModel::load(vb, &config).map_err(err)?;
-            let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json")).map_err(err)?;
+            let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?).map_err(err)?;
             tokenizer.with_padding(Some(tokenizers::PaddingParams {
                 strategy: tokenizers::PaddingStrategy::BatchLongest,
                 ..Default::default()

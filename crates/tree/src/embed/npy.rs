@@ -48,7 +48,8 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
 /// Reads the file into an L2-normalised matrix. The file must be a 2-D
 /// float32 or float16 array in C order with finite values.
 pub fn read(path: &Path) -> Result<Array2<f32>> {
-    let mut file = std::fs::File::open(path).map_err(|e| bad(path, format!("cannot open: {e}")))?;
+    let mut file =
+        treenav_files::open(path, &treenav_files::Kind::new("--embeddings", u64::MAX))?.file;
     check_header(path, &mut file)?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
         .map_err(|e| bad(path, format!("not a .npy file: {e}")))?;

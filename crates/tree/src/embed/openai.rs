@@ -180,7 +180,8 @@ mod cache {
     /// The rows of a cached batch of `rows` texts; `None` when absent or not
     /// a whole batch of that size (then it is asked again and rewritten).
     pub(super) fn read(file: &Path, rows: usize) -> Option<Vec<Vec<f32>>> {
-        let bytes = std::fs::read(file).ok()?;
+        let kind = treenav_files::Kind::new("embedding cache", 1 << 30).with_magic(MAGIC);
+        let bytes = treenav_files::read(file, &kind).ok()?;
         let header = bytes.get(..16)?;
         if &header[..8] != MAGIC {
             return None;

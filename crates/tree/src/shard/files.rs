@@ -54,19 +54,23 @@ pub(crate) fn write_record<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T
     Ok(file.hash)
 }
 
+/// The largest plan or shard record read (a 1M-document shard is tens of MB).
+const RECORD_CAP: u64 = 16 << 30;
+
 /// Reads a record written by [`write_record`]; `what` names the kind of
 /// file in errors. Returns the value and its body's hash.
 pub(crate) fn read_record<T: DeserializeOwned>(
     path: &Path,
-    magic: &[u8; 8],
+    magic: &'static [u8; 8],
     what: &str,
 ) -> Result<(T, u128)> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
+    let kind = treenav_files::Kind::new("build plan file", RECORD_CAP).with_magic(magic);
+    let bytes = treenav_files::read(path, &kind).map_err(|e| match e {
+        treenav_files::Error::BadMagic { .. } => bad(path, format!("not a treenav {what} file")),
+        other => other.into(),
     })?;
-    if bytes.len() < RECORD_HEADER || &bytes[..8] != magic {
-        return Err(bad(path, format!("not a treenav {what} file")));
+    if bytes.len() < RECORD_HEADER {
+        return Err(bad(path, format!("truncated {what} file")));
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
     if version != VERSION {
@@ -117,6 +121,42 @@ pub(crate) fn write_vectors(path: &Path, vectors: ArrayView2<'_, f32>) -> Result
     Ok(file.hash)
 }
 
+/// Reads the vectors' body once: its hash must be the one the plan
+/// recorded (a flipped byte anywhere is caught, not only in the header)
+/// and every value finite.
+fn check_body(path: &Path, file: &FileAt, len: u64, hash: u128) -> Result<()> {
+    const BLOCK: usize = 8 << 20;
+    let mut hasher = twox_hash::XxHash3_128::new();
+    let mut buf = vec![0u8; BLOCK];
+    let mut at = VECTORS_HEADER as u64;
+    while at < len {
+        let n = usize::try_from(len - at).map_or(BLOCK, |left| left.min(BLOCK));
+        file.read_at(at, &mut buf[..n])
+            .map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if buf[..n]
+            .chunks_exact(4)
+            .any(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite())
+        {
+            return Err(bad(
+                path,
+                "holds a NaN or infinite value: the vectors file is corrupted; make the plan again",
+            ));
+        }
+        hasher.write(&buf[..n]);
+        at += n as u64;
+    }
+    if hasher.finish_128() != hash {
+        return Err(bad(
+            path,
+            "checksum mismatch: the vectors file is corrupted; make the plan again",
+        ));
+    }
+    Ok(())
+}
+
 /// The plan's vectors, read row by row.
 pub(crate) struct Vectors {
     path: std::path::PathBuf,
@@ -128,7 +168,8 @@ impl Vectors {
     /// Opens the file and checks it is the one the plan wrote: `rows` ×
     /// `dims`, body hash `hash`.
     pub(crate) fn open(path: &Path, rows: u64, dims: u64, hash: u128) -> Result<Vectors> {
-        let (file, len) = FileAt::open(path)?;
+        let kind = treenav_files::Kind::new("build plan vectors", u64::MAX);
+        let (file, len) = FileAt::open(path, &kind)?;
         let mut head = [0u8; VECTORS_HEADER];
         if len < VECTORS_HEADER as u64 {
             return Err(bad(path, "truncated: shorter than a vectors file's header"));
@@ -154,6 +195,7 @@ impl Vectors {
                 format!("these vectors are not the plan's ({rows} × {dims} expected, hash {hash:032x}): make the plan again"),
             ));
         }
+        check_body(path, &file, len, hash)?;
         Ok(Vectors {
             path: path.to_path_buf(),
             file,
