@@ -16,6 +16,14 @@
 //!    the critical path (judge rounds on the longest chain × 50 ms; target
 //!    p50 within 1.2× of it at 64 clients).
 //!
+//! 3. Soak (only when asked, `TREENAV_BENCH_SECTIONS=3`): one server for
+//!    `TREENAV_SOAK_SECS` (default 600) under mixed traffic — valid
+//!    retrievals back to back; invalid ones (broken and trailing JSON,
+//!    unknown trees, over-long queries, made-up HTTP methods); 2 MiB bodies;
+//!    sockets that idle, send half a header or half a body — with the RSS
+//!    sampled every 10 s. Target: RSS growth after the first minute ≤ 5%,
+//!    no valid request failed.
+//!
 //! `TREENAV_BENCH_SECS` sets each run's length (default 8 s);
 //! `TREENAV_BENCH_SECTIONS=2` runs section 2 only.
 
@@ -245,6 +253,161 @@ fn main() {
     }
     if sections.contains('2') {
         slow_judge(&server_rt, &clients_rt, &tree, &queries, secs);
+    }
+    if sections.contains('3') {
+        soak::run(&server_rt, &clients_rt, &tree, &queries);
+    }
+}
+
+/// Section 3: the soak.
+mod soak {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Valid retrievals back to back until `until`; returns (sent, failed).
+    async fn valid(base: String, queries: Vec<String>, until: Instant) -> (usize, usize) {
+        let client = reqwest::Client::new();
+        let (mut sent, mut failed) = (0, 0);
+        while Instant::now() < until {
+            let body = serde_json::json!({"tree": "bench", "query": queries[sent % queries.len()]});
+            let ok = match client
+                .post(format!("{base}/v1/retrieve"))
+                .json(&body)
+                .send()
+                .await
+            {
+                Ok(r) => r.status().is_success() && r.bytes().await.is_ok(),
+                Err(_) => false,
+            };
+            sent += 1;
+            failed += usize::from(!ok);
+        }
+        (sent, failed)
+    }
+
+    /// One raw request; reads until the server closes or 15 s pass.
+    async fn raw(addr: &str, bytes: &[u8]) {
+        let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+            return;
+        };
+        let _ = s.write_all(bytes).await;
+        let mut sink = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(15), s.read_to_end(&mut sink)).await;
+    }
+
+    /// Invalid, oversized and made-up-method requests in turn until `until`.
+    async fn invalid(base: String, until: Instant, seed: usize) -> usize {
+        let client = reqwest::Client::new();
+        let addr = base.trim_start_matches("http://").to_string();
+        let url = format!("{base}/v1/retrieve");
+        let mut n = seed;
+        while Instant::now() < until {
+            n += 1;
+            let body: Vec<u8> = match n % 6 {
+                0 => b"{\"tree\": \"bench\", \"query\": ".to_vec(),
+                1 => br#"{"tree":"bench","query":"x"}{"tree":"other"}"#.to_vec(),
+                2 => format!(r#"{{"tree":"no-such-tree-{n}","query":"x"}}"#).into_bytes(),
+                3 => format!(r#"{{"tree":"bench","query":"{}"}}"#, "q".repeat(5000)).into_bytes(),
+                4 => vec![b' '; 2 << 20],
+                _ => {
+                    let method = format!("M{n:08}{}", "X".repeat(n % 2000));
+                    raw(
+                        &addr,
+                        format!("{method} /nope HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes(),
+                    )
+                    .await;
+                    continue;
+                }
+            };
+            if let Ok(r) = client.post(&url).body(body).send().await {
+                let _ = r.bytes().await;
+            }
+        }
+        n
+    }
+
+    /// Sockets that idle, or stop halfway through a header or a body,
+    /// 12 at a time, until `until`.
+    async fn slow(base: String, until: Instant) {
+        let addr = base.trim_start_matches("http://").to_string();
+        let half_body =
+            b"POST /v1/retrieve HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\n{\"tree\":";
+        while Instant::now() < until {
+            let batch = (0..12).map(|i| {
+                let addr = addr.clone();
+                async move {
+                    let bytes: &[u8] = match i % 3 {
+                        0 => b"",
+                        1 => b"POST /v1/retrieve HTTP/1.1\r\nhost:",
+                        _ => half_body,
+                    };
+                    raw(&addr, bytes).await;
+                }
+            });
+            futures::future::join_all(batch).await;
+        }
+    }
+
+    pub(super) fn run(
+        server_rt: &tokio::runtime::Runtime,
+        clients_rt: &tokio::runtime::Runtime,
+        tree: &Path,
+        queries: &[String],
+    ) {
+        let secs: f64 = std::env::var("TREENAV_SOAK_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(600.0);
+        println!(
+            "3. soak: {secs} s of mixed valid, invalid, oversized and slow traffic, RSS every 10 s"
+        );
+        let base = start(
+            server_rt,
+            tree,
+            JudgeOptions::default(),
+            64,
+            NavigatorConfig::default().strategy(Strategy::BestFirst),
+        );
+        let until = Instant::now() + Duration::from_secs_f64(secs);
+        let samples = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sampler = {
+            let samples = samples.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                while Instant::now() < until {
+                    if let Ok(mut s) = samples.lock() {
+                        s.push((started.elapsed().as_secs_f64(), rss_mib()));
+                    }
+                    std::thread::sleep(Duration::from_secs(10));
+                }
+            })
+        };
+        let (valid_runs, invalid_sent) = clients_rt.block_on(async {
+            let valid = (0..8).map(|_| valid(base.clone(), queries.to_vec(), until));
+            let invalid = (0..4).map(|i| invalid(base.clone(), until, i * 1000));
+            let (v, i, ()) = tokio::join!(
+                futures::future::join_all(valid),
+                futures::future::join_all(invalid),
+                slow(base.clone(), until)
+            );
+            (v, i)
+        });
+        let _ = sampler.join();
+        let (sent, failed) = valid_runs
+            .iter()
+            .fold((0, 0), |(s, f), (a, b)| (s + a, f + b));
+        let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+        for (t, rss) in &samples {
+            println!("  {t:>6.0} s  RSS {rss:>7.1} MiB");
+        }
+        let warm = samples.iter().find(|(t, _)| *t >= 60.0).or(samples.first());
+        if let (Some((_, warm)), Some((_, last))) = (warm, samples.last()) {
+            let growth = (last / warm - 1.0) * 100.0;
+            println!(
+                "  valid requests {sent}, failed {failed}; invalid and oversized sent ≈ {}; RSS after warm-up {warm:.1} MiB, at the end {last:.1} MiB: growth {growth:+.1}% (target ≤ 5%)",
+                invalid_sent.iter().sum::<usize>()
+            );
+        }
     }
 }
 

@@ -425,6 +425,27 @@ async fn errors_are_json_naming_the_field() {
             StatusCode::BAD_REQUEST,
             "question",
         ),
+        // Counts past their range, and chunk objects with unknown fields.
+        (
+            json!({"question": "q", "chunks": ["a"], "keep_top_k": u64::MAX}),
+            StatusCode::BAD_REQUEST,
+            "keep_top_k",
+        ),
+        (
+            json!({"question": "q", "chunks": ["a"], "strategy": "top-n", "n": u64::MAX}),
+            StatusCode::BAD_REQUEST,
+            "strategy",
+        ),
+        (
+            json!({"question": "q", "chunks": ["a"], "strategy": "budget-select", "extra": u64::MAX}),
+            StatusCode::BAD_REQUEST,
+            "strategy",
+        ),
+        (
+            json!({"question": "q", "chunks": [{"id": "a", "text": "t", "score": 1}]}),
+            StatusCode::BAD_REQUEST,
+            "chunks[0]",
+        ),
     ];
     for (body, want, field) in prunes {
         let (status, err) = post(&s.base, "/v1/prune", body.clone()).await;
@@ -517,6 +538,24 @@ async fn bearer_auth_guards_the_api_but_not_the_probes() {
         .await
         .expect("send");
     assert_eq!(r.status(), StatusCode::OK);
+    // The scheme is case-insensitive; the token is not.
+    for (header, want) in [
+        (format!("bearer {token}"), StatusCode::OK),
+        (format!("BEARER {token}"), StatusCode::OK),
+        (
+            format!("Bearer {}", token.to_uppercase()),
+            StatusCode::UNAUTHORIZED,
+        ),
+    ] {
+        let r = client
+            .post(&url)
+            .header("authorization", &header)
+            .json(&question())
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status(), want, "{header}");
+    }
     let (status, _) = get(&s.base, "/metrics").await;
     assert_eq!(
         status,

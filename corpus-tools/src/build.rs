@@ -551,6 +551,8 @@ pub fn run_merge(args: &MergeArgs) -> Result<()> {
     if let Some(input) = &input {
         refuse_output_over_input(input, &args.output)?;
     }
+    // Every shard present before the corpus is loaded.
+    plan.check_shards()?;
     let summarizer = tree::Summarizer::new(&recipe.summarizer)?;
     let options = LoadOptions {
         skip_bad: recipe.skip_bad,

@@ -21,7 +21,7 @@ pub struct Request {
 /// One chunk as the JSON input gives it: a string, or an `{"id", "text"}`
 /// object (a service embeds it in its own request type).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ChunkIn {
     /// The text alone; its id is its position.

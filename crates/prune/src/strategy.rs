@@ -89,10 +89,19 @@ impl Strategy {
                     "probability threshold must be in 0..=1, got {threshold}"
                 )))
             }
+            Strategy::BudgetSelect { extra, .. } if extra > MAX_COUNT => Err(Error::Config(
+                format!("extra must be at most {MAX_COUNT}, got {extra}"),
+            )),
+            Strategy::TopN { n } if !(1..=MAX_COUNT).contains(&n) => Err(Error::Config(format!(
+                "n must be in 1..={MAX_COUNT}, got {n}"
+            ))),
             _ => Ok(()),
         }
     }
 }
+
+/// The largest `extra` or `n` a strategy takes.
+const MAX_COUNT: usize = 1_000_000;
 
 impl Default for Strategy {
     fn default() -> Self {

@@ -101,10 +101,13 @@ pub(crate) async fn require(
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    // The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
     let presented = request
         .headers()
         .get(AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+        .map(|v| v.as_bytes())
+        .filter(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case(b"bearer "))
+        .map(|v| &v[7..]);
     match presented {
         Some(token) if tokens.accepts(token) => Ok(next.run(request).await),
         _ => Err(ApiError::unauthorized()),

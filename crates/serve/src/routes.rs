@@ -244,9 +244,11 @@ fn prune_options(app: &App, req: &PruneRequest) -> Result<PruneOptions, ApiError
         checked::count("token_budget", budget, 1..=100_000_000)
             .map_err(out_of_range("token_budget"))?;
     }
+    let keep_top_k = checked::count("keep_top_k", req.keep_top_k.unwrap_or(1), 0..=1_000_000)
+        .map_err(out_of_range("keep_top_k"))?;
     Ok(PruneOptions {
         strategy,
-        keep_top_k: req.keep_top_k.unwrap_or(1),
+        keep_top_k,
         token_budget: req.token_budget,
         counter: app.counter.clone(),
         edge_placement: req.edge_placement,

@@ -88,10 +88,6 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
-    /// An input file was refused before reading: not a regular file (a
-    /// FIFO, a device, a folder), over its size cap, or foreign.
-    #[error(transparent)]
-    Input(#[from] treenav_files::Error),
     /// A tree file is truncated, corrupted, foreign or of another version.
     #[error("{}: {problem}", path.display())]
     BadFile {
@@ -109,6 +105,29 @@ pub enum Error {
     /// A background task failed.
     #[error("background task failed: {0}")]
     Task(String),
+}
+
+/// An input file refused before reading (not a regular file, over its
+/// cap, foreign) is a [`Error::BadFile`] naming it; a failed open or read
+/// is an [`Error::Io`].
+impl From<treenav_files::Error> for Error {
+    fn from(e: treenav_files::Error) -> Error {
+        use treenav_files::Error as F;
+        let (path, problem) = match e {
+            F::Io { path, source, .. } => return Error::Io { path, source },
+            F::NotRegular { what, path, found } => {
+                (path, format!("{what}: {found}, not a regular file"))
+            }
+            F::TooLarge {
+                what,
+                path,
+                bytes,
+                max,
+            } => (path, format!("{what}: {bytes} bytes, over the limit of {max}")),
+            F::BadMagic { what, path } => (path, format!("{what}: wrong magic bytes")),
+        };
+        Error::BadFile { path, problem }
+    }
 }
 
 /// Progress of a long build, reported to the caller (the CLI draws bars).

@@ -14,8 +14,9 @@ const MAX_DIMS: usize = 65_536;
 const MAX_HEADER: u64 = 64 * 1024;
 
 /// Checks the magic and the header's declared length before anything is
-/// allocated from it (a v2 header may claim 4 GiB).
-fn check_header(path: &Path, file: &mut std::fs::File) -> Result<()> {
+/// allocated from it (a v2 header may claim 4 GiB). Returns where the data
+/// start.
+fn check_header(path: &Path, file: &mut std::fs::File) -> Result<u64> {
     use std::io::{Read, Seek};
     let mut head = [0u8; 12];
     let read = file
@@ -24,11 +25,12 @@ fn check_header(path: &Path, file: &mut std::fs::File) -> Result<()> {
     if read < 10 || &head[..6] != b"\x93NUMPY" {
         return Err(bad(path, "not a .npy file (no \\x93NUMPY magic)"));
     }
-    let len = match head[6] {
-        1 => u64::from(u16::from_le_bytes([head[8], head[9]])),
-        2 | 3 if read == 12 => {
-            u64::from(u32::from_le_bytes([head[8], head[9], head[10], head[11]]))
-        }
+    let (len, start) = match head[6] {
+        1 => (u64::from(u16::from_le_bytes([head[8], head[9]])), 10),
+        2 | 3 if read == 12 => (
+            u64::from(u32::from_le_bytes([head[8], head[9], head[10], head[11]])),
+            12,
+        ),
         v => return Err(bad(path, format!("unsupported .npy version {v}"))),
     };
     if len > MAX_HEADER {
@@ -38,7 +40,8 @@ fn check_header(path: &Path, file: &mut std::fs::File) -> Result<()> {
         ));
     }
     file.rewind()
-        .map_err(|e| bad(path, format!("cannot read: {e}")))
+        .map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    Ok(start + len)
 }
 
 fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
@@ -48,9 +51,9 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
 /// Reads the file into an L2-normalised matrix. The file must be a 2-D
 /// float32 or float16 array in C order with finite values.
 pub fn read(path: &Path) -> Result<Array2<f32>> {
-    let mut file =
-        treenav_files::open(path, &treenav_files::Kind::new("--embeddings", u64::MAX))?.file;
-    check_header(path, &mut file)?;
+    let input = treenav_files::open(path, &treenav_files::Kind::new("--embeddings", u64::MAX))?;
+    let (file_len, mut file) = (input.len, input.file);
+    let data_at = check_header(path, &mut file)?;
     let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
         .map_err(|e| bad(path, format!("not a .npy file: {e}")))?;
     let shape = npy.shape().to_vec();
@@ -77,6 +80,23 @@ pub fn read(path: &Path) -> Result<Array2<f32>> {
         ));
     }
     let descr = npy.dtype().descr().trim_matches('\'').to_string();
+    let item: Option<u64> = match descr.as_str() {
+        "<f4" | "=f4" => Some(4),
+        "<f2" | "=f2" => Some(2),
+        _ => None,
+    };
+    if let Some(item) = item {
+        let expected = (rows as u64)
+            .saturating_mul(dims as u64)
+            .saturating_mul(item)
+            .saturating_add(data_at);
+        if file_len != expected {
+            return Err(bad(
+                path,
+                format!("{file_len} bytes, but its header says {expected} (bytes after the array, or cut short)"),
+            ));
+        }
+    }
     let values: Vec<f32> = match descr.as_str() {
         "<f4" | "=f4" => npy.into_vec::<f32>().map_err(|e| bad(path, e))?,
         "<f2" | "=f2" => npy
@@ -167,6 +187,10 @@ mod tests {
         let bytes = std::fs::read(&good).expect("read");
         std::fs::write(&cut, &bytes[..bytes.len() - 4]).expect("write");
         assert!(read(&cut).is_err());
+        let trailing = dir.path().join("trailing.npy");
+        std::fs::write(&trailing, [bytes.as_slice(), b"more"].concat()).expect("write");
+        let err = read(&trailing).expect_err("trailing bytes").to_string();
+        assert!(err.contains("bytes after the array"), "{err}");
         // A v2 header claiming 4 GiB is refused before anything is allocated.
         let huge = dir.path().join("huge.npy");
         let mut header = b"\x93NUMPY\x02\x00".to_vec();

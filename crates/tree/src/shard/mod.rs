@@ -343,34 +343,20 @@ impl Plan {
         Ok(path)
     }
 
+    /// Checks, without reading them, that the plan's folder holds the
+    /// shard files of one count and every index: a merge says a missing
+    /// shard before it loads the corpus.
+    pub fn check_shards(&self) -> Result<()> {
+        self.shard_paths().map(|_| ())
+    }
+
     /// The shard files in the plan's folder: one count, every index, each
     /// made from this plan.
     fn read_shards(&self) -> Result<Vec<ShardFile>> {
-        let counts = self.shard_counts()?;
+        let (count, paths) = self.shard_paths()?;
         let dir = self.dir.display();
-        let count = match counts.as_slice() {
-            [] => {
-                return Err(Error::Param(format!(
-                    "no shard in {dir}: build each with `treenav build --plan {dir} --shard I/N` (I = 0 … N-1)"
-                )))
-            }
-            [one] => *one,
-            many => {
-                return Err(Error::Param(format!(
-                    "{dir} holds shards of {} different counts ({many:?}): remove the files of the runs you do not want",
-                    many.len()
-                )))
-            }
-        };
-        let mut out = Vec::with_capacity(count as usize);
-        for index in 0..count {
-            let path = self.dir.join(shard_file(index, count));
-            if !path.exists() {
-                return Err(Error::Param(format!(
-                    "shard {index}/{count} is missing ({}): run `treenav build --plan {dir} --shard {index}/{count}`",
-                    path.display()
-                )));
-            }
+        let mut out = Vec::with_capacity(paths.len());
+        for (index, path) in (0..count).zip(paths) {
             let (shard, _): (ShardFile, u128) = read_record(&path, SHARD_MAGIC, "shard")?;
             if shard.plan != self.hash {
                 return Err(Error::BadFile {
@@ -390,6 +376,38 @@ impl Plan {
             out.push(shard);
         }
         Ok(out)
+    }
+
+    /// The shard count and the path of every shard file, each present.
+    fn shard_paths(&self) -> Result<(u32, Vec<PathBuf>)> {
+        let counts = self.shard_counts()?;
+        let dir = self.dir.display();
+        let count = match counts.as_slice() {
+            [] => {
+                return Err(Error::Param(format!(
+                    "no shard in {dir}: build each with `treenav build --plan {dir} --shard I/N` (I = 0 … N-1)"
+                )))
+            }
+            [one] => *one,
+            many => {
+                return Err(Error::Param(format!(
+                    "{dir} holds shards of {} different counts ({many:?}): remove the files of the runs you do not want",
+                    many.len()
+                )))
+            }
+        };
+        let mut paths = Vec::with_capacity(count as usize);
+        for index in 0..count {
+            let path = self.dir.join(shard_file(index, count));
+            if !path.exists() {
+                return Err(Error::Param(format!(
+                    "shard {index}/{count} is missing ({}): run `treenav build --plan {dir} --shard {index}/{count}`",
+                    path.display()
+                )));
+            }
+            paths.push(path);
+        }
+        Ok((count, paths))
     }
 
     /// The shard counts named by the shard files in the plan's folder.
