@@ -123,7 +123,10 @@ impl From<treenav_files::Error> for Error {
                 path,
                 bytes,
                 max,
-            } => (path, format!("{what}: {bytes} bytes, over the limit of {max}")),
+            } => (
+                path,
+                format!("{what}: {bytes} bytes, over the limit of {max}"),
+            ),
             F::BadMagic { what, path } => (path, format!("{what}: wrong magic bytes")),
         };
         Error::BadFile { path, problem }
