@@ -382,13 +382,26 @@ mod soak {
                 }
             })
         };
+        // `TREENAV_SOAK_MIX` (default `valid,invalid,slow`) picks the kinds
+        // of traffic, to tell which one grows the RSS.
+        let mix = std::env::var("TREENAV_SOAK_MIX").unwrap_or_else(|_| "valid,invalid,slow".into());
+        let kinds: Vec<&str> = mix.split(',').map(str::trim).collect();
+        let valid_clients = if kinds.contains(&"valid") { 8 } else { 0 };
+        let invalid_clients = if kinds.contains(&"invalid") { 4 } else { 0 };
+        let slow_on = kinds.contains(&"slow");
+        println!("  traffic: {valid_clients} valid clients, {invalid_clients} invalid, slow sockets {slow_on}");
         let (valid_runs, invalid_sent) = clients_rt.block_on(async {
-            let valid = (0..8).map(|_| valid(base.clone(), queries.to_vec(), until));
-            let invalid = (0..4).map(|i| invalid(base.clone(), until, i * 1000));
+            let valid = (0..valid_clients).map(|_| valid(base.clone(), queries.to_vec(), until));
+            let invalid = (0..invalid_clients).map(|i| invalid(base.clone(), until, i * 1000));
+            let slow = async {
+                if slow_on {
+                    slow(base.clone(), until).await;
+                }
+            };
             let (v, i, ()) = tokio::join!(
                 futures::future::join_all(valid),
                 futures::future::join_all(invalid),
-                slow(base.clone(), until)
+                slow
             );
             (v, i)
         });

@@ -158,6 +158,9 @@ fn file_round_trip_and_atomic_write() {
     let path = dir.path().join("t.tree");
     tree::file::save(&tree, &path).expect("save");
     assert_eq!(tree::file::load(&path).expect("load"), tree);
+    // Saved again over itself: the index folder is replaced whole.
+    tree::file::save(&tree, &path).expect("save again");
+    assert_eq!(tree::file::load(&path).expect("load"), tree);
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .expect("dir")
         .filter_map(|e| e.ok())
@@ -167,8 +170,8 @@ fn file_round_trip_and_atomic_write() {
     names.sort();
     assert_eq!(
         names,
-        vec!["t.tree", "t.tree.lexical", "t.tree.texts"],
-        "the tree, its side files, and no temporary file left behind"
+        vec!["t.tree", "t.tree.lexical", "t.tree.tantivy", "t.tree.texts"],
+        "the tree, its side files and index folder, and no temporary file left behind"
     );
 }
 
@@ -288,6 +291,24 @@ fn side_files_missing_or_from_another_build_are_refused() {
         std::fs::write(side, &good).expect("restore");
         assert_eq!(tree::file::load(&pa).expect("load"), a);
     }
+    // The tantivy folder: missing, or another build's, is refused by name.
+    let (fa, fb) = (tree::file::index_folder(&pa), tree::file::index_folder(&pb));
+    let kept = dir.path().join("kept");
+    std::fs::rename(&fa, &kept).expect("move aside");
+    let e = err(&pa);
+    assert!(e.contains("a.tree.tantivy") && e.contains("missing"), "{e}");
+    std::fs::create_dir(&fa).expect("mkdir");
+    for f in std::fs::read_dir(&fb).expect("read_dir").flatten() {
+        std::fs::copy(f.path(), fa.join(f.file_name())).expect("copy");
+    }
+    let e = err(&pa);
+    assert!(
+        e.contains("a.tree.tantivy") && e.contains("does not belong"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&fa).expect("rm");
+    std::fs::rename(&kept, &fa).expect("restore");
+    assert_eq!(tree::file::load(&pa).expect("load"), a);
 }
 
 /// A save killed mid-write leaves `.t.tree.tmp-PID`; the next save of that

@@ -80,6 +80,10 @@ pub struct BenchArgs {
     /// base rows' judgments, so a grid costs no judge call.
     #[arg(long, value_delimiter = ',')]
     pub fusion_weights: Vec<f64>,
+    /// The analyzer of the bm25 baseline (and of hybrid and rerank, built
+    /// on it): en-stem, simple or words (no stemming, as before tantivy).
+    #[arg(long, default_value = "en-stem", value_parser = ["en-stem", "simple", "words"])]
+    pub analyzer: String,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -317,6 +321,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         concurrency,
         run_dir: args.run_dir.clone(),
         fusion_weights: args.fusion_weights.clone(),
+        analyzer: args.analyzer.parse().map_err(anyhow::Error::msg)?,
     };
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();

@@ -35,7 +35,7 @@ pub struct BuildArgs {
     /// sample corpus (48 Wikipedia articles from XQuAD) is used.
     input: Option<PathBuf>,
     /// Where to write the tree file (`T`; the passage texts and the
-    /// lexical index go beside it, in `T.texts` and `T.lexical`).
+    /// lexical side go beside it, in `T.texts`, `T.lexical` and `T.tantivy/`).
     #[arg(short, long, required_unless_present = "plan")]
     output: Option<PathBuf>,
     /// Split the build across processes: with no --shard, embed the
@@ -119,6 +119,11 @@ pub struct BuildArgs {
     /// Keep no embedding batches on disk.
     #[arg(long, conflicts_with = "embed_cache")]
     no_embed_cache: bool,
+    /// How text becomes terms for the lexical index, its statistics and the
+    /// lexical judge: en-stem (English stemming, stopwords dropped), simple
+    /// (lower-cased words) or words (trees before tantivy: no stemming).
+    #[arg(long, default_value = "en-stem", value_parser = ["en-stem", "simple", "words"])]
+    analyzer: String,
     /// How clusters are summarised.
     #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
     summarizer: SummarizerKind,
@@ -303,6 +308,13 @@ struct Recipe {
     passage_words: usize,
     skip_bad: bool,
     summarizer: SummarizerOptions,
+    /// The lexical analyzer's name (`en-stem` when a plan does not say).
+    #[serde(default = "default_analyzer")]
+    analyzer: String,
+}
+
+fn default_analyzer() -> String {
+    "en-stem".into()
 }
 
 /// `treenav merge`: join the shards of a plan into one tree.
@@ -454,7 +466,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     }
     let output = args.output.clone().context("-o TREE is needed")?;
     let made = Made::of(&loaded);
-    let tree = runtime.block_on(tree::build_tree(
+    let mut tree = runtime.block_on(tree::build_tree(
         loaded.corpus,
         &loaded.source,
         &params,
@@ -462,6 +474,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
         &summarizer,
         &bars,
     ))?;
+    tree.set_analyzer(args.analyzer.parse().map_err(anyhow::Error::msg)?);
     bars.finish();
     save_and_report(&tree, &output, made, start, args.json)
 }
@@ -483,6 +496,7 @@ fn recipe(args: &BuildArgs, loaded: &Loaded, summarizer: SummarizerOptions) -> R
         passage_words: args.passage_words,
         skip_bad: args.skip_bad,
         summarizer,
+        analyzer: args.analyzer.clone(),
     })?)
 }
 
@@ -565,8 +579,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<()> {
         ..Made::of(&loaded)
     };
     let bars = progress::Bars::new(args.json);
-    let tree =
+    let mut tree =
         runtime()?.block_on(plan.merge(loaded.corpus, &recipe.source, &summarizer, &bars))?;
+    tree.set_analyzer(recipe.analyzer.parse().map_err(anyhow::Error::msg)?);
     bars.finish();
     save_and_report(&tree, &args.output, made, start, args.json)
 }
@@ -608,13 +623,23 @@ fn save_and_report(
     tree::file::save(tree, output)?;
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let bytes = size(output);
-    let side_files: Vec<SideFileReport> = tree::file::side_files(output)
+    let folder_size = |p: &std::path::Path| -> u64 {
+        std::fs::read_dir(p)
+            .map(|entries| entries.flatten().map(|e| size(&e.path())).sum())
+            .unwrap_or(0)
+    };
+    let mut side_files: Vec<SideFileReport> = tree::file::side_files(output)
         .into_iter()
         .map(|path| SideFileReport {
             bytes: size(&path),
             path,
         })
         .collect();
+    let folder = tree::file::index_folder(output);
+    side_files.push(SideFileReport {
+        bytes: folder_size(&folder),
+        path: folder,
+    });
     let stats = tree.level_stats();
     let clusters: usize = stats
         .iter()

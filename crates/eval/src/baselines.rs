@@ -1,7 +1,7 @@
 //! What users would pick instead of the tree, over the same passages.
 //!
-//! * [`Bm25`]: flat BM25 over every passage (title + text), built with the
-//!   `bm25` crate, k1 = 1.2, b = 0.75, the words of [`treenav_text::terms`].
+//! * [`Bm25`]: flat BM25 over every passage (title + text) in tantivy, the
+//!   default analyzer (English stemming), k1 = 1.2, b = 0.75.
 //! * [`Dense`]: brute-force cosine over passage embeddings (minilm or an
 //!   OpenAI-compatible server). A baseline only: the tree never uses it.
 //! * [`rrf`]: Reciprocal Rank Fusion of ranked lists (hybrid uses k = 60).
@@ -15,7 +15,8 @@ use ndarray::{Array2, ArrayView1};
 use std::collections::HashMap;
 use treenav_corpus::Corpus;
 use treenav_judge::{Candidate, Decide, Session, SessionOptions, Usage};
-use treenav_text::bm25::Bm25Index;
+use treenav_text::analyzer::Analyzer;
+use treenav_text::index::{IndexError, LexicalIndex};
 use treenav_tree::{Embedder, Progress};
 
 /// Every passage of a corpus, flattened, with its document.
@@ -77,24 +78,29 @@ impl Collection {
     }
 }
 
-/// Flat BM25 over all passages.
+/// Flat BM25 over all passages, in tantivy.
 #[derive(Debug)]
 pub struct Bm25 {
-    index: Bm25Index,
+    index: LexicalIndex,
 }
 
 impl Bm25 {
-    /// Indexes every passage as its label (title + text).
-    pub fn new(collection: &Collection) -> Bm25 {
-        let labels: Vec<&str> = collection.labels.iter().map(String::as_str).collect();
-        Bm25 {
-            index: Bm25Index::new(&labels),
-        }
+    /// Indexes every passage as its label (title + text) with `analyzer`.
+    pub fn new(collection: &Collection, analyzer: Analyzer) -> Result<Bm25, IndexError> {
+        let labels: Vec<(u64, &str)> = collection
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as u64, l.as_str()))
+            .collect();
+        Ok(Bm25 {
+            index: LexicalIndex::build(None, analyzer, &labels)?,
+        })
     }
 
     /// The top `n` passage indices, best first (ties: lower index first).
     pub fn search(&self, query: &str, n: usize) -> Vec<usize> {
-        // An index built in memory has nothing to read: it cannot fail.
+        // An index in memory has nothing to read: a search cannot fail.
         self.index
             .search(query, n)
             .unwrap_or_default()

@@ -31,7 +31,7 @@ pub(crate) struct Context {
     document_index: HashMap<String, usize>,
     /// The tree's passage nodes and BM25 over its documents, for fusing a
     /// judged list's order with the tree's evidence (built when first asked).
-    fusion_index: std::sync::OnceLock<(Arc<TreeIndex>, Arc<DocumentIndex>)>,
+    fusion_index: std::sync::OnceLock<(Arc<TreeIndex>, Option<Arc<DocumentIndex>>)>,
 }
 
 /// The first stage of a judged list: what a user would deploy before a reranker.
@@ -93,7 +93,8 @@ impl Context {
                     SystemKind::Bm25 | SystemKind::Hybrid | SystemKind::Rerank
                 )
             }))
-        .then(|| Bm25::new(&collection));
+        .then(|| Bm25::new(&collection, setup.analyzer))
+        .transpose()?;
         // `BenchSetup::check` made sure the systems that embed have an embedder.
         let dense = match &setup.embedder {
             Some(embedder) if sweep || setup.systems.iter().any(|s| s.uses_embedder()) => {
@@ -519,11 +520,8 @@ impl Context {
         };
         let (nodes, index) = self.fusion_index.get_or_init(|| {
             let index = match tree.lexical() {
-                Some(lexical) => lexical.index.clone(),
-                None => Arc::new(
-                    tree.document_index()
-                        .unwrap_or_else(|_| DocumentIndex::new(Vec::new())),
-                ),
+                Some(lexical) => Some(lexical.index.clone()),
+                None => tree.document_index().ok().map(Arc::new),
             };
             (Arc::new(TreeIndex::new(tree.clone())), index)
         });
@@ -532,7 +530,9 @@ impl Context {
             .zip(scores)
             .map(|(i, p)| Some((*nodes.passage_node.get(&self.collection.ids[*i])?, *p)))
             .collect();
-        let ranks = treenav_navigator::fusion::lexical_ranks(index, query).ok();
+        let ranks = index
+            .as_ref()
+            .and_then(|index| treenav_navigator::fusion::lexical_ranks(index, query).ok());
         match (judged, ranks) {
             (Some(judged), Some(ranks)) => {
                 treenav_navigator::fusion::fused_scores(tree, &ranks, &judged, weight)

@@ -86,6 +86,9 @@ pub enum Error {
     /// Building the tree or embedding failed.
     #[error(transparent)]
     Tree(#[from] treenav_tree::Error),
+    /// The BM25 baseline's index could not be built.
+    #[error(transparent)]
+    Lexical(#[from] treenav_text::index::IndexError),
     /// The navigator's settings for a system are not valid.
     #[error("{system}: {source}")]
     Navigator {

@@ -147,7 +147,9 @@ struct FirstStage {
 
 impl FirstStage {
     fn new(retriever: &Retriever, judge: &Judge, c: &Collection, depth: usize) -> Result<Self> {
-        let bm25 = matches!(retriever, Retriever::Bm25).then(|| Bm25::new(c));
+        let bm25 = matches!(retriever, Retriever::Bm25)
+            .then(|| Bm25::new(c, Default::default()))
+            .transpose()?;
         let navigator = match retriever {
             Retriever::Tree { tree, config } => {
                 let config = config

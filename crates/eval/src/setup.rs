@@ -119,6 +119,9 @@ pub struct BenchSetup {
     /// navigator's `fusion`, when above 0); each reuses its base row's
     /// judgments, so a grid costs no judge call.
     pub fusion_weights: Vec<f64>,
+    /// The analyzer of the `bm25` baseline's index (and of the stages built
+    /// on it: hybrid, rerank).
+    pub analyzer: treenav_text::analyzer::Analyzer,
 }
 
 impl BenchSetup {
@@ -192,6 +195,7 @@ mod tests {
             concurrency: 1,
             run_dir: None,
             fusion_weights: Vec::new(),
+            analyzer: Default::default(),
         }
     }
 

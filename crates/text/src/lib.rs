@@ -3,67 +3,24 @@
 //! computed at build time match the words scored at query time.
 #![warn(missing_docs)]
 
-/// Whether a lower-cased word is a stopword (a short English list: the one
-/// the shared reference BM25 figures use, plus a few).
+/// The stopwords: a short English list (the one the shared reference BM25
+/// figures use, plus a few).
+pub const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with", "we", "were", "which", "from", "has", "have",
+    "had", "its", "than", "also", "been", "our", "can", "after", "between", "during", "who",
+    "when", "what", "how",
+];
+
+/// Whether a lower-cased word is a stopword ([`STOPWORDS`]).
 pub fn is_stopword(word: &str) -> bool {
-    matches!(
-        word,
-        "a" | "an"
-            | "and"
-            | "are"
-            | "as"
-            | "at"
-            | "be"
-            | "but"
-            | "by"
-            | "for"
-            | "if"
-            | "in"
-            | "into"
-            | "is"
-            | "it"
-            | "no"
-            | "not"
-            | "of"
-            | "on"
-            | "or"
-            | "such"
-            | "that"
-            | "the"
-            | "their"
-            | "then"
-            | "there"
-            | "these"
-            | "they"
-            | "this"
-            | "to"
-            | "was"
-            | "will"
-            | "with"
-            | "we"
-            | "were"
-            | "which"
-            | "from"
-            | "has"
-            | "have"
-            | "had"
-            | "its"
-            | "than"
-            | "also"
-            | "been"
-            | "our"
-            | "can"
-            | "after"
-            | "between"
-            | "during"
-            | "who"
-            | "when"
-            | "what"
-            | "how"
-    )
+    STOPWORDS.contains(&word)
 }
 
+pub mod analyzer;
 pub mod bm25;
+pub mod index;
 pub mod score;
 pub mod stats;
 

@@ -2,8 +2,8 @@
 //! the one formula the lexical judge scores with and the navigator orders a
 //! document's passages by. Term counts are cached per text.
 
+use crate::analyzer::Analyzer;
 use crate::stats::CorpusStats;
-use crate::terms;
 use std::sync::Arc;
 
 /// BM25's k1 by default.
@@ -19,8 +19,12 @@ struct TermCounts {
 }
 
 impl TermCounts {
-    fn of(text: &str) -> TermCounts {
-        let mut hashes: Vec<u64> = terms(text).map(|t| crate::term_hash(&t)).collect();
+    fn of(analyzer: Analyzer, text: &str) -> TermCounts {
+        let mut hashes: Vec<u64> = analyzer
+            .terms(text)
+            .iter()
+            .map(|t| crate::term_hash(t))
+            .collect();
         let total = hashes.len() as f64;
         hashes.sort_unstable();
         let mut counts: Vec<(u64, u32)> = Vec::with_capacity(hashes.len());
@@ -46,20 +50,21 @@ impl TermCounts {
 /// Term counts are a function of the text alone, so one cache serves every
 /// lexical judge and navigator in the process: candidate texts
 /// (cluster cards, document views, passages) recur from query to query.
-fn term_counts(text: &str, key: u128) -> Arc<TermCounts> {
-    static CACHE: std::sync::OnceLock<quick_cache::sync::Cache<u128, Arc<TermCounts>>> =
-        std::sync::OnceLock::new();
+fn term_counts(analyzer: Analyzer, text: &str, key: u128) -> Arc<TermCounts> {
+    type Cache = quick_cache::sync::Cache<(u128, Analyzer), Arc<TermCounts>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(|| quick_cache::sync::Cache::new(200_000));
-    if let Some(hit) = cache.get(&key) {
+    if let Some(hit) = cache.get(&(key, analyzer)) {
         return hit;
     }
-    let counts = Arc::new(TermCounts::of(text));
-    cache.insert(key, counts.clone());
+    let counts = Arc::new(TermCounts::of(analyzer, text));
+    cache.insert((key, analyzer), counts.clone());
     counts
 }
 
 /// BM25 score of each text (with its [`crate::fingerprint`] as the cache
-/// key) against `query`, with the IDF and mean length of `stats`.
+/// key) against `query`, with the IDF and mean length of `stats`; query
+/// and texts analyzed with the statistics' analyzer.
 pub fn bm25<'a>(
     stats: &CorpusStats,
     query: &str,
@@ -72,7 +77,8 @@ pub fn bm25<'a>(
     } else {
         1.0
     };
-    let mut query_terms: Vec<String> = terms(query).collect();
+    let analyzer = stats.analyzer;
+    let mut query_terms: Vec<String> = analyzer.terms(query);
     query_terms.sort();
     query_terms.dedup();
     // (term hash, IDF) once per call, in the sorted order the sum runs.
@@ -83,7 +89,7 @@ pub fn bm25<'a>(
     texts
         .into_iter()
         .map(|(text, key)| {
-            let tf = term_counts(text, key);
+            let tf = term_counts(analyzer, text, key);
             let norm = k1 * (1.0 - b + b * tf.total / avg);
             query_terms
                 .iter()

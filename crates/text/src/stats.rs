@@ -2,7 +2,7 @@
 //! lexical judge scores passages with. Computed once per tree (at build
 //! time, stored beside it) rather than at every start.
 
-use crate::terms;
+use crate::analyzer::Analyzer;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -13,18 +13,33 @@ pub struct CorpusStats {
     pub documents: u64,
     /// Mean number of terms per document.
     pub mean_terms: f64,
-    /// Document frequency per term (terms as [`crate::terms`] yields them).
+    /// Document frequency per term (terms as `analyzer` gives them).
     pub df: HashMap<String, u64>,
+    /// The analyzer the terms come from: queries and texts scored with
+    /// these statistics are analyzed with it.
+    #[serde(default)]
+    pub analyzer: Analyzer,
 }
 
 impl CorpusStats {
-    /// Statistics over a list of texts.
+    /// Statistics over a list of texts, with the default analyzer.
     pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> CorpusStats {
-        let mut stats = CorpusStats::default();
+        CorpusStats::from_texts_with(Analyzer::default(), texts)
+    }
+
+    /// Statistics over a list of texts, with `analyzer`.
+    pub fn from_texts_with<'a>(
+        analyzer: Analyzer,
+        texts: impl IntoIterator<Item = &'a str>,
+    ) -> CorpusStats {
+        let mut stats = CorpusStats {
+            analyzer,
+            ..CorpusStats::default()
+        };
         let mut total = 0u64;
         for text in texts {
             let mut seen = HashSet::new();
-            for t in terms(text) {
+            for t in analyzer.terms(text) {
                 total += 1;
                 if seen.insert(t.clone()) {
                     *stats.df.entry(t).or_insert(0) += 1;
@@ -39,7 +54,7 @@ impl CorpusStats {
     /// [`CorpusStats::from_texts`] over many texts, counted in parallel a
     /// chunk at a time and merged (the same statistics: counts are whole
     /// numbers, the mean is taken once at the end).
-    pub fn from_many<S: AsRef<str> + Sync>(texts: &[S]) -> CorpusStats {
+    pub fn from_many<S: AsRef<str> + Sync>(analyzer: Analyzer, texts: &[S]) -> CorpusStats {
         use rayon::prelude::*;
         let parts: Vec<(HashMap<String, u64>, u64)> = texts
             .par_chunks(4096)
@@ -49,7 +64,7 @@ impl CorpusStats {
                 let mut seen = HashSet::new();
                 for text in chunk {
                     seen.clear();
-                    for t in terms(text.as_ref()) {
+                    for t in analyzer.terms(text.as_ref()) {
                         total += 1;
                         if seen.insert(t.clone()) {
                             *df.entry(t).or_insert(0) += 1;
@@ -61,6 +76,7 @@ impl CorpusStats {
             .collect();
         let mut stats = CorpusStats {
             documents: texts.len() as u64,
+            analyzer,
             ..CorpusStats::default()
         };
         let mut total = 0u64;
@@ -74,7 +90,8 @@ impl CorpusStats {
         stats
     }
 
-    /// BM25's IDF of a term: ln(1 + (N − df + 0.5) / (df + 0.5)).
+    /// BM25's IDF of a term (as the statistics' analyzer gives it):
+    /// ln(1 + (N − df + 0.5) / (df + 0.5)).
     pub fn idf(&self, term: &str) -> f64 {
         let n = self.documents as f64;
         let df = self.df.get(term).copied().unwrap_or(0) as f64;
@@ -90,7 +107,7 @@ mod tests {
         #[test]
         fn counted_in_parallel_as_in_series(texts in proptest::collection::vec("[a-f ]{0,24}", 0..6000)) {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            proptest::prop_assert_eq!(CorpusStats::from_many(&texts), CorpusStats::from_texts(refs));
+            proptest::prop_assert_eq!(CorpusStats::from_many(Analyzer::EnStem, &texts), CorpusStats::from_texts(refs));
         }
     }
 }

@@ -514,6 +514,11 @@ pub fn side_files(path: &Path) -> [PathBuf; 2] {
     ]
 }
 
+/// The folder of a saved tree's lexical index (tantivy): `T` → `T.tantivy`.
+pub fn index_folder(path: &Path) -> PathBuf {
+    side_path(path, crate::lexical::INDEX_SUFFIX)
+}
+
 /// Saves a tree as three files, each atomically (temp file in the same
 /// folder, fsync, rename): the passage texts (`T.texts`), the lexical index
 /// and statistics (`T.lexical`, computed here unless the tree was loaded
@@ -526,7 +531,7 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
     let texts = write_texts(&texts_path, passages, || {
         Box::new(tree.passages().map(|p| tree.passage_text(p)))
     })?;
-    let lexical = tree.lexical_or_computed()?.write(path)?;
+    let lexical = tree.lexical_for_saving()?.write(path)?;
     let bytes = framed(
         FORMAT_VERSION,
         payload_v4(tree, Some(texts), Some(lexical))?,

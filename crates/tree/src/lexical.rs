@@ -1,11 +1,17 @@
 //! The lexical side of a tree: a BM25 index over its document nodes (title
 //! and all passages: the navigator's lexical entry) and the passage
-//! statistics the lexical judge scores with.
+//! statistics the lexical judge scores with, both with the tree's one
+//! [`Analyzer`].
 //!
 //! Both are computed from the tree once, when it is saved, and stored beside
-//! it (`T.tree.lexical`); a loaded tree carries them, so opening a tree does
-//! not re-read every passage. Trees saved before format version 4 have no
-//! side file: the navigator computes both at start, as it always did.
+//! it: the statistics and the document order in `T.tree.lexical`, the index
+//! in tantivy's folder `T.tree.tantivy` (memory-mapped when opened). A
+//! loaded tree carries them, so opening a tree does not re-read every
+//! passage. A `.lexical` file of layout 1 (trees saved before tantivy)
+//! holds the hand-written BM25 index of that time and its unstemmed
+//! statistics: such trees still load and answer as they did (the `words`
+//! analyzer), until rebuilt. Trees saved before format version 4 have no
+//! side file: the navigator computes both at start.
 
 use crate::id::NodeId;
 use crate::store::{read_side_header, side_path, u64_at, write_atomically, FileAt, SideFile};
@@ -13,12 +19,20 @@ use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use treenav_text::analyzer::Analyzer;
 use treenav_text::bm25::{Bm25Index, ReadAt};
+use treenav_text::index::LexicalIndex;
 use treenav_text::stats::CorpusStats;
 
 /// The first bytes of a lexical side file.
 pub const LEXICAL_MAGIC: &[u8; 8] = b"TRNVLEXI";
-const LEXICAL_VERSION: u32 = 1;
+/// Layout 2: statistics with their analyzer, the index in tantivy's folder.
+const LEXICAL_VERSION: u32 = 2;
+/// The layouts this build reads (1: the hand-written index inside).
+pub(crate) const LEXICAL_VERSIONS: &[u32] = &[1, 2];
+
+/// The suffix of the tantivy folder: `T.tree` → `T.tree.tantivy`.
+pub const INDEX_SUFFIX: &str = "tantivy";
 /// Magic, version, reserved, content hash, documents, statistics bytes,
 /// index bytes.
 const LEXICAL_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8 + 8;
@@ -30,21 +44,33 @@ pub const LEXICAL_SUFFIX: &str = "lexical";
 /// index, not a vector index.
 #[derive(Debug)]
 pub struct DocumentIndex {
-    index: Bm25Index,
-    /// Index position → document node (documents in node order).
+    inner: Inner,
+    /// The documents in index order (node order).
     nodes: Vec<NodeId>,
+}
+
+#[derive(Debug)]
+enum Inner {
+    /// tantivy, keyed by node id.
+    Tantivy(LexicalIndex),
+    /// The hand-written index of layout-1 trees, by index position.
+    Hand(Bm25Index),
 }
 
 impl DocumentIndex {
     /// Indexes documents given as (node, text), in that order (see
-    /// `Tree::document_index`).
-    pub fn new(documents: Vec<(NodeId, String)>) -> DocumentIndex {
-        let (nodes, texts): (Vec<NodeId>, Vec<String>) = documents.into_iter().unzip();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        DocumentIndex {
-            index: Bm25Index::new(&texts),
-            nodes,
-        }
+    /// `Tree::document_index`), in memory with `analyzer`.
+    pub fn new(analyzer: Analyzer, documents: Vec<(NodeId, String)>) -> Result<DocumentIndex> {
+        let keyed: Vec<(u64, &str)> = documents
+            .iter()
+            .map(|(n, t)| (u64::from(n.0), t.as_str()))
+            .collect();
+        let index = LexicalIndex::build(None, analyzer, &keyed)
+            .map_err(|e| Error::InvalidTree(e.to_string()))?;
+        Ok(DocumentIndex {
+            inner: Inner::Tantivy(index),
+            nodes: documents.into_iter().map(|(n, _)| n).collect(),
+        })
     }
 
     /// How many documents it indexes.
@@ -57,50 +83,132 @@ impl DocumentIndex {
         self.nodes.is_empty()
     }
 
+    /// The analyzer of the index and its queries.
+    pub fn analyzer(&self) -> Analyzer {
+        match &self.inner {
+            Inner::Tantivy(t) => t.analyzer(),
+            Inner::Hand(_) => Analyzer::Words,
+        }
+    }
+
     /// The top `n` document nodes for a query with their BM25 scores, best
-    /// first (ties: the lower node id first, as documents are indexed in
-    /// node order). Fails only when a stored index cannot be read.
+    /// first (equal scores: the lower node id first). Fails only when a
+    /// stored index cannot be read.
     pub fn search_scored(&self, query: &str, n: usize) -> Result<Vec<(NodeId, f64)>> {
-        let hits = self
-            .index
-            .search(query, n)
-            .map_err(|e| Error::InvalidTree(format!("lexical index: {e}")))?;
-        Ok(hits
-            .into_iter()
-            .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
-            .collect())
+        let failed = |e: String| Error::InvalidTree(format!("lexical index: {e}"));
+        match &self.inner {
+            Inner::Tantivy(index) => {
+                let hits = index.search(query, n).map_err(|e| failed(e.to_string()))?;
+                Ok(hits
+                    .into_iter()
+                    .filter_map(|(k, score)| {
+                        Some((NodeId(u32::try_from(k).ok()?), f64::from(score)))
+                    })
+                    .collect())
+            }
+            Inner::Hand(index) => {
+                let hits = index.search(query, n).map_err(|e| failed(e.to_string()))?;
+                Ok(hits
+                    .into_iter()
+                    .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
+                    .collect())
+            }
+        }
     }
 }
 
-/// [`CorpusStats`] as stored: terms sorted, so the same statistics are
-/// the same bytes (a hash map's order changes from run to run).
+/// [`CorpusStats`] as stored (layout 2): terms sorted, so the same
+/// statistics are the same bytes (a hash map's order changes from run to
+/// run), with their analyzer.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct StoredStats {
     documents: u64,
     mean_terms: f64,
     df: Vec<(String, u64)>,
+    analyzer: Analyzer,
 }
 
-impl From<&CorpusStats> for StoredStats {
-    fn from(stats: &CorpusStats) -> StoredStats {
+/// Layout 1's statistics: no analyzer (`words`), no tantivy index.
+#[derive(serde::Deserialize)]
+struct StoredStatsV1 {
+    documents: u64,
+    mean_terms: f64,
+    df: Vec<(String, u64)>,
+}
+
+impl StoredStats {
+    fn of(stats: &CorpusStats) -> StoredStats {
         let mut df: Vec<(String, u64)> = stats.df.iter().map(|(t, n)| (t.clone(), *n)).collect();
         df.sort_unstable();
         StoredStats {
             documents: stats.documents,
             mean_terms: stats.mean_terms,
             df,
+            analyzer: stats.analyzer,
+        }
+    }
+
+    fn into_stats(self) -> CorpusStats {
+        CorpusStats {
+            documents: self.documents,
+            mean_terms: self.mean_terms,
+            df: self.df.into_iter().collect(),
+            analyzer: self.analyzer,
         }
     }
 }
 
-impl From<StoredStats> for CorpusStats {
-    fn from(stored: StoredStats) -> CorpusStats {
-        CorpusStats {
-            documents: stored.documents,
-            mean_terms: stored.mean_terms,
-            df: stored.df.into_iter().collect(),
+/// The file in the tantivy folder naming the `.lexical` file it goes with
+/// (that file's content hash, which the tree file records): the pairing
+/// is checked without making the `.lexical` file depend on tantivy's
+/// random segment ids, so two builds of one corpus stay byte-identical.
+const PAIRING_FILE: &str = "treenav-lexical.hash";
+
+/// The `.lexical` content hash a tantivy folder says it goes with.
+fn paired_hash(dir: &Path) -> Result<String> {
+    let kind = treenav_files::Kind::new("lexical index pairing file", 1 << 10);
+    Ok(
+        treenav_files::read_to_string(&dir.join(PAIRING_FILE), &kind)?
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Writes `index` into the folder `dir` beside a tree: into a new folder
+/// first, then renamed into place (an old folder is moved aside and
+/// removed), so a served tree keeps reading the files it has open.
+fn write_index_folder(index: &LexicalIndex, dir: &Path, paired: u128) -> Result<()> {
+    let io = |source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let base = crate::store::temp_path(dir).into_os_string();
+    let named = |suffix: &str| {
+        let mut name = base.clone();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let (tmp, old) = (named("-new"), named("-old"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir(&tmp).map_err(io)?;
+    let write = || -> Result<()> {
+        index
+            .write_to(&tmp)
+            .map_err(|e| Error::Encode(e.to_string()))?;
+        std::fs::write(tmp.join(PAIRING_FILE), format!("{paired:032x}\n")).map_err(io)?;
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&old);
+            std::fs::rename(dir, &old).map_err(io)?;
+            std::fs::rename(&tmp, dir).map_err(io)?;
+            let _ = std::fs::remove_dir_all(&old);
+        } else {
+            std::fs::rename(&tmp, dir).map_err(io)?;
         }
-    }
+        Ok(())
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&tmp);
+    })
 }
 
 /// A tree's document index and passage statistics, together.
@@ -117,28 +225,35 @@ pub struct Lexical {
 }
 
 impl Lexical {
-    /// Writes both as the side file of the tree file `tree_path`.
+    /// Writes both beside the tree file `tree_path`: the index as the
+    /// folder `T.tantivy`, then the statistics and document order as the
+    /// side file `T.lexical` (layout 2), which records the index's
+    /// `meta.json` hash. A layout-1 index is not written again: the caller
+    /// computes a new one ([`crate::Tree::lexical_or_computed`]).
     pub(crate) fn write(&self, tree_path: &Path) -> Result<SideFile> {
         let path = side_path(tree_path, LEXICAL_SUFFIX);
+        let Inner::Tantivy(index) = &self.index.inner else {
+            return Err(Error::Param(format!(
+                "{}: a layout-1 lexical index is not written again; compute the lexical side anew",
+                path.display()
+            )));
+        };
         let io = |source| Error::Io {
             path: path.clone(),
             source,
         };
-        let stats = postcard::to_stdvec(&StoredStats::from(&*self.stats))
+        let stats = postcard::to_stdvec(&StoredStats::of(&self.stats))
             .map_err(|e| Error::Encode(e.to_string()))?;
-        let index_len = self.index.index.stored_len();
         let documents = self.index.nodes.len() as u64;
-        let body = |out: &mut dyn Write| -> Result<()> {
-            for node in &self.index.nodes {
-                out.write_all(&node.0.to_le_bytes()).map_err(io)?;
-            }
-            out.write_all(&stats).map_err(io)?;
-            let mut out = out;
-            self.index
-                .index
-                .write_to(&mut out)
-                .map_err(|e| Error::Encode(format!("lexical index: {e}")))
-        };
+        let mut bytes = Vec::with_capacity(self.index.nodes.len() * 4 + stats.len());
+        for node in &self.index.nodes {
+            bytes.extend_from_slice(&node.0.to_le_bytes());
+        }
+        bytes.extend_from_slice(&stats);
+        // The folder first, naming the `.lexical` content it goes with.
+        let dir = side_path(tree_path, INDEX_SUFFIX);
+        write_index_folder(index, &dir, twox_hash::XxHash3_128::oneshot(&bytes))?;
+        let body = |out: &mut dyn Write| -> Result<()> { out.write_all(&bytes).map_err(io) };
         let stats_len = stats.len() as u64;
         let header_of = |hash: u128, _len: u64| {
             let mut h = Vec::with_capacity(LEXICAL_HEADER);
@@ -146,12 +261,17 @@ impl Lexical {
             h.extend_from_slice(&LEXICAL_VERSION.to_le_bytes());
             h.extend_from_slice(&0u32.to_le_bytes());
             h.extend_from_slice(&hash.to_le_bytes());
-            for n in [documents, stats_len, index_len] {
+            for n in [documents, stats_len, 0] {
                 h.extend_from_slice(&n.to_le_bytes());
             }
             h
         };
         write_atomically(&path, LEXICAL_HEADER, body, header_of)
+    }
+
+    /// Whether the index is layout 1's hand-written one.
+    pub(crate) fn is_layout_1(&self) -> bool {
+        matches!(self.index.inner, Inner::Hand(_))
     }
 
     /// Opens the side file of the tree file `tree_path`, which must be the
@@ -172,7 +292,8 @@ impl Lexical {
             source,
         };
         let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
-        let [count, stats_len, index_len] = read_header(&source, len, expected).map_err(&bad)?;
+        let (version, [count, stats_len, index_len]) =
+            read_header(&source, len, expected).map_err(&bad)?;
         if count != documents.0 {
             return Err(bad(format!(
                 "indexes {count} documents, the tree has {}",
@@ -193,20 +314,34 @@ impl Lexical {
         let stats_at = LEXICAL_HEADER as u64 + count * 4;
         let mut raw = vec![0u8; stats_len as usize];
         source.read_at(stats_at, &mut raw).map_err(io)?;
-        let stats: CorpusStats = postcard::from_bytes::<StoredStats>(&raw)
-            .map_err(|e| bad(format!("cannot decode the passage statistics: {e}")))?
-            .into();
+        let undecodable =
+            |e: postcard::Error| bad(format!("cannot decode the passage statistics: {e}"));
+        let source = Arc::new(source);
+        let (stats, inner) = if version == 1 {
+            let v1: StoredStatsV1 = postcard::from_bytes(&raw).map_err(undecodable)?;
+            let stats = CorpusStats {
+                documents: v1.documents,
+                mean_terms: v1.mean_terms,
+                df: v1.df.into_iter().collect(),
+                analyzer: Analyzer::Words,
+            };
+            let index = Bm25Index::open(source.clone(), stats_at + stats_len, index_len)
+                .map_err(|e| bad(e.to_string()))?;
+            (stats, Inner::Hand(index))
+        } else {
+            let stored: StoredStats = postcard::from_bytes(&raw).map_err(undecodable)?;
+            let dir = side_path(tree_path, INDEX_SUFFIX);
+            let index = open_index_folder(&dir, expected.hash, count, stored.analyzer)?;
+            (stored.into_stats(), Inner::Tantivy(index))
+        };
         if !stats.mean_terms.is_finite() || stats.mean_terms < 0.0 {
             return Err(bad(format!(
                 "mean passage length {} out of range",
                 stats.mean_terms
             )));
         }
-        let source = Arc::new(source);
-        let index = Bm25Index::open(source.clone(), stats_at + stats_len, index_len)
-            .map_err(|e| bad(e.to_string()))?;
         Ok(Lexical {
-            index: Arc::new(DocumentIndex { index, nodes }),
+            index: Arc::new(DocumentIndex { inner, nodes }),
             stats: Arc::new(stats),
             path: Some(path),
             file: Some(source),
@@ -214,11 +349,53 @@ impl Lexical {
     }
 }
 
+/// Opens the tantivy folder beside a tree: the one paired with its
+/// `.lexical` file (content hash `paired`), holding `documents` texts
+/// analyzed with `analyzer`.
+fn open_index_folder(
+    dir: &Path,
+    paired: u128,
+    documents: u64,
+    analyzer: Analyzer,
+) -> Result<LexicalIndex> {
+    let bad = |problem: String| Error::BadFile {
+        path: dir.to_path_buf(),
+        problem,
+    };
+    if !dir.is_dir() {
+        return Err(bad(
+            "the tree's lexical index folder is missing: copy it beside the tree file, or rebuild the tree".into(),
+        ));
+    }
+    if paired_hash(dir)? != format!("{paired:032x}") {
+        return Err(bad(
+            "this lexical index folder does not belong to its tree file (another build's): copy the matching folder beside the tree, or rebuild".into(),
+        ));
+    }
+    let index = LexicalIndex::open(dir).map_err(|e| bad(e.to_string()))?;
+    if index.len() != documents || index.analyzer() != analyzer {
+        return Err(bad(format!(
+            "indexes {} documents with the {} analyzer; the tree has {documents} with {analyzer}",
+            index.len(),
+            index.analyzer()
+        )));
+    }
+    Ok(index)
+}
+
 /// Reads and checks a lexical file's header against what its tree expects;
-/// returns the document count and the statistics' and index's sizes.
-fn read_header(source: &FileAt, len: u64, expected: SideFile) -> Result<[u64; 3], String> {
-    let head: [u8; LEXICAL_HEADER] =
-        read_side_header(source, len, expected, LEXICAL_MAGIC, ".lexical")?;
+/// returns its layout, the document count and the statistics' and index's
+/// sizes.
+fn read_header(source: &FileAt, len: u64, expected: SideFile) -> Result<(u32, [u64; 3]), String> {
+    let head: [u8; LEXICAL_HEADER] = read_side_header(
+        source,
+        len,
+        expected,
+        LEXICAL_MAGIC,
+        ".lexical",
+        LEXICAL_VERSIONS,
+    )?;
+    let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
     let sizes = [u64_at(&head, 32), u64_at(&head, 40), u64_at(&head, 48)];
     let total = sizes[0]
         .checked_mul(4)
@@ -228,5 +405,5 @@ fn read_header(source: &FileAt, len: u64, expected: SideFile) -> Result<[u64; 3]
     if total != Some(len) {
         return Err("its section sizes do not add up to its size".into());
     }
-    Ok(sizes)
+    Ok((version, sizes))
 }

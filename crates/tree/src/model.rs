@@ -175,6 +175,9 @@ pub struct Tree {
     /// The lexical index and statistics read from beside the tree file.
     #[serde(skip)]
     lexical: Option<Lexical>,
+    /// The analyzer a lexical side computed for this tree uses.
+    #[serde(skip)]
+    analyzer: treenav_text::analyzer::Analyzer,
 }
 
 /// A text store and each passage node's number in it.
@@ -252,6 +255,7 @@ impl Tree {
             neighbours,
             texts: None,
             lexical: None,
+            analyzer: Default::default(),
         };
         tree.validate()?;
         Ok(tree)
@@ -323,6 +327,7 @@ impl Tree {
     /// A BM25 index over the document nodes (title, then all passages):
     /// the navigator's lexical entry.
     pub fn document_index(&self) -> Result<DocumentIndex> {
+        let analyzer = self.analyzer();
         let mut documents = Vec::new();
         for id in self.documents() {
             let Some(node) = self.get(id) else { continue };
@@ -336,7 +341,7 @@ impl Tree {
             }
             documents.push((id, text));
         }
-        Ok(DocumentIndex::new(documents))
+        DocumentIndex::new(analyzer, documents)
     }
 
     /// The passage statistics (document frequencies over passages) the
@@ -347,7 +352,10 @@ impl Tree {
             .passages()
             .map(|p| self.passage_text(p))
             .collect::<Result<Vec<Cow<'_, str>>>>()?;
-        Ok(treenav_text::stats::CorpusStats::from_many(&texts))
+        Ok(treenav_text::stats::CorpusStats::from_many(
+            self.analyzer(),
+            &texts,
+        ))
     }
 
     /// The lexical index and statistics: as stored beside the tree file, or
@@ -355,13 +363,43 @@ impl Tree {
     pub fn lexical_or_computed(&self) -> Result<Lexical> {
         match &self.lexical {
             Some(l) => Ok(l.clone()),
-            None => Ok(Lexical {
-                index: Arc::new(self.document_index()?),
-                stats: Arc::new(self.passage_stats()?),
-                path: None,
-                file: None,
-            }),
+            None => self.lexical_computed(),
         }
+    }
+
+    /// The lexical side computed from the tree with its analyzer.
+    fn lexical_computed(&self) -> Result<Lexical> {
+        Ok(Lexical {
+            index: Arc::new(self.document_index()?),
+            stats: Arc::new(self.passage_stats()?),
+            path: None,
+            file: None,
+        })
+    }
+
+    /// The lexical side to save: the stored one, or a new one for trees
+    /// without one or with layout 1's (saving such a tree upgrades it to
+    /// tantivy and the tree's analyzer).
+    pub(crate) fn lexical_for_saving(&self) -> Result<Lexical> {
+        match &self.lexical {
+            Some(l) if !l.is_layout_1() => Ok(l.clone()),
+            _ => self.lexical_computed(),
+        }
+    }
+
+    /// The analyzer of the tree's lexical side: its stored statistics', or
+    /// the one set for computing it (by default `en-stem`).
+    pub fn analyzer(&self) -> treenav_text::analyzer::Analyzer {
+        match &self.lexical {
+            Some(l) if !l.is_layout_1() => l.stats.analyzer,
+            _ => self.analyzer,
+        }
+    }
+
+    /// Sets the analyzer a lexical side computed from now on uses (a stored
+    /// one keeps its own).
+    pub fn set_analyzer(&mut self, analyzer: treenav_text::analyzer::Analyzer) {
+        self.analyzer = analyzer;
     }
 
     pub(crate) fn attach_lexical(&mut self, lexical: Lexical) {

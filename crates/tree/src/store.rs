@@ -245,6 +245,7 @@ pub(crate) fn read_side_header<const N: usize>(
     expected: SideFile,
     magic: &[u8; 8],
     what: &str,
+    versions: &[u32],
 ) -> std::result::Result<[u8; N], String> {
     if len < N as u64 {
         return Err(format!("truncated: shorter than a {what} file's header"));
@@ -255,9 +256,9 @@ pub(crate) fn read_side_header<const N: usize>(
         return Err(format!("not a treenav {what} file (wrong magic bytes)"));
     }
     let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-    if version != 1 {
+    if !versions.contains(&version) {
         return Err(format!(
-            "layout version {version}, but this build reads version 1: rebuild the tree"
+            "layout version {version}, but this build reads versions {versions:?}: rebuild the tree"
         ));
     }
     let mut hash = [0u8; 16];
@@ -312,7 +313,7 @@ impl TextStore {
             source,
         };
         let head: [u8; TEXTS_HEADER] =
-            read_side_header(&source, len, expected, TEXTS_MAGIC, ".texts").map_err(&bad)?;
+            read_side_header(&source, len, expected, TEXTS_MAGIC, ".texts", &[1]).map_err(&bad)?;
         let (count, blob_len) = (u64_at(&head, 32), u64_at(&head, 40));
         if count != passages as u64 {
             return Err(bad(format!(

@@ -48,6 +48,33 @@ fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::Param(format!("{}: {what}", path.display()))
 }
 
+/// The file holds exactly the array its header describes: nothing after
+/// it, nothing missing (checked for the float types read).
+fn check_length(
+    path: &Path,
+    file_len: u64,
+    data_at: u64,
+    (rows, dims): (usize, usize),
+    descr: &str,
+) -> Result<()> {
+    let item: u64 = match descr {
+        "<f4" | "=f4" => 4,
+        "<f2" | "=f2" => 2,
+        _ => return Ok(()),
+    };
+    let expected = (rows as u64)
+        .saturating_mul(dims as u64)
+        .saturating_mul(item)
+        .saturating_add(data_at);
+    if file_len != expected {
+        return Err(bad(
+            path,
+            format!("{file_len} bytes, but its header says {expected} (bytes after the array, or cut short)"),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads the file into an L2-normalised matrix. The file must be a 2-D
 /// float32 or float16 array in C order with finite values.
 pub fn read(path: &Path) -> Result<Array2<f32>> {
@@ -80,23 +107,7 @@ pub fn read(path: &Path) -> Result<Array2<f32>> {
         ));
     }
     let descr = npy.dtype().descr().trim_matches('\'').to_string();
-    let item: Option<u64> = match descr.as_str() {
-        "<f4" | "=f4" => Some(4),
-        "<f2" | "=f2" => Some(2),
-        _ => None,
-    };
-    if let Some(item) = item {
-        let expected = (rows as u64)
-            .saturating_mul(dims as u64)
-            .saturating_mul(item)
-            .saturating_add(data_at);
-        if file_len != expected {
-            return Err(bad(
-                path,
-                format!("{file_len} bytes, but its header says {expected} (bytes after the array, or cut short)"),
-            ));
-        }
-    }
+    check_length(path, file_len, data_at, (rows, dims), &descr)?;
     let values: Vec<f32> = match descr.as_str() {
         "<f4" | "=f4" => npy.into_vec::<f32>().map_err(|e| bad(path, e))?,
         "<f2" | "=f2" => npy

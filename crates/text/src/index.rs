@@ -1,0 +1,321 @@
+//! The lexical index: BM25 over keyed texts, held by tantivy (posting
+//! lists with skip data, Block-WAND top-k, segments, an mmap'd directory),
+//! with one [`Analyzer`] for the index and its queries. Built in memory
+//! (baselines, trees computed at start) or in a folder beside a tree.
+//!
+//! tantivy's BM25 uses k1 = 1.2 and b = 0.75, fixed; IDF is
+//! `ln(1 + (N - n + 0.5) / (n + 0.5))`, over every segment together.
+
+use crate::analyzer::Analyzer;
+use std::path::{Path, PathBuf};
+use tantivy::collector::TopDocs;
+use tantivy::directory::{Directory as _, MmapDirectory, RamDirectory};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+/// The indexed text's field.
+const BODY: &str = "body";
+/// The caller's key of each text (a fast field).
+const KEY: &str = "key";
+/// Indexing memory per thread, bytes.
+const WRITER_MEMORY: usize = 64 << 20;
+/// Texts indexed by one thread below this count (the index is then one
+/// segment in key order); two threads above.
+const ONE_THREAD_BELOW: usize = 100_000;
+
+/// Why an index could not be built, opened or searched.
+#[derive(Debug, thiserror::Error)]
+#[error("lexical index: {0}")]
+pub struct IndexError(String);
+
+impl From<tantivy::TantivyError> for IndexError {
+    fn from(e: tantivy::TantivyError) -> IndexError {
+        IndexError(e.to_string())
+    }
+}
+
+/// Where an index's files are.
+#[derive(Clone)]
+enum Files {
+    Memory(RamDirectory),
+    Folder(PathBuf),
+}
+
+/// BM25 over keyed texts, in tantivy.
+pub struct LexicalIndex {
+    index: Index,
+    files: Files,
+    reader: IndexReader,
+    body: Field,
+    analyzer: Analyzer,
+    texts: u64,
+}
+
+impl std::fmt::Debug for LexicalIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LexicalIndex")
+            .field("analyzer", &self.analyzer)
+            .field("texts", &self.texts)
+            .finish()
+    }
+}
+
+fn schema(analyzer: Analyzer) -> (Schema, Field) {
+    let mut builder = Schema::builder();
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer(analyzer.name())
+        .set_index_option(IndexRecordOption::WithFreqs);
+    let body = builder.add_text_field(BODY, TextOptions::default().set_indexing_options(indexing));
+    builder.add_u64_field(KEY, FAST);
+    (builder.build(), body)
+}
+
+impl LexicalIndex {
+    /// Indexes `texts` (key, text) with `analyzer`, in `dir` (an empty
+    /// folder, written there) or in memory.
+    pub fn build<S: AsRef<str>>(
+        dir: Option<&Path>,
+        analyzer: Analyzer,
+        texts: &[(u64, S)],
+    ) -> Result<LexicalIndex, IndexError> {
+        let (schema, body) = schema(analyzer);
+        let key = schema.get_field(KEY)?;
+        let (index, files) = match dir {
+            Some(d) => (
+                Index::create_in_dir(d, schema)?,
+                Files::Folder(d.to_path_buf()),
+            ),
+            None => {
+                let ram = RamDirectory::create();
+                let index = Index::create(ram.clone(), schema, Default::default())?;
+                (index, Files::Memory(ram))
+            }
+        };
+        index
+            .tokenizers()
+            .register(analyzer.name(), analyzer.tantivy());
+        let threads = if texts.len() < ONE_THREAD_BELOW { 1 } else { 2 };
+        let mut writer: IndexWriter =
+            index.writer_with_num_threads(threads, threads * WRITER_MEMORY)?;
+        for (k, text) in texts {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(body, text.as_ref());
+            doc.add_u64(key, *k);
+            writer.add_document(doc)?;
+        }
+        writer.commit()?;
+        writer.wait_merging_threads()?;
+        LexicalIndex::from_index(index, files, body, analyzer)
+    }
+
+    /// Opens an index a [`LexicalIndex::build`] wrote in `dir` (memory-mapped).
+    pub fn open(dir: &Path) -> Result<LexicalIndex, IndexError> {
+        let index = Index::open_in_dir(dir)?;
+        let schema = index.schema();
+        let body = schema.get_field(BODY)?;
+        let tokenizer = match schema.get_field_entry(body).field_type() {
+            tantivy::schema::FieldType::Str(options) => options
+                .get_indexing_options()
+                .map(|o| o.tokenizer().to_string()),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            IndexError(format!(
+                "{}: the `{BODY}` field is not indexed text",
+                dir.display()
+            ))
+        })?;
+        let analyzer: Analyzer = tokenizer
+            .parse()
+            .map_err(|e| IndexError(format!("{}: {e}", dir.display())))?;
+        index
+            .tokenizers()
+            .register(analyzer.name(), analyzer.tantivy());
+        LexicalIndex::from_index(index, Files::Folder(dir.to_path_buf()), body, analyzer)
+    }
+
+    fn from_index(
+        index: Index,
+        files: Files,
+        body: Field,
+        analyzer: Analyzer,
+    ) -> Result<LexicalIndex, IndexError> {
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let texts = reader.searcher().num_docs();
+        Ok(LexicalIndex {
+            index,
+            files,
+            reader,
+            body,
+            analyzer,
+            texts,
+        })
+    }
+
+    /// The analyzer of the index and its queries.
+    pub fn analyzer(&self) -> Analyzer {
+        self.analyzer
+    }
+
+    /// How many texts it holds.
+    pub fn len(&self) -> u64 {
+        self.texts
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.texts == 0
+    }
+
+    /// The top `n` keys for `query` with their BM25 scores, best first;
+    /// equal scores in key order. A query without terms finds nothing.
+    pub fn search(&self, query: &str, n: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        let mut terms = self.analyzer.terms(query);
+        terms.sort_unstable();
+        terms.dedup();
+        if terms.is_empty() || n == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.body, t);
+                let q: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                (Occur::Should, q)
+            })
+            .collect();
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        // A few more than asked, so that equal scores at the cut are put in
+        // key order whatever the segments' order.
+        let top = searcher.search(&query, &TopDocs::with_limit(n + 16).order_by_score())?;
+        let mut columns = Vec::new();
+        for segment in searcher.segment_readers() {
+            columns.push(segment.fast_fields().u64(KEY)?);
+        }
+        let mut hits: Vec<(u64, f32)> = top
+            .into_iter()
+            .filter_map(|(score, at)| {
+                let key = columns.get(at.segment_ord as usize)?.first(at.doc_id)?;
+                Some((key, score))
+            })
+            .collect();
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(n);
+        Ok(hits)
+    }
+
+    /// The number of texts holding `term` (an analyzed term).
+    pub fn doc_freq(&self, term: &str) -> Result<u64, IndexError> {
+        let term = Term::from_field_text(self.body, term);
+        Ok(self.reader.searcher().doc_freq(&term)?)
+    }
+
+    /// The index's tantivy handle.
+    pub fn tantivy(&self) -> &Index {
+        &self.index
+    }
+
+    /// Writes the index's files into `dir` (an existing, empty folder):
+    /// from memory, or copied from the folder it was opened from.
+    pub fn write_to(&self, dir: &Path) -> Result<(), IndexError> {
+        let io = |e: std::io::Error| IndexError(format!("{}: {e}", dir.display()));
+        match &self.files {
+            Files::Memory(ram) => {
+                let dest = MmapDirectory::open(dir)
+                    .map_err(|e| IndexError(format!("{}: {e}", dir.display())))?;
+                ram.persist(&dest)?;
+                dest.sync_directory().map_err(io)?;
+            }
+            Files::Folder(from) => {
+                for entry in std::fs::read_dir(from).map_err(io)? {
+                    let entry = entry.map_err(io)?;
+                    let name = entry.file_name();
+                    let lock = name.to_string_lossy().ends_with(".lock");
+                    if entry.file_type().map_err(io)?.is_file() && !lock {
+                        std::fs::copy(entry.path(), dir.join(&name)).map_err(io)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The folder it was opened from or built in, if any.
+    pub fn folder(&self) -> Option<&Path> {
+        match &self.files {
+            Files::Folder(p) => Some(p),
+            Files::Memory(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts() -> Vec<(u64, &'static str)> {
+        vec![
+            (10, "Insulin lowers blood glucose after meals."),
+            (20, "The striker scored a late goal in the cup final."),
+            (30, "Glucose is a sugar; insulin regulates it."),
+            (40, "Volcanoes erupt when magma reaches the surface."),
+        ]
+    }
+
+    #[test]
+    fn finds_stemmed_matches_best_first_in_memory_and_on_disk() {
+        let mem = LexicalIndex::build(None, Analyzer::EnStem, &texts()).expect("build");
+        assert_eq!(mem.len(), 4);
+        let hits = mem.search("lowering glucose", 10).expect("search");
+        assert_eq!(hits.first().map(|h| h.0), Some(10), "{hits:?}");
+        assert!(hits.iter().any(|h| h.0 == 30));
+        assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1));
+        assert!(mem.search("the of and", 10).expect("search").is_empty());
+        assert!(mem.search("goals", 0).expect("search").is_empty());
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let disk =
+            LexicalIndex::build(Some(dir.path()), Analyzer::EnStem, &texts()).expect("build");
+        drop(disk);
+        let opened = LexicalIndex::open(dir.path()).expect("open");
+        assert_eq!(opened.analyzer(), Analyzer::EnStem);
+        // Written out from memory, and copied from a folder: the same answers.
+        let (a, b) = (
+            tempfile::tempdir().expect("a"),
+            tempfile::tempdir().expect("b"),
+        );
+        mem.write_to(a.path()).expect("from memory");
+        opened.write_to(b.path()).expect("from a folder");
+        for d in [a.path(), b.path()] {
+            let copy = LexicalIndex::open(d).expect("open the copy");
+            assert_eq!(copy.search("lowering glucose", 10).expect("search"), hits);
+        }
+        assert_eq!(opened.search("lowering glucose", 10).expect("search"), hits);
+        assert_eq!(opened.doc_freq("glucos").expect("df"), 2);
+    }
+
+    /// Up to 16 texts tied at the cut are put in key order (Block-WAND
+    /// stays on: no tie-breaking inside tantivy's collector).
+    #[test]
+    fn equal_scores_come_in_key_order() {
+        let same: Vec<(u64, &str)> = (0..20).rev().map(|k| (k, "same words here")).collect();
+        let index = LexicalIndex::build(None, Analyzer::Simple, &same).expect("build");
+        let hits = index.search("words", 5).expect("search");
+        assert_eq!(
+            hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4]
+        );
+    }
+
+    #[test]
+    fn a_folder_that_is_not_an_index_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(LexicalIndex::open(dir.path()).is_err());
+    }
+}
