@@ -30,6 +30,11 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+/// The allocator the `treenav` binary ships with, so the RSS figures are
+/// the served process's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
