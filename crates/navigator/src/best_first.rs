@@ -100,26 +100,30 @@ const LEXICAL_DEPTH_PER_JUDGMENT: usize = 10;
 const LEXICAL_DEPTH_MIN: usize = 1000;
 
 impl Navigator {
+    /// BM25's top documents with their scores, as deep as a search of
+    /// `budget` judgments can use them: the list it walks, the priors of
+    /// neighbours and the fused order's rank evidence (which is ~0 past a
+    /// few hundred). Not every match: tantivy's top-k then skips most of a
+    /// large corpus (Block-WAND).
+    fn lexical_list(&self, query: &str, budget: usize) -> Result<Vec<(NodeId, f64)>> {
+        let depth = budget
+            .saturating_mul(LEXICAL_DEPTH_PER_JUDGMENT)
+            .max(LEXICAL_DEPTH_MIN)
+            .min(self.documents);
+        match &self.index {
+            Some(index) => index
+                .search_scored(query, depth)
+                .map_err(|e| Error::Tree(e.to_string())),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Best-first navigation under the judgment budget (see the module docs).
     pub(crate) async fn best_first(&self, query: &str) -> Result<Retrieval> {
         let cfg = self.config.best_first();
         let decider = self.decider();
         let session = self.session(decider.as_ref());
-        // BM25's top documents, as deep as the search can use them: the
-        // list it walks, the priors of neighbours and the fused order's
-        // rank evidence (which is ~0 past a few hundred). Not every match:
-        // tantivy's top-k then skips most of a large corpus (Block-WAND).
-        let depth = cfg
-            .judge_budget
-            .saturating_mul(LEXICAL_DEPTH_PER_JUDGMENT)
-            .max(LEXICAL_DEPTH_MIN)
-            .min(self.documents);
-        let scored = match &self.index {
-            Some(index) => index
-                .search_scored(query, depth)
-                .map_err(|e| Error::Tree(e.to_string()))?,
-            None => Vec::new(),
-        };
+        let scored = self.lexical_list(query, cfg.judge_budget)?;
         let lexical: Vec<NodeId> = scored
             .iter()
             .take(cfg.judge_budget.max(self.config.returned_passages()))
