@@ -21,6 +21,7 @@ pub use treenav_judge as judge;
 pub use treenav_navigator as navigator;
 pub use treenav_prune as prune;
 pub use treenav_serve as serve;
+pub use treenav_text as text;
 pub use treenav_tree as tree;
 
 /// The bundled sample corpus (a CC BY-SA 4.0 slice of XQuAD, SQuAD v1.1 JSON;

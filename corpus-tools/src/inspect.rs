@@ -14,6 +14,8 @@ struct Report<'a> {
     meta: &'a TreeMeta,
     /// What is kept where: the tree file and its side files.
     files: Vec<Part>,
+    /// The lexical side's analyzer (`en-stem`, `simple`, `words`).
+    analyzer: &'static str,
     documents: usize,
     passages: usize,
     clusters: usize,
@@ -50,19 +52,45 @@ fn parts(path: &Path, tree: &Tree) -> Vec<Part> {
             bytes: None,
         },
     });
-    out.push(match tree.lexical().and_then(|l| l.path.as_deref()) {
-        Some(p) => Part {
-            holds: "BM25 index over documents, passage statistics",
-            file: at(p),
-            bytes: size(p),
-        },
-        None => Part {
+    match tree.lexical() {
+        Some(lexical) => {
+            let folder = lexical.index.folder();
+            out.push(Part {
+                holds: if folder.is_some() {
+                    "passage statistics, document order"
+                } else {
+                    "BM25 index over documents (before tantivy), passage statistics"
+                },
+                file: lexical.path.as_deref().and_then(at),
+                bytes: lexical.path.as_deref().and_then(size),
+            });
+            if let Some(folder) = folder {
+                out.push(Part {
+                    holds: "BM25 index over documents (tantivy)",
+                    file: at(folder),
+                    bytes: folder_size(folder),
+                });
+            }
+        }
+        None => out.push(Part {
             holds: "BM25 index over documents, passage statistics (computed at start)",
             file: None,
             bytes: None,
-        },
-    });
+        }),
+    }
     out
+}
+
+/// The bytes of the files in a folder.
+fn folder_size(dir: &Path) -> Option<u64> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum(),
+    )
 }
 
 #[derive(Serialize, Default)]
@@ -172,6 +200,10 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         load_ms,
         meta: tree.meta(),
         files: parts(path, &tree),
+        analyzer: tree
+            .lexical()
+            .map_or(tree.analyzer(), |l| l.index.analyzer())
+            .name(),
         documents: count("document"),
         passages: count("passage"),
         clusters: count("cluster"),
@@ -217,6 +249,7 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
             None => out!(o, "file      -: {}", part.holds),
         }
     }
+    out!(o, "lexical   analyzer {}", report.analyzer);
     out!(
         o,
         "counts    {} clusters · {} documents · {} passages",

@@ -46,6 +46,15 @@ fn builds_the_bundled_sample_and_inspects_it() {
     assert_eq!(v["passages"], 96);
     assert_eq!(v["levels"].as_array().map(Vec::len), Some(3));
     assert_eq!(v["meta"]["branching"], 100);
+    // The lexical side: tantivy's folder beside the tree, and its analyzer.
+    assert_eq!(v["analyzer"], "en-stem");
+    let files = v["files"].as_array().expect("files");
+    assert!(
+        files.iter().any(|f| f["file"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("sample.tree.tantivy"))),
+        "{files:?}"
+    );
 }
 
 #[test]

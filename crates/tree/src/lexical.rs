@@ -91,6 +91,15 @@ impl DocumentIndex {
         }
     }
 
+    /// The tantivy folder it was opened from, if any (`None`: in memory,
+    /// or layout 1's index inside the `.lexical` file).
+    pub fn folder(&self) -> Option<&Path> {
+        match &self.inner {
+            Inner::Tantivy(t) => t.folder(),
+            Inner::Hand(_) => None,
+        }
+    }
+
     /// The top `n` document nodes for a query with their BM25 scores, best
     /// first (equal scores: the lower node id first). Fails only when a
     /// stored index cannot be read.
