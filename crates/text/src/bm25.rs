@@ -1,5 +1,8 @@
-//! A BM25 inverted index over a fixed list of texts: the lexical entry of
-//! the navigator and the flat BM25 baseline of the bench.
+//! The hand-written BM25 index of trees saved before tantivy (a `.lexical`
+//! file of layout 1): read back, read-only, so those trees answer as they
+//! did. New trees and the bench's baseline use [`crate::index`]; building
+//! and writing here remain for this module's tests of the stored format,
+//! and go once no layout-1 tree needs reading (issue 25, item 5).
 //!
 //! The term weights come from the `bm25` crate's [`bm25::Embedder`] (k1 = 1.2,
 //! b = 0.75, average length fitted to the texts), so scores are the crate's to
