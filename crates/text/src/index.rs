@@ -8,7 +8,7 @@
 
 use crate::analyzer::Analyzer;
 use std::path::{Path, PathBuf};
-use tantivy::collector::TopDocs;
+use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::directory::{Directory as _, MmapDirectory, RamDirectory};
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST};
@@ -174,6 +174,33 @@ impl LexicalIndex {
     /// The top `n` keys for `query` with their BM25 scores, best first;
     /// equal scores in key order. A query without terms finds nothing.
     pub fn search(&self, query: &str, n: usize) -> Result<Vec<(u64, f32)>, IndexError> {
+        self.search_keys(query, n, None::<fn(u64) -> bool>)
+    }
+
+    /// [`LexicalIndex::search`] over the texts whose key `keep` accepts
+    /// only (a metadata filter): the top `n` of those, however far down
+    /// the whole ranking they are.
+    pub fn search_where<F>(
+        &self,
+        query: &str,
+        n: usize,
+        keep: F,
+    ) -> Result<Vec<(u64, f32)>, IndexError>
+    where
+        F: Fn(u64) -> bool + Send + Sync + Clone + 'static,
+    {
+        self.search_keys(query, n, Some(keep))
+    }
+
+    fn search_keys<F>(
+        &self,
+        query: &str,
+        n: usize,
+        keep: Option<F>,
+    ) -> Result<Vec<(u64, f32)>, IndexError>
+    where
+        F: Fn(u64) -> bool + Send + Sync + Clone + 'static,
+    {
         let mut terms = self.analyzer.terms(query);
         terms.sort_unstable();
         terms.dedup();
@@ -193,7 +220,14 @@ impl LexicalIndex {
         let searcher = self.reader.searcher();
         // A few more than asked, so that equal scores at the cut are put in
         // key order whatever the segments' order.
-        let top = searcher.search(&query, &TopDocs::with_limit(n + 16).order_by_score())?;
+        let top_docs = TopDocs::with_limit(n + 16).order_by_score();
+        let top = match keep {
+            None => searcher.search(&query, &top_docs)?,
+            Some(keep) => {
+                let filtered = FilterCollector::new(KEY.to_string(), keep, top_docs);
+                searcher.search(&query, &filtered)?
+            }
+        };
         let mut columns = Vec::new();
         for segment in searcher.segment_readers() {
             columns.push(segment.fast_fields().u64(KEY)?);
@@ -311,6 +345,21 @@ mod tests {
             hits.iter().map(|h| h.0).collect::<Vec<_>>(),
             vec![0, 1, 2, 3, 4]
         );
+    }
+
+    #[test]
+    fn a_key_filter_finds_the_best_it_lets_through() {
+        let index = LexicalIndex::build(None, Analyzer::EnStem, &texts()).expect("build");
+        let all = index.search("glucose insulin", 10).expect("search");
+        assert_eq!(all.iter().map(|h| h.0).collect::<Vec<_>>(), vec![30, 10]);
+        let only = index
+            .search_where("glucose insulin", 10, |k| k != 30)
+            .expect("search");
+        assert_eq!(only, vec![all[1]]);
+        let none = index
+            .search_where("glucose", 10, |_| false)
+            .expect("search");
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! analyzer), until rebuilt. Trees saved before format version 4 have no
 //! side file: the navigator computes both at start.
 
+use crate::filter::Allowed;
 use crate::id::NodeId;
 use crate::store::{read_side_header, side_path, u64_at, write_atomically, FileAt, SideFile};
 use crate::{Error, Result};
@@ -104,22 +105,60 @@ impl DocumentIndex {
     /// first (equal scores: the lower node id first). Fails only when a
     /// stored index cannot be read.
     pub fn search_scored(&self, query: &str, n: usize) -> Result<Vec<(NodeId, f64)>> {
+        self.search_in(query, n, None)
+    }
+
+    /// [`DocumentIndex::search_scored`] over the documents a filter lets
+    /// through only: their top `n`, however far down the whole ranking.
+    pub fn search_allowed(
+        &self,
+        query: &str,
+        n: usize,
+        allowed: &Arc<Allowed>,
+    ) -> Result<Vec<(NodeId, f64)>> {
+        self.search_in(query, n, Some(allowed))
+    }
+
+    fn search_in(
+        &self,
+        query: &str,
+        n: usize,
+        allowed: Option<&Arc<Allowed>>,
+    ) -> Result<Vec<(NodeId, f64)>> {
         let failed = |e: String| Error::InvalidTree(format!("lexical index: {e}"));
+        let node = |k: u64| u32::try_from(k).ok().map(NodeId);
         match &self.inner {
             Inner::Tantivy(index) => {
-                let hits = index.search(query, n).map_err(|e| failed(e.to_string()))?;
+                let hits = match allowed {
+                    None => index.search(query, n),
+                    Some(a) => {
+                        let a = a.clone();
+                        index.search_where(query, n, move |k| {
+                            node(k).is_some_and(|id| a.contains(id))
+                        })
+                    }
+                }
+                .map_err(|e| failed(e.to_string()))?;
                 Ok(hits
                     .into_iter()
-                    .filter_map(|(k, score)| {
-                        Some((NodeId(u32::try_from(k).ok()?), f64::from(score)))
-                    })
+                    .filter_map(|(k, score)| Some((node(k)?, f64::from(score))))
                     .collect())
             }
             Inner::Hand(index) => {
-                let hits = index.search(query, n).map_err(|e| failed(e.to_string()))?;
+                // Layout 1's index has no filter inside: rank everything, then keep.
+                let depth = if allowed.is_some() {
+                    self.nodes.len()
+                } else {
+                    n
+                };
+                let hits = index
+                    .search(query, depth)
+                    .map_err(|e| failed(e.to_string()))?;
                 Ok(hits
                     .into_iter()
                     .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
+                    .filter(|(id, _)| allowed.is_none_or(|a| a.contains(*id)))
+                    .take(n)
                     .collect())
             }
         }

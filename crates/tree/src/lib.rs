@@ -41,6 +41,7 @@ mod build;
 pub mod cluster;
 pub mod embed;
 pub mod file;
+pub mod filter;
 mod grow;
 mod id;
 pub mod lexical;
