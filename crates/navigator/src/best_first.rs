@@ -34,7 +34,7 @@
 //!   `levels`.
 
 use crate::config::BestFirstConfig;
-use crate::navigate::{cut, Navigator};
+use crate::navigate::{cut, Navigator, Scope};
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
@@ -54,6 +54,8 @@ struct Pick {
 /// The state of one best-first search.
 struct Search<'a> {
     nav: &'a Navigator,
+    /// What the query's filter lets through: nothing else is picked.
+    scope: &'a Scope,
     session: Session<'a>,
     query: &'a str,
     cfg: &'a BestFirstConfig,
@@ -105,30 +107,48 @@ impl Navigator {
     /// neighbours and the fused order's rank evidence (which is ~0 past a
     /// few hundred). Not every match: tantivy's top-k then skips most of a
     /// large corpus (Block-WAND).
-    fn lexical_list(&self, query: &str, budget: usize) -> Result<Vec<(NodeId, f64)>> {
+    fn lexical_list(
+        &self,
+        query: &str,
+        budget: usize,
+        scope: &Scope,
+    ) -> Result<Vec<(NodeId, f64)>> {
         let depth = budget
             .saturating_mul(LEXICAL_DEPTH_PER_JUDGMENT)
             .max(LEXICAL_DEPTH_MIN)
             .min(self.documents);
         match &self.index {
-            Some(index) => index
-                .search_scored(query, depth)
-                .map_err(|e| Error::Tree(e.to_string())),
+            Some(index) => scope.search(index, query, depth),
             None => Ok(Vec::new()),
         }
     }
 
+    /// A filter can leave fewer BM25 matches than the budget can judge:
+    /// the other documents it lets through follow, in tree order, so the
+    /// judge still sees what the filter keeps (up to `depth` in all).
+    fn fill_from_scope(&self, scope: &Scope, lexical: &mut Vec<NodeId>, depth: usize) {
+        if !scope.is_filtered() || lexical.len() >= depth {
+            return;
+        }
+        let listed: HashSet<NodeId> = lexical.iter().copied().collect();
+        let rest: Vec<NodeId> = self
+            .tree
+            .documents()
+            .filter(|d| scope.allows(*d) && !listed.contains(d))
+            .take(depth - lexical.len())
+            .collect();
+        lexical.extend(rest);
+    }
+
     /// Best-first navigation under the judgment budget (see the module docs).
-    pub(crate) async fn best_first(&self, query: &str) -> Result<Retrieval> {
+    pub(crate) async fn best_first(&self, query: &str, scope: &Scope) -> Result<Retrieval> {
         let cfg = self.config.best_first();
         let decider = self.decider();
         let session = self.session(decider.as_ref());
-        let scored = self.lexical_list(query, cfg.judge_budget)?;
-        let lexical: Vec<NodeId> = scored
-            .iter()
-            .take(cfg.judge_budget.max(self.config.returned_passages()))
-            .map(|(id, _)| *id)
-            .collect();
+        let scored = self.lexical_list(query, cfg.judge_budget, scope)?;
+        let depth = cfg.judge_budget.max(self.config.returned_passages());
+        let mut lexical: Vec<NodeId> = scored.iter().take(depth).map(|(id, _)| *id).collect();
+        self.fill_from_scope(scope, &mut lexical, depth);
         let lexical_rank: HashMap<NodeId, usize> = scored
             .iter()
             .enumerate()
@@ -137,6 +157,7 @@ impl Navigator {
         let doc_lex: HashMap<NodeId, f64> = scored.into_iter().collect();
         let mut search = Search {
             nav: self,
+            scope,
             left: cfg.judge_budget.saturating_sub(session.shortlist_cost()),
             session,
             query,
@@ -167,10 +188,11 @@ impl Navigator {
                 .iter()
                 .copied()
                 .filter(|c| {
-                    matches!(
-                        self.tree.get(*c).map(|n| &n.kind),
-                        Some(NodeKind::Cluster { .. })
-                    )
+                    scope.allows(*c)
+                        && matches!(
+                            self.tree.get(*c).map(|n| &n.kind),
+                            Some(NodeKind::Cluster { .. })
+                        )
                 })
                 .collect();
         }
@@ -195,7 +217,7 @@ impl Navigator {
         let mut passages: Vec<(NodeId, f64)> = search
             .judged
             .iter()
-            .filter(|(id, _)| self.is_passage(**id))
+            .filter(|(id, _)| self.is_passage(**id) && search.scope.allows(**id))
             .map(|(id, p)| (*id, *p))
             .collect();
         let fused = crate::fusion::fused_scores(
@@ -382,7 +404,9 @@ impl Search<'_> {
                 .children(doc)
                 .iter()
                 .copied()
-                .filter(|p| !self.judged.contains_key(p) && !chosen.contains(p))
+                .filter(|p| {
+                    !self.judged.contains_key(p) && !chosen.contains(p) && self.scope.allows(*p)
+                })
                 .max_by(|a, b| self.lex_of(*a).total_cmp(&self.lex_of(*b)).then(b.cmp(a)));
             if let Some(node) = best {
                 return Some(Pick {
@@ -485,7 +509,7 @@ impl Search<'_> {
                 .children(*doc)
                 .iter()
                 .copied()
-                .filter(|p| !self.judged.contains_key(p))
+                .filter(|p| !self.judged.contains_key(p) && self.scope.allows(*p))
                 .max_by(|a, b| self.lex_of(*a).total_cmp(&self.lex_of(*b)).then(b.cmp(a)));
             if let Some(p) = next {
                 let pick = Pick {
@@ -614,8 +638,9 @@ impl Search<'_> {
         }
     }
 
+    /// Puts a document's passages on the graph frontier (if in scope).
     fn touch(&mut self, doc: NodeId) {
-        if self.touched_set.insert(doc) {
+        if self.scope.allows(doc) && self.touched_set.insert(doc) {
             self.touched.push(doc);
         }
     }
@@ -659,6 +684,7 @@ impl Search<'_> {
         let children: Vec<NodeId> = self.nav.tree.children(card).to_vec();
         for c in children {
             match self.nav.tree.get(c).map(|n| &n.kind) {
+                _ if !self.scope.allows(c) => {}
                 Some(NodeKind::Cluster { .. })
                     if self.cfg.cards && !self.judged.contains_key(&c) =>
                 {

@@ -1,7 +1,7 @@
 //! The `levels` strategy (the paper's walk): judge a level in shared-context
 //! batches, keep the best, expand.
 
-use crate::navigate::{cut, Navigator};
+use crate::navigate::{cut, Navigator, Scope};
 use crate::view::Probabilities;
 use crate::{
     CallTrace, Error, Judging, LevelTrace, Result, Retrieval, Route, Trace, TraceCandidate,
@@ -26,7 +26,7 @@ impl Navigator {
     /// entry's documents at the document level) is judged, the best are
     /// selected and traced, and their children become the next frontier,
     /// down to the passages; then the shortlist is reranked.
-    pub(crate) async fn walk(&self, query: &str) -> Result<Retrieval> {
+    pub(crate) async fn walk(&self, query: &str, scope: &Scope) -> Result<Retrieval> {
         let decider = self.decider();
         let mut session = self.session(decider.as_ref());
         let mut walk = Walk {
@@ -38,13 +38,14 @@ impl Navigator {
             .tree
             .children(self.tree.root())
             .iter()
+            .filter(|c| scope.allows(**c))
             .map(|c| (*c, Route::Tree))
             .collect();
         let mut depth = 1;
         let kept_passages = loop {
             let kind = self.level_kind(&frontier, depth)?;
             if kind == LevelKind::Document {
-                self.enter_lexically(query, &mut frontier)?;
+                self.enter_lexically(query, scope, &mut frontier)?;
                 walk.docs_shown.extend(frontier.iter().map(|(id, _)| *id));
             }
             let budget = match kind {
@@ -62,7 +63,7 @@ impl Navigator {
                 _ => select(&frontier, &judged.scores, budget),
             };
             if kind != LevelKind::Passage {
-                budget += self.widen(&frontier, &judged.scores, &mut order);
+                budget += self.widen(scope, &frontier, &judged.scores, &mut order);
             }
             for (i, (id, _)) in frontier.iter().enumerate() {
                 walk.probabilities.insert(*id, judged.scores[i]);
@@ -84,7 +85,7 @@ impl Navigator {
             if kind == LevelKind::Passage {
                 break chosen;
             }
-            frontier = self.expand(&chosen);
+            frontier = self.expand(scope, &chosen);
             depth += 1;
         };
         self.finish_walk(&mut session, query, walk, &kept_passages)
@@ -94,11 +95,17 @@ impl Navigator {
     /// `top` is k: adds the next best candidates of a level to `order` until
     /// the passages beneath the kept ones can fill `returned_passages`.
     /// Returns how many it added.
-    fn widen(&self, frontier: &Frontier, scores: &[f64], order: &mut Vec<usize>) -> usize {
+    fn widen(
+        &self,
+        scope: &Scope,
+        frontier: &Frontier,
+        scores: &[f64],
+        order: &mut Vec<usize>,
+    ) -> usize {
         let wanted = self.config.returned_passages();
         let mut have = 0;
         for i in order.iter() {
-            have += self.passages_under(frontier[*i].0, wanted - have.min(wanted));
+            have += self.passages_under(scope, frontier[*i].0, wanted - have.min(wanted));
         }
         if have >= wanted {
             return 0;
@@ -111,7 +118,7 @@ impl Navigator {
             if have >= wanted {
                 break;
             }
-            have += self.passages_under(frontier[i].0, wanted - have);
+            have += self.passages_under(scope, frontier[i].0, wanted - have);
             order.push(i);
             added += 1;
         }
@@ -145,12 +152,15 @@ impl Navigator {
 
     /// Passages the result could take beneath a node (itself, if a
     /// passage; at most `per_document` of a document), counted up to `cap`.
-    fn passages_under(&self, id: NodeId, cap: usize) -> usize {
+    fn passages_under(&self, scope: &Scope, id: NodeId, cap: usize) -> usize {
         let per_document = self.config.per_document();
         let (mut count, mut stack) = (0, vec![id]);
         while let Some(n) = stack.pop() {
             if count >= cap {
                 break;
+            }
+            if !scope.allows(n) {
+                continue;
             }
             match self.tree.get(n).map(|x| &x.kind) {
                 Some(treenav_tree::NodeKind::Passage { .. }) => count += 1,
@@ -174,7 +184,7 @@ impl Navigator {
 
     /// Adds the lexical entry's documents to the document level (marking
     /// those the tree brought too).
-    fn enter_lexically(&self, query: &str, frontier: &mut Frontier) -> Result<()> {
+    fn enter_lexically(&self, query: &str, scope: &Scope, frontier: &mut Frontier) -> Result<()> {
         let Some(index) = &self.index else {
             return Ok(());
         };
@@ -183,9 +193,7 @@ impl Navigator {
             .enumerate()
             .map(|(i, (id, _))| (*id, i))
             .collect();
-        let hits = index
-            .search_scored(query, self.config.settings().lexical_entry)
-            .map_err(|e| Error::Tree(e.to_string()))?;
+        let hits = scope.search(index, query, self.config.settings().lexical_entry)?;
         for (id, _) in hits {
             match position.get(&id) {
                 Some(&i) => frontier[i].1 = Route::Both,
@@ -243,10 +251,12 @@ impl Navigator {
     }
 
     /// The next frontier: the children of the chosen nodes, in order.
-    fn expand(&self, chosen: &[(NodeId, f64)]) -> Frontier {
+    fn expand(&self, scope: &Scope, chosen: &[(NodeId, f64)]) -> Frontier {
         chosen
             .iter()
-            .flat_map(|(id, _)| self.tree.children(*id).iter().map(|c| (*c, Route::Tree)))
+            .flat_map(|(id, _)| self.tree.children(*id).iter())
+            .filter(|c| scope.allows(**c))
+            .map(|c| (*c, Route::Tree))
             .collect()
     }
 

@@ -45,6 +45,8 @@
 
 mod best_first;
 mod config;
+#[cfg(test)]
+mod filter_tests;
 pub mod fusion;
 mod levels;
 mod navigate;
@@ -141,6 +143,10 @@ pub struct RankedPassage {
     pub score: f64,
     /// Its probability in the shortlist rerank, if it was in the shortlist.
     pub rerank_probability: Option<f64>,
+    /// Its document's metadata (the extra fields of its source record;
+    /// empty when there were none).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Why a candidate was shown at a level.

@@ -11,8 +11,45 @@ use treenav_judge::{
     Candidate, CorpusStats, Decide, Judge, JudgeOptions, Session, SessionOptions, Usage,
     WithFallback,
 };
+use treenav_tree::filter::{Allowed, Filter, MetadataTable};
 use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, NodeKind, Tree};
+
+/// The nodes one query may judge and return: all, or those a metadata
+/// filter lets through.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope(Option<Arc<Allowed>>);
+
+impl Scope {
+    /// Whether the node may be judged or returned.
+    pub(crate) fn allows(&self, id: NodeId) -> bool {
+        self.0.as_ref().is_none_or(|a| a.contains(id))
+    }
+
+    /// Whether a filter narrows the scope.
+    pub(crate) fn is_filtered(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Whether any passage is in scope.
+    pub(crate) fn any(&self) -> bool {
+        self.0.as_ref().is_none_or(|a| a.passages() > 0)
+    }
+
+    /// BM25's top `n` documents of the scope.
+    pub(crate) fn search(
+        &self,
+        index: &DocumentIndex,
+        query: &str,
+        n: usize,
+    ) -> Result<Vec<(NodeId, f64)>> {
+        match &self.0 {
+            None => index.search_scored(query, n),
+            Some(allowed) => index.search_allowed(query, n, allowed),
+        }
+        .map_err(|e| Error::Tree(e.to_string()))
+    }
+}
 
 /// The navigator. Share it (`Arc<Navigator>`) and run queries concurrently.
 #[derive(Debug)]
@@ -29,6 +66,8 @@ pub struct Navigator {
     /// What the judge sees of each cluster and document node, rendered
     /// when first shown and kept.
     labels: Arc<Vec<OnceLock<Arc<str>>>>,
+    /// The documents' metadata, parsed at the first filtered query.
+    metadata: Arc<OnceLock<MetadataTable>>,
 }
 
 impl Navigator {
@@ -105,6 +144,7 @@ impl Navigator {
             stats,
             documents,
             labels: Arc::new(Vec::new()),
+            metadata: Arc::new(OnceLock::new()),
         };
         if navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -131,6 +171,7 @@ impl Navigator {
             stats: self.stats.clone(),
             documents: self.documents,
             labels: self.labels.clone(),
+            metadata: self.metadata.clone(),
         };
         if navigator.index.is_none() && navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -164,14 +205,23 @@ impl Navigator {
     /// Retrieves the passages that answer `query`, with the trace of how.
     /// An empty (or whitespace-only) query is [`Error::EmptyQuery`].
     pub async fn retrieve(&self, query: &str) -> Result<Retrieval> {
+        self.retrieve_filtered(query, &Filter::none()).await
+    }
+
+    /// [`Navigator::retrieve`] within the documents `filter` lets through:
+    /// no other passage, document or cluster is judged or returned. A
+    /// filter nothing passes gives an empty result.
+    pub async fn retrieve_filtered(&self, query: &str, filter: &Filter) -> Result<Retrieval> {
         if query.trim().is_empty() {
             return Err(Error::EmptyQuery);
         }
         let start = Instant::now();
+        let scope = self.scope(filter);
         let work = async {
             match self.config.strategy() {
-                Strategy::Levels => self.walk(query).await,
-                Strategy::BestFirst => self.best_first(query).await,
+                _ if !scope.any() => Ok(self.nothing_passes(query)),
+                Strategy::Levels => self.walk(query, &scope).await,
+                Strategy::BestFirst => self.best_first(query, &scope).await,
             }
         };
         let mut out = match self.config.deadline() {
@@ -192,6 +242,37 @@ impl Navigator {
             "query answered"
         );
         Ok(out)
+    }
+
+    /// The scope of a filter: everything for the empty one.
+    fn scope(&self, filter: &Filter) -> Scope {
+        if filter.is_empty() {
+            return Scope::default();
+        }
+        let table = self.metadata.get_or_init(|| MetadataTable::of(&self.tree));
+        Scope(Some(Arc::new(table.allowed(&self.tree, filter))))
+    }
+
+    /// The answer when the filter lets no passage through: no passage,
+    /// nothing judged.
+    fn nothing_passes(&self, query: &str) -> Retrieval {
+        Retrieval {
+            query: query.to_string(),
+            passages: Vec::new(),
+            exhausted: true,
+            trace: crate::Trace {
+                strategy: self.config.strategy().name(),
+                judge_budget: None,
+                neighbourhoods: false,
+                levels: Vec::new(),
+                rounds: Vec::new(),
+                rerank: None,
+                usage: Usage::default(),
+                titles_read: 0.0,
+                candidates_judged: 0,
+                latency_ms: 0.0,
+            },
+        }
     }
 
     /// What the judge sees of a node: a cluster's card, a document's view,
@@ -368,6 +449,15 @@ impl Navigator {
             .passage_text(id)
             .map_err(|e| Error::Tree(e.to_string()))?
             .into_owned();
+        let metadata = match &parent.kind {
+            NodeKind::Document {
+                metadata: Some(m), ..
+            } => match serde_json::from_str(m) {
+                Ok(serde_json::Value::Object(o)) => o,
+                _ => serde_json::Map::new(),
+            },
+            _ => serde_json::Map::new(),
+        };
         let path = self.tree.path(id);
         let path_probabilities = path
             .iter()
@@ -385,6 +475,7 @@ impl Navigator {
             probability: probabilities.get(&id).copied().unwrap_or(score),
             score,
             rerank_probability: None,
+            metadata,
         }))
     }
 }

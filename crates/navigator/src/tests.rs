@@ -31,13 +31,21 @@ pub(crate) async fn tree() -> Arc<Tree> {
             )
         })
         .collect();
+    tree_of(&jsonl.join("\n"), 6).await
+}
+
+/// The tree of a BEIR corpus (passages of 12 words, tfidf, extractive
+/// summaries) with at most `branching` children per node.
+pub(crate) async fn tree_of(jsonl: &str, branching: usize) -> Arc<Tree> {
     let options = LoadOptions {
         passage_words: 12,
         ..LoadOptions::default()
     };
-    let corpus =
-        load_str(&jsonl.join("\n"), "corpus.jsonl", Format::Beir, &options).expect("corpus");
-    let params = TreeParams::default().branching(6).check().expect("params");
+    let corpus = load_str(jsonl, "corpus.jsonl", Format::Beir, &options).expect("corpus");
+    let params = TreeParams::default()
+        .branching(branching)
+        .check()
+        .expect("params");
     let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
     let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
     let tree = build_tree(
