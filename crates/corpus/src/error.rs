@@ -42,9 +42,20 @@ pub enum Problem {
         /// Columns present.
         found: usize,
     },
-    /// A TSV header names a column treenav does not read.
-    #[error("unknown column `{0}` in the header (columns: id, text, title, doc_id)")]
+    /// A TSV header has an empty or repeated column name.
+    #[error("bad column `{0}` in the header (columns: id, text, title, doc_id, then metadata fields, each named once)")]
     UnknownColumn(String),
+    /// A Markdown file's YAML front matter cannot be read.
+    #[error("front matter: {0}")]
+    FrontMatter(String),
+    /// Two passages of one document give a metadata field different values.
+    #[error("metadata field `{field}` differs from line {first_line}, a passage of the same document (metadata is per document: give each passage its own doc_id to differ)")]
+    MetadataConflict {
+        /// The field.
+        field: String,
+        /// The line that gave it first.
+        first_line: usize,
+    },
     /// A TSV record cannot be parsed (e.g. invalid UTF-8 in a field).
     #[error("malformed TSV: {0}")]
     Tsv(String),

@@ -23,7 +23,8 @@ pub(super) fn beir(
             if title.trim().is_empty() && text.trim().is_empty() {
                 return Err(Problem::EmptyDocument(id));
             }
-            let metadata = (!obj.is_empty()).then(|| Value::Object(obj).to_string());
+            let metadata = lift_metadata(obj);
+            let metadata = (!metadata.is_empty()).then(|| Value::Object(metadata).to_string());
             Ok((id, title, text, metadata))
         });
         match record {

@@ -57,12 +57,7 @@ fn heading(line: &str) -> Option<&str> {
 }
 
 /// One document from a text file: sections at headings, passages at paragraphs.
-pub(super) fn text_document(
-    id: String,
-    stem: &str,
-    text: &str,
-    options: &LoadOptions,
-) -> Option<Document> {
+fn text_document(id: String, stem: &str, text: &str, options: &LoadOptions) -> Option<Document> {
     let mut title = None;
     let mut sections: Vec<String> = vec![String::new()];
     for line in text.lines() {
@@ -133,10 +128,89 @@ pub(super) fn files(path: &Path, options: &LoadOptions, sink: &mut Sink) -> Resu
             .and_then(|s| s.to_str())
             .unwrap_or("untitled")
             .to_string();
-        match text_document(id.clone(), &stem, &text, options) {
-            Some(doc) => docs.push(doc),
-            None => sink.bad(&file, 1, Problem::EmptyDocument(id))?,
-        }
+        docs.extend(file_document(id, &stem, &text, options, &file, sink)?);
     }
     Ok(docs)
+}
+
+/// The document of one text file: its front matter, then its text; a
+/// problem with either is reported to `sink` (naming `path` and the line).
+pub(super) fn file_document(
+    id: String,
+    stem: &str,
+    text: &str,
+    options: &LoadOptions,
+    path: &Path,
+    sink: &mut Sink,
+) -> Result<Option<Document>> {
+    let (front, body) = match front_matter(text) {
+        Ok(split) => split,
+        Err((line, problem)) => {
+            sink.bad(path, line, problem)?;
+            return Ok(None);
+        }
+    };
+    match text_document(id.clone(), stem, body, options) {
+        Some(doc) => Ok(Some(with_front_matter(doc, front))),
+        None => {
+            sink.bad(path, 1, Problem::EmptyDocument(id))?;
+            Ok(None)
+        }
+    }
+}
+
+/// A file's front matter fields and the text after it.
+type FrontMatter<'a> = (Map<String, Value>, &'a str);
+
+/// Splits YAML front matter (between a first line `---` and the next line
+/// `---` or `...`) from the text: its fields, and the rest. A text without
+/// it is all body; front matter that is not a YAML mapping is an error with
+/// its line.
+fn front_matter(text: &str) -> std::result::Result<FrontMatter<'_>, (usize, Problem)> {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return Ok((Map::new(), text));
+    };
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if bare == "---" || bare == "..." {
+            let yaml = &rest[..at];
+            let body = &rest[at + line.len()..];
+            let value: Value = match serde_yaml_ng::from_str(yaml) {
+                Ok(v) => v,
+                Err(e) => {
+                    let line = e.location().map_or(1, |l| l.line() + 1);
+                    return Err((line, Problem::FrontMatter(e.to_string())));
+                }
+            };
+            return match value {
+                Value::Object(fields) => Ok((fields, body)),
+                Value::Null => Ok((Map::new(), body)),
+                _ => Err((
+                    2,
+                    Problem::FrontMatter("not a mapping of field names to values".into()),
+                )),
+            };
+        }
+        at += line.len();
+    }
+    // No closing line: not front matter, only a rule at the top.
+    Ok((Map::new(), text))
+}
+
+/// A document with its front matter: `title` names it, the other fields
+/// are its metadata.
+fn with_front_matter(mut doc: Document, mut front: Map<String, Value>) -> Document {
+    if let Some(Value::String(title)) = front.remove("title") {
+        if !title.trim().is_empty() {
+            doc.title = title.trim().to_string();
+        }
+    }
+    if !front.is_empty() {
+        doc.metadata = Some(Value::Object(front).to_string());
+    }
+    doc
 }

@@ -7,7 +7,7 @@ mod passages;
 pub mod squad;
 
 use beir::beir;
-use files::{collect_text_files, files, text_document};
+use files::{collect_text_files, file_document, files};
 use passages::{passages_jsonl, passages_tsv};
 use squad::squad;
 pub use squad::squad_passage_id;
@@ -223,9 +223,11 @@ pub fn load_bytes(
                 .unwrap_or(name)
                 .to_string();
             match std::str::from_utf8(bytes) {
-                Ok(text) => text_document(name.to_string(), &stem, text, options)
-                    .into_iter()
-                    .collect(),
+                Ok(text) => {
+                    file_document(name.to_string(), &stem, text, options, &path, &mut sink)?
+                        .into_iter()
+                        .collect()
+                }
                 Err(e) => {
                     let at = e.valid_up_to();
                     let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
@@ -308,6 +310,19 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, std::result::Result<&str,
         .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
 }
 
+/// A record's extra fields as metadata: a `metadata` object's fields are
+/// lifted beside the others (a field of the record itself wins).
+fn lift_metadata(mut obj: Map<String, Value>) -> Map<String, Value> {
+    if let Some(Value::Object(inner)) = obj.get("metadata") {
+        let inner = inner.clone();
+        obj.remove("metadata");
+        for (k, v) in inner {
+            obj.entry(k).or_insert(v);
+        }
+    }
+    obj
+}
+
 fn parse_object(line: &str) -> std::result::Result<Map<String, Value>, Problem> {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(obj)) => Ok(obj),
@@ -372,6 +387,87 @@ mod tests {
 
     fn opts() -> LoadOptions {
         LoadOptions::default()
+    }
+
+    #[test]
+    fn markdown_front_matter_is_title_and_metadata() -> Result<()> {
+        let md = "---\ntitle: Tesla notes\nsource: wiki\nyear: 2020\ntags: [a, b]\n---\n# Heading\n\nBody text here.\n";
+        let c = load_str(md, "n.md", Format::Files, &opts())?;
+        let d = &c.documents[0];
+        assert_eq!(d.title, "Tesla notes");
+        assert!(!d.passages.iter().any(|p| p.text.contains("source")));
+        let meta: Value =
+            serde_json::from_str(d.metadata.as_deref().unwrap_or("null")).unwrap_or_default();
+        assert_eq!(
+            meta,
+            serde_json::json!({"source": "wiki", "year": 2020, "tags": ["a", "b"]})
+        );
+        let bad = "---\nsource: [unclosed\n---\ntext\n";
+        let err = load_str(bad, "n.md", Format::Files, &opts())
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.starts_with("n.md:") && e.contains("front matter")),
+            "{err:?}"
+        );
+        let list = "---\n- a\n---\ntext\n";
+        let err = load_str(list, "n.md", Format::Files, &opts())
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("not a mapping")),
+            "{err:?}"
+        );
+        // A rule at the top with no closing line is text.
+        let c = load_str("---\nJust text.\n", "n.md", Format::Files, &opts())?;
+        assert_eq!(c.documents[0].metadata, None);
+        Ok(())
+    }
+
+    #[test]
+    fn passages_carry_metadata_per_document() -> Result<()> {
+        let jsonl = concat!(
+            r#"{"id":"p1","doc_id":"d","text":"one","source":"wiki","year":2020}"#,
+            "\n",
+            r#"{"id":"p2","doc_id":"d","text":"two","source":"wiki","lang":"en"}"#,
+            "\n",
+            r#"{"id":"p3","text":"three","metadata":{"source":"news"}}"#,
+            "\n",
+        );
+        let c = load_str(jsonl, "p.jsonl", Format::PassagesJsonl, &opts())?;
+        let meta: Vec<Value> = c
+            .documents
+            .iter()
+            .map(|d| {
+                serde_json::from_str(d.metadata.as_deref().unwrap_or("null")).unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(
+            meta[0],
+            serde_json::json!({"source": "wiki", "year": 2020, "lang": "en"})
+        );
+        assert_eq!(meta[1], serde_json::json!({"source": "news"}));
+        let clash = concat!(
+            r#"{"id":"p1","doc_id":"d","text":"one","year":2020}"#,
+            "\n",
+            r#"{"id":"p2","doc_id":"d","text":"two","year":2021}"#,
+            "\n",
+        );
+        let err = load_str(clash, "p.jsonl", Format::PassagesJsonl, &opts()).err();
+        let said = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            said.contains("p.jsonl:2") && said.contains("`year` differs from line 1"),
+            "{said}"
+        );
+        let tsv = "id\ttext\tsource\tyear\np1\tone\twiki\t2020\np2\ttwo\t\t\n";
+        let c = load_str(tsv, "p.tsv", Format::PassagesTsv, &opts())?;
+        assert_eq!(
+            c.documents[0].metadata.as_deref(),
+            Some(r#"{"source":"wiki","year":"2020"}"#)
+        );
+        assert_eq!(c.documents[1].metadata, None);
+        Ok(())
     }
 
     #[test]
@@ -580,12 +676,13 @@ mod tests {
         assert_eq!(c.documents.len(), 1);
         assert_eq!(c.documents[0].id, "d");
         assert_eq!(c.documents[0].passages[1].text, "two");
+        // Other columns are metadata, but the text column must be there.
         let err = load_str("id\tbody\n", "p.tsv", Format::PassagesTsv, &opts()).err();
         assert!(
             matches!(
                 err,
                 Some(Error::Record {
-                    problem: Problem::UnknownColumn(_),
+                    problem: Problem::MissingField("text"),
                     ..
                 })
             ),

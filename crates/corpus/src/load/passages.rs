@@ -3,11 +3,16 @@
 use super::*;
 
 /// Groups passages into documents by key, in order of first appearance.
+/// A document's metadata is the union of its passages' extra fields; two
+/// passages of one document giving a field different values is an error.
 #[derive(Default)]
 struct Grouper {
     seen_ids: HashMap<String, usize>,
     doc_index: HashMap<String, usize>,
     docs: Vec<Document>,
+    /// Each document's metadata so far, with the line that gave each field.
+    metadata: Vec<Map<String, Value>>,
+    field_lines: Vec<HashMap<String, usize>>,
 }
 
 impl Grouper {
@@ -18,6 +23,7 @@ impl Grouper {
         text: String,
         title: String,
         doc_id: Option<String>,
+        metadata: Map<String, Value>,
     ) -> std::result::Result<(), Problem> {
         if let Some(&first_line) = self.seen_ids.get(&id) {
             return Err(Problem::DuplicateId { id, first_line });
@@ -25,7 +31,6 @@ impl Grouper {
         if text.trim().is_empty() {
             return Err(Problem::EmptyDocument(id));
         }
-        self.seen_ids.insert(id.clone(), line);
         let key = doc_id
             .or_else(|| (!title.trim().is_empty()).then(|| title.trim().to_string()))
             .unwrap_or_else(|| id.clone());
@@ -36,10 +41,56 @@ impl Grouper {
                 passages: Vec::new(),
                 metadata: None,
             });
+            self.metadata.push(Map::new());
+            self.field_lines.push(HashMap::new());
             self.docs.len() - 1
         });
+        self.merge_metadata(index, line, metadata)?;
+        self.seen_ids.insert(id.clone(), line);
         self.docs[index].passages.push(Passage { id, text });
         Ok(())
+    }
+
+    /// Adds a passage's extra fields to its document's metadata.
+    fn merge_metadata(
+        &mut self,
+        index: usize,
+        line: usize,
+        metadata: Map<String, Value>,
+    ) -> std::result::Result<(), Problem> {
+        let (Some(have), Some(lines)) = (
+            self.metadata.get_mut(index),
+            self.field_lines.get_mut(index),
+        ) else {
+            return Ok(());
+        };
+        for (field, value) in &metadata {
+            if let (Some(old), Some(&first_line)) = (have.get(field), lines.get(field)) {
+                if old != value {
+                    return Err(Problem::MetadataConflict {
+                        field: field.clone(),
+                        first_line,
+                    });
+                }
+            }
+        }
+        for (field, value) in metadata {
+            lines.entry(field.clone()).or_insert(line);
+            have.entry(field).or_insert(value);
+        }
+        Ok(())
+    }
+
+    /// The documents, each with its metadata as JSON text.
+    fn finish(self) -> Vec<Document> {
+        self.docs
+            .into_iter()
+            .zip(self.metadata)
+            .map(|(mut doc, m)| {
+                doc.metadata = (!m.is_empty()).then(|| Value::Object(m).to_string());
+                doc
+            })
+            .collect()
     }
 }
 
@@ -55,13 +106,13 @@ pub(super) fn passages_jsonl(bytes: &[u8], path: &Path, sink: &mut Sink) -> Resu
             let text = text_field(&mut obj, "text")?.ok_or(Problem::MissingField("text"))?;
             let title = text_field(&mut obj, "title")?.unwrap_or_default();
             let doc_id = id_field(&mut obj, "doc_id")?;
-            grouper.add(line_no, id, text, title, doc_id)
+            grouper.add(line_no, id, text, title, doc_id, lift_metadata(obj))
         });
         if let Err(problem) = result {
             sink.bad(path, line_no, problem)?;
         }
     }
-    Ok(grouper.docs)
+    Ok(grouper.finish())
 }
 
 /// Where each field of a TSV record is: from the header, or the DPR order
@@ -71,6 +122,8 @@ struct TsvColumns {
     text: usize,
     title: Option<usize>,
     doc_id: Option<usize>,
+    /// Other named columns: metadata fields (text).
+    extra: Vec<(usize, String)>,
     /// Columns every record must have (`None`: 2 or 3, headerless).
     count: Option<usize>,
 }
@@ -81,6 +134,7 @@ impl TsvColumns {
         text: 1,
         title: Some(2),
         doc_id: None,
+        extra: Vec::new(),
         count: None,
     };
 
@@ -90,12 +144,17 @@ impl TsvColumns {
             return Ok(None);
         }
         let (mut text, mut title, mut doc_id) = (None, None, None);
+        let mut extra: Vec<(usize, String)> = Vec::new();
         for (i, name) in record.iter().enumerate().skip(1) {
             match name.trim() {
                 "text" => text = Some(i),
                 "title" => title = Some(i),
                 "doc_id" => doc_id = Some(i),
-                other => return Err(Problem::UnknownColumn(other.to_string())),
+                "" => return Err(Problem::UnknownColumn(String::new())),
+                other if extra.iter().any(|(_, n)| n == other) || other == "id" => {
+                    return Err(Problem::UnknownColumn(format!("{other}` (twice)")))
+                }
+                other => extra.push((i, other.to_string())),
             }
         }
         Ok(Some(TsvColumns {
@@ -103,6 +162,7 @@ impl TsvColumns {
             text: text.ok_or(Problem::MissingField("text"))?,
             title,
             doc_id,
+            extra,
             count: Some(record.len()),
         }))
     }
@@ -148,7 +208,7 @@ pub(super) fn passages_tsv(bytes: &[u8], path: &Path, sink: &mut Sink) -> Result
             sink.bad(path, line.max(1), problem)?;
         }
     }
-    Ok(grouper.docs)
+    Ok(grouper.finish())
 }
 
 /// One TSV record: the header (first record only), or a passage.
@@ -183,7 +243,15 @@ fn tsv_record(
     let doc_id = field(cols.doc_id)
         .filter(|d| !d.is_empty())
         .map(str::to_string);
-    grouper.add(line_no, id, text, title, doc_id)
+    let metadata: Map<String, Value> = cols
+        .extra
+        .iter()
+        .filter_map(|(i, name)| {
+            let value = record.get(*i)?.trim();
+            (!value.is_empty()).then(|| (name.clone(), Value::from(value)))
+        })
+        .collect();
+    grouper.add(line_no, id, text, title, doc_id, metadata)
 }
 
 fn tsv_problem(e: &csv::Error) -> Problem {
