@@ -877,3 +877,75 @@ async fn a_side_file_written_over_in_place_is_refused_until_reloaded() {
     assert_eq!(get(&s.base, "/readyz").await.0, StatusCode::OK);
     s.shutdown().await;
 }
+
+/// A tree of notes with metadata (tests/fixtures/notes-metadata.jsonl:
+/// `tenant` a/b, `year` 2015–2024, `lang`, `tags`) served as `notes`: a
+/// filter keeps every other document out of both strategies' answers, every
+/// passage carries its metadata, a filter nothing passes is an empty 200,
+/// and a bad filter is a 400 naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filters_keep_out_what_they_do_not_pass() {
+    use treenav::corpus::{load, Format, LoadOptions};
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/notes-metadata.jsonl");
+    let corpus = load(&fixture, Format::Beir, &LoadOptions::default()).expect("corpus");
+    let dir = Arc::new(tempfile::tempdir().expect("tempdir"));
+    let path = dir.path().join("notes.tree");
+    treenav::tree::file::save(&*support::tree_of(corpus, Some(6)).await, &path).expect("save");
+    let spec = TreeSpec {
+        name: "notes".into(),
+        path,
+    };
+    let s = start_with(dir, ServeOptions::new(vec![spec], JudgeOptions::default())).await;
+    let ask = |strategy: &str, filter: Value| {
+        json!({"tree": "notes", "query": "insulin glucose goal", "top": 8,
+               "strategy": strategy, "filter": filter})
+    };
+    for strategy in ["levels", "best-first"] {
+        let filter = json!({"tenant": "b", "year": {"gte": 2018}, "lang": {"ne": "de"}});
+        let (status, found) = post(&s.base, "/v1/retrieve", ask(strategy, filter)).await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        let passages = found["passages"].as_array().expect("passages");
+        assert!(!passages.is_empty(), "{strategy}: {found}");
+        for p in passages {
+            let m = &p["metadata"];
+            assert_eq!(m["tenant"], "b", "{strategy}: {p}");
+            assert!(
+                m["year"].as_i64().is_some_and(|y| y >= 2018),
+                "{strategy}: {p}"
+            );
+            assert_ne!(m["lang"], "de", "{strategy}: {p}");
+        }
+        let (status, found) = post(
+            &s.base,
+            "/v1/retrieve",
+            ask(strategy, json!({"tags": {"in": ["x"]}})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        for p in found["passages"].as_array().expect("passages") {
+            assert!(p["metadata"]["tags"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("x"))));
+        }
+        let (status, found) = post(
+            &s.base,
+            "/v1/retrieve",
+            ask(strategy, json!({"tenant": "nobody"})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        assert_eq!(found["passages"], json!([]));
+        assert_eq!(found["exhausted"], true);
+    }
+    for bad in [
+        json!({"year": {"like": 3}}),
+        json!(["tenant"]),
+        json!({"year": {"gte": "soon"}}),
+    ] {
+        let (status, body) = post(&s.base, "/v1/retrieve", ask("best-first", bad.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(body["error"]["field"], "filter", "{bad}: {body}");
+    }
+    s.shutdown().await;
+}

@@ -28,6 +28,11 @@ pub struct QueryArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub nav: NavArgs,
+    /// Only documents whose metadata passes: `key=value`, `key!=value`,
+    /// `key in [a, b]`, `key>=v`, `key>v`, `key<=v`, `key<v` (numbers or
+    /// ISO dates); repeat for more, all must hold.
+    #[arg(long = "filter", value_name = "CLAUSE", help_heading = "Navigation")]
+    pub filters: Vec<String>,
     /// Print the whole retrieval, trace included, as JSON.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -215,11 +220,12 @@ fn snippet(text: &str, max: usize) -> String {
 
 pub async fn run(args: &QueryArgs) -> Result<()> {
     let config = args.nav.config()?.check()?;
+    let filter = treenav::tree::filter::Filter::parse_clauses(&args.filters).context("--filter")?;
     let judge = args.judge.judge()?;
     let tree = treenav::tree::file::load(&args.tree)?;
     let navigator = Navigator::new(Arc::new(tree), judge, config)?;
     let found = navigator
-        .retrieve(&args.query)
+        .retrieve_filtered(&args.query, &filter)
         .await
         .context("navigation failed")?;
     if args.json {
@@ -241,6 +247,10 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
     for (i, p) in found.passages.iter().enumerate() {
         out!(o, "{:>2}. [{:.3}] {} — {}", i + 1, p.score, p.title, p.id);
         out!(o, "    {}", snippet(&p.text, 220));
+        if !p.metadata.is_empty() {
+            let metadata = serde_json::Value::Object(p.metadata.clone()).to_string();
+            out!(o, "    metadata: {}", snippet(&metadata, 220));
+        }
     }
     if found.exhausted {
         out!(o, "(only {} passages within reach)", found.passages.len());

@@ -987,3 +987,53 @@ fn path_flags_refuse_what_is_not_a_regular_file() {
         );
     }
 }
+
+/// `--filter` clauses (repeatable, all must hold) keep other documents out
+/// of `query`'s answer; text output shows each passage's metadata, `--json`
+/// has it as an object; a bad clause stops before any work, naming it.
+#[test]
+fn query_filters_on_metadata_and_prints_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("notes.tree");
+    let tree = tree.to_str().expect("utf8 path");
+    let corpus = fixture("notes-metadata.jsonl");
+    let o = treenav(&["build", corpus.to_str().expect("utf8"), "-o", tree]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for strategy in ["levels", "best-first"] {
+        let o = treenav(&[
+            "query",
+            tree,
+            "insulin glucose",
+            "--strategy",
+            strategy,
+            "--json",
+            "--filter",
+            "tenant=b",
+            "--filter",
+            "year in [2016, 2018, 2020]",
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let found: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let passages = found["passages"].as_array().expect("passages");
+        assert!(!passages.is_empty(), "{strategy}");
+        for p in passages {
+            assert_eq!(p["metadata"]["tenant"], "b", "{strategy}: {p}");
+            assert!([2016, 2018, 2020].contains(&p["metadata"]["year"].as_i64().unwrap_or(0)));
+        }
+    }
+    let o = treenav(&["query", tree, "insulin", "--filter", "lang!=en"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert!(
+        stdout.contains("metadata: {") && stdout.contains(r#""lang":"de""#),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(r#""lang":"en""#), "{stdout}");
+    let o = treenav(&["query", tree, "insulin", "--filter", "year>=soon"]);
+    assert!(!o.status.success());
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("--filter") && stderr.contains("year>=soon"),
+        "{stderr}"
+    );
+}

@@ -60,8 +60,17 @@ def tree_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def server(tree_file: Path) -> Iterator[str]:
-    s = Serving(["--tree", f"sample={tree_file}"], dict(os.environ))
+def notes_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Notes with metadata (tenant, year, lang, tags): the filter tests' tree."""
+    path = tmp_path_factory.mktemp("trees") / "notes.tree"
+    corpus = ROOT / "tests/fixtures/notes-metadata.jsonl"
+    subprocess.run([str(_binary()), "build", str(corpus), "-o", str(path)], check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def server(tree_file: Path, notes_file: Path) -> Iterator[str]:
+    s = Serving(["--tree", f"sample={tree_file}", "--tree", f"notes={notes_file}"], dict(os.environ))
     yield s.base_url
     s.stop()
 

@@ -48,7 +48,7 @@ def test_prune_trees_health_ready(server: str) -> None:
     assert kept.strategy == "top-n"
     assert [c.text for c in kept.kept] == ["Tesla worked for Edison."]
     trees = client.trees()
-    assert [(t.name, t.documents, t.passages) for t in trees] == [("sample", 48, 96)]
+    assert [(t.name, t.documents, t.passages) for t in trees] == [("notes", 40, 40), ("sample", 48, 96)]
     assert client.health()
     assert client.ready()["ready"] is True
 

@@ -67,7 +67,7 @@ def test_both_retrievers_take_the_same_keywords_k_and_options(server: str) -> No
     docs = lc.invoke(QUESTION)
     assert len(docs) == 3 and len({d.metadata["document_id"] for d in docs}) == 3
     with pytest.raises(TreenavError):
-        TreenavRetriever(tree="sample", base_url=server, search_kwargs={"filter": {"a": 1}}).invoke(QUESTION)
+        TreenavRetriever(tree="sample", base_url=server, search_kwargs={"filter": ["a"]}).invoke(QUESTION)
     with pytest.raises(TreenavError):
         TreenavRetriever(tree="sample", base_url=server, search_kwargs={"kk": 3}).invoke(QUESTION)
 
@@ -107,3 +107,48 @@ def test_async_retrieval_never_blocks_the_event_loop(server: str) -> None:
         return ticks
 
     assert asyncio.run(run()) > 0
+
+
+NOTES_QUESTION = "insulin glucose goal"
+
+
+def test_filters_and_metadata_through_the_client_and_both_frameworks(server: str) -> None:
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+
+    from treenav_client import TreenavClient, TreenavError
+    from treenav_client.langchain import TreenavRetriever
+    from treenav_client.llama_index import TreenavLlamaRetriever
+
+    client = TreenavClient(server)
+    found = client.retrieve("notes", NOTES_QUESTION, top=6, filter={"tenant": "b", "year": {"gte": 2018}})
+    assert found.passages
+    for p in found.passages:
+        assert p.metadata["tenant"] == "b" and p.metadata["year"] >= 2018
+    unfiltered = client.retrieve("notes", NOTES_QUESTION, top=6)
+    # Unfiltered, the insulin notes (all tenant a) come first.
+    assert unfiltered.passages[0].metadata["tenant"] == "a"
+    assert client.retrieve("notes", NOTES_QUESTION, filter={"tenant": "nobody"}).passages == []
+    with pytest.raises(TreenavError) as bad:
+        client.retrieve("notes", NOTES_QUESTION, filter={"year": {"like": 1}})
+    assert bad.value.status == 400 and "like" in str(bad.value)
+
+    lc = TreenavRetriever(tree="notes", base_url=server, k=4, search_kwargs={"filter": {"lang": "de"}})
+    docs = lc.invoke(NOTES_QUESTION)
+    assert docs and all(d.metadata["lang"] == "de" for d in docs)
+    assert all(d.metadata["tree"] == "notes" and "tenant" in d.metadata for d in docs)
+
+    filters = MetadataFilters(
+        filters=[
+            MetadataFilter(key="tenant", value="a"),
+            MetadataFilter(key="year", value=2020, operator=FilterOperator.LT),
+        ]
+    )
+    li = TreenavLlamaRetriever("notes", server, similarity_top_k=4, filters=filters)
+    nodes = li.retrieve(NOTES_QUESTION)
+    assert nodes and all(n.node.metadata["tenant"] == "a" and n.node.metadata["year"] < 2020 for n in nodes)
+    with pytest.raises(TreenavError):
+        TreenavLlamaRetriever(
+            "notes",
+            server,
+            filters=MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")], condition="or"),
+        )

@@ -43,6 +43,18 @@ pub struct RetrieveRequest {
     /// `best-first`: candidates shown to the judge per query.
     #[serde(default)]
     pub judge_budget: Option<usize>,
+    /// Only documents whose metadata passes: an object of field → value
+    /// (equal) or field → operators, all of which must hold, e.g.
+    /// `{"source": "wiki", "year": {"gte": 2019, "lt": 2022}, "tenant":
+    /// {"in": ["a", "b"]}, "lang": {"ne": "de"}}`. Operators: `eq`, `ne`
+    /// (also true when the field is missing), `in`, `gt`, `gte`, `lt`,
+    /// `lte` (bounds are numbers or ISO 8601 dates, compared as text). A
+    /// field holding a list passes when one item does; `a.b` reaches into
+    /// nested objects. Nothing else is judged or returned; a filter nothing
+    /// passes gives no passage.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub filter: Option<serde_json::Value>,
     /// Include the level-by-level trace.
     #[serde(default)]
     pub trace: bool,

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use treenav_judge::checked;
 use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
 use treenav_prune::{input, PruneOptions, Pruner};
+use treenav_tree::filter::Filter;
 
 /// The body, read within the body timeout and the size limit: 408 when it
 /// does not arrive in time (a client sending half a body never holds a
@@ -213,12 +214,18 @@ pub(crate) async fn retrieve(
         // terminal's escape codes.
         tracing::info!(target: "treenav_serve::access", tree = ?req.tree, query = ?req.query, "retrieve");
     }
+    let filter = match &req.filter {
+        Some(f) => {
+            Filter::from_json(f).map_err(|e| ApiError::bad_field("filter", e.to_string()))?
+        }
+        None => Filter::none(),
+    };
     served.check_unchanged(&req.tree)?;
     let custom = navigator_for(&served.navigator, &req)?;
     let navigator = custom.as_ref().unwrap_or(&served.navigator);
     let found = admitted(&app, async {
         navigator
-            .retrieve(&req.query)
+            .retrieve_filtered(&req.query, &filter)
             .await
             .map_err(navigation_error)
     })

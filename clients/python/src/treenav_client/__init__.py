@@ -106,10 +106,15 @@ class Passage:
     rerank_probability: Optional[float]
     node: int
     path: List[int] = field(default_factory=list)
+    #: The document's metadata (its source record's extra fields).
+    metadata: Dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Passage":
         rerank = d.get("rerank_probability")
+        metadata = d.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ValueError("`metadata` is not an object")
         return Passage(
             id=str(d["id"]),
             document_id=str(d["document_id"]),
@@ -120,6 +125,7 @@ class Passage:
             rerank_probability=None if rerank is None else float(rerank),
             node=int(d.get("node", 0)),
             path=[int(n) for n in d.get("path", [])],
+            metadata=dict(metadata),
         )
 
 
@@ -267,11 +273,17 @@ class TreenavClient:
         budgets: Optional[Sequence[int]] = None,
         judge_budget: Optional[int] = None,
         per_document: Optional[int] = None,
+        filter: Optional[Dict[str, Any]] = None,
         trace: bool = False,
     ) -> Retrieval:
         """Ranked passages for ``query`` from the tree named ``tree``
-        (``top`` of them unless the tree holds fewer: ``exhausted``)."""
-        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, trace)
+        (``top`` of them unless the tree holds fewer: ``exhausted``).
+
+        ``filter`` keeps the documents whose metadata passes, e.g.
+        ``{"source": "wiki", "year": {"gte": 2019}, "tenant": {"in": ["a", "b"]}}``
+        (operators ``eq``, ``ne``, ``in``, ``gt``, ``gte``, ``lt``, ``lte``;
+        all must hold): nothing else is judged or returned."""
+        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, filter, trace)
         return _parsed(Retrieval.from_json, self._request("POST", "/v1/retrieve", body))
 
     async def aretrieve(
@@ -285,12 +297,13 @@ class TreenavClient:
         budgets: Optional[Sequence[int]] = None,
         judge_budget: Optional[int] = None,
         per_document: Optional[int] = None,
+        filter: Optional[Dict[str, Any]] = None,
         trace: bool = False,
     ) -> Retrieval:
         """:meth:`retrieve` for asyncio, never blocking the event loop: over
         httpx's async client when the ``[async]`` extra is installed, else on
         a worker thread. The same deadline, retries and errors."""
-        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, trace)
+        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, filter, trace)
         return _parsed(Retrieval.from_json, await self._arequest("POST", "/v1/retrieve", body))
 
     def prune(
@@ -461,6 +474,7 @@ def _retrieve_body(
     budgets: Optional[Sequence[int]],
     judge_budget: Optional[int],
     per_document: Optional[int],
+    filter: Optional[Dict[str, Any]],
     trace: bool,
 ) -> Dict[str, Any]:
     body: Dict[str, Any] = {"tree": tree, "query": query, "trace": trace}
@@ -471,6 +485,7 @@ def _retrieve_body(
         ("budgets", None if budgets is None else list(budgets)),
         ("judge_budget", judge_budget),
         ("per_document", per_document),
+        ("filter", None if filter is None else dict(filter)),
     ):
         if value is not None:
             body[key] = value

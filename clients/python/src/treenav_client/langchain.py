@@ -24,9 +24,12 @@ class TreenavRetriever(BaseRetriever):
     ``TreenavRetriever(tree="docs", base_url="http://127.0.0.1:8080", k=4)``:
     the same keywords as ``TreenavLlamaRetriever``. ``k`` (or ``top``, or
     ``search_kwargs={"k": …}``) passages come back; ``search_kwargs`` also
-    takes ``strategy``, ``judge_budget`` and ``per_document``.
+    takes ``strategy``, ``judge_budget``, ``per_document`` and ``filter``
+    (``{"source": "wiki", "year": {"gte": 2019}}``: only documents whose
+    metadata passes are judged or returned).
 
-    ``metadata`` holds the passage and document ids, the title, the rank and
+    ``metadata`` holds the document's own metadata fields, then the passage
+    and document ids, the title, the rank and
     the scores (``score``: one calibrated relevance probability, non-increasing
     down the list; ``probability`` and ``rerank_probability``: the judge's
     P(yes) and the shortlist's choice probability). ``ainvoke`` does not
@@ -40,6 +43,7 @@ class TreenavRetriever(BaseRetriever):
     strategy: Optional[str] = None
     judge_budget: Optional[int] = None
     per_document: Optional[int] = None
+    filter: Optional[Dict[str, Any]] = None
     search_kwargs: Dict[str, Any] = Field(default_factory=dict)
     timeout: float = 60.0
     token: Optional[str] = Field(default=None, repr=False, exclude=True)
@@ -53,6 +57,7 @@ class TreenavRetriever(BaseRetriever):
             "strategy": self.strategy,
             "judge_budget": self.judge_budget,
             "per_document": self.per_document,
+            "filter": self.filter,
         }
         return request_options(given, {**self.search_kwargs, **kwargs})
 

@@ -27,8 +27,11 @@ class TreenavLlamaRetriever(BaseRetriever):
     ``TreenavRetriever`` (``k`` and ``top`` are accepted too). Each node's id
     is the passage id and its ``ref_doc_id`` the document id; ``score`` is
     one calibrated relevance probability, non-increasing down the list;
-    ``metadata`` holds the ids, title, rank and the judge's and shortlist's
-    own probabilities. ``aretrieve`` does not block the event loop.
+    ``metadata`` holds the document's own metadata fields, then the ids,
+    title, rank and the judge's and shortlist's own probabilities.
+    ``filters`` (LlamaIndex ``MetadataFilters`` joined by AND, or treenav's
+    filter dict) keeps the documents whose metadata passes.
+    ``aretrieve`` does not block the event loop.
     """
 
     def __init__(

@@ -8,9 +8,11 @@ from . import Passage
 
 
 def to_metadata(passage: Passage, tree: str, rank: int) -> Dict[str, Any]:
-    """Our ids and scores: ``id``, ``document_id``, ``title``, ``tree``,
-    ``rank`` (1-based), ``score``, ``probability``, ``rerank_probability``."""
+    """The document's own metadata fields, then our ids and scores (which
+    win a clash): ``id``, ``document_id``, ``title``, ``tree``, ``rank``
+    (1-based), ``score``, ``probability``, ``rerank_probability``."""
     return {
+        **passage.metadata,
         "id": passage.id,
         "document_id": passage.document_id,
         "title": passage.title,
@@ -25,8 +27,9 @@ def to_metadata(passage: Passage, tree: str, rank: int) -> Dict[str, Any]:
 def request_options(given: Dict[str, Any], search_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """The retrieve call's keywords from a retriever's settings and its
     framework's per-call options (``k``, ``filter``, ``strategy``,
-    ``judge_budget``, ``per_document``); an unknown option or a filter is a
-    :class:`TreenavError`, never silently ignored."""
+    ``judge_budget``, ``per_document``); an unknown option, or a filter
+    that cannot be said in treenav's grammar, is a :class:`TreenavError`,
+    never silently ignored."""
     from . import TreenavError
 
     merged = {**{k: v for k, v in given.items() if v is not None}, **search_kwargs}
@@ -34,17 +37,47 @@ def request_options(given: Dict[str, Any], search_kwargs: Dict[str, Any]) -> Dic
     unknown = sorted(set(merged) - known)
     if unknown:
         raise TreenavError(0, "bad_option", f"unknown retriever option(s): {', '.join(unknown)}")
-    if merged.get("filter") is not None or merged.get("filters") is not None:
-        raise TreenavError(
-            0,
-            "unsupported",
-            "metadata filters are not supported by this treenav version yet",
-        )
     out: Dict[str, Any] = {}
+    given_filter = merged.get("filter", merged.get("filters"))
+    if given_filter is not None:
+        out["filter"] = to_filter(given_filter)
     k = merged.get("k", merged.get("top"))
     if k is not None:
         out["top"] = int(k)
     for key in ("strategy", "judge_budget", "per_document"):
         if merged.get(key) is not None:
             out[key] = merged[key]
+    return out
+
+
+#: LlamaIndex's ``FilterOperator`` values and treenav's operators.
+_OPERATORS = {"==": "eq", "!=": "ne", ">": "gt", ">=": "gte", "<": "lt", "<=": "lte", "in": "in"}
+
+
+def to_filter(given: Any) -> Dict[str, Any]:
+    """treenav's filter from a dict (passed as is: ``{"year": {"gte":
+    2019}}``) or LlamaIndex ``MetadataFilters`` joined by AND, with the
+    operators ``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=`` and ``in``."""
+    from . import TreenavError
+
+    if isinstance(given, dict):
+        return dict(given)
+    filters = getattr(given, "filters", None)
+    if filters is None:
+        raise TreenavError(0, "bad_filter", f"a filter is a dict or MetadataFilters, not {type(given).__name__}")
+    condition = str(getattr(getattr(given, "condition", None), "value", "and") or "and").lower()
+    if condition != "and":
+        raise TreenavError(0, "unsupported", f"filters joined by {condition.upper()}: treenav joins conditions by AND")
+    out: Dict[str, Dict[str, Any]] = {}
+    for f in filters:
+        if hasattr(f, "filters"):
+            raise TreenavError(0, "unsupported", "nested MetadataFilters: treenav filters are one list joined by AND")
+        operator = str(getattr(getattr(f, "operator", None), "value", "==") or "==")
+        op = _OPERATORS.get(operator)
+        if op is None:
+            raise TreenavError(0, "unsupported", f"filter operator {operator!r}: treenav has {', '.join(_OPERATORS)}")
+        ops = out.setdefault(str(f.key), {})
+        if op in ops:
+            raise TreenavError(0, "bad_filter", f"two `{operator}` conditions on {f.key!r}")
+        ops[op] = list(f.value) if op == "in" else f.value
     return out
