@@ -405,3 +405,53 @@ fn load_refuses_what_is_not_a_tree_file_without_reading_it_all() {
     std::fs::write(&short, b"TRN").expect("write");
     assert!(problem(&short).contains("wrong magic bytes"));
 }
+
+/// A tree saved before tantivy (`.lexical` layout 1, its hand-written BM25
+/// index no longer read; tests/fixtures/layout1, XQuAD, 48 documents)
+/// still loads: unstemmed statistics, its document index built anew in
+/// memory with the same `words` analyzer, and it answers. Saved again, it
+/// moves to layout 2 (a tantivy folder) with the default analyzer.
+#[test]
+fn a_tree_saved_before_tantivy_loads_answers_and_moves_over() {
+    use std::sync::Arc;
+    use treenav::navigator::{Navigator, NavigatorConfig};
+    use treenav::text::analyzer::Analyzer;
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/layout1/xquad.tree");
+    let tree = treenav::tree::file::load(&fixture).expect("a layout-1 tree loads");
+    let lexical = tree.lexical().expect("its lexical side");
+    assert_eq!(lexical.stats.analyzer, Analyzer::Words);
+    assert_eq!(lexical.index.analyzer(), Analyzer::Words);
+    assert_eq!(lexical.index.len(), 48);
+    assert!(lexical.index.folder().is_none(), "built in memory");
+    let hits = lexical
+        .index
+        .search_scored("Which NFL team represented the AFC at Super Bowl 50?", 3)
+        .expect("search");
+    let first = tree.get(hits[0].0).map(|n| n.kind.clone());
+    assert!(
+        matches!(first, Some(treenav::tree::NodeKind::Document { ref id, .. }) if id == "Super_Bowl_50"),
+        "{first:?}"
+    );
+    let tree = Arc::new(tree);
+    let config = NavigatorConfig::default().check().expect("config");
+    let nav = Navigator::new(
+        tree.clone(),
+        treenav::judge::Judge::new(&Default::default()).expect("judge"),
+        config,
+    )
+    .expect("navigator");
+    let found = runtime()
+        .block_on(nav.retrieve("Which NFL team represented the AFC at Super Bowl 50?"))
+        .expect("retrieve");
+    assert_eq!(found.passages[0].document_id, "Super_Bowl_50");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let again = dir.path().join("again.tree");
+    treenav::tree::file::save(&tree, &again).expect("save");
+    assert!(treenav::tree::file::index_folder(&again).is_dir());
+    let moved = treenav::tree::file::load(&again).expect("load");
+    let moved = moved.lexical().expect("lexical");
+    assert_eq!(moved.stats.analyzer, Analyzer::EnStem);
+    assert_eq!(moved.index.len(), 48);
+}

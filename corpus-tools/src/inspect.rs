@@ -59,7 +59,7 @@ fn parts(path: &Path, tree: &Tree) -> Vec<Part> {
                 holds: if folder.is_some() {
                     "passage statistics, document order"
                 } else {
-                    "BM25 index over documents (before tantivy), passage statistics"
+                    "passage statistics (before tantivy: the document index is built anew when opened)"
                 },
                 file: lexical.path.as_deref().and_then(at),
                 bytes: lexical.path.as_deref().and_then(size),

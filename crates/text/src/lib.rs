@@ -19,7 +19,6 @@ pub fn is_stopword(word: &str) -> bool {
 }
 
 pub mod analyzer;
-pub mod bm25;
 pub mod index;
 pub mod score;
 pub mod stats;

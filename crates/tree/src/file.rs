@@ -481,7 +481,8 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
             .collect();
         let count = documents.iter().filter(|d| **d).count() as u64;
         let is_document = |n: NodeId| documents.get(n.index()).copied().unwrap_or(false);
-        let lexical = Lexical::open(name, lexical, (count, &is_document))
+        let rebuild = |analyzer| tree.document_index_with(analyzer);
+        let lexical = Lexical::open(name, lexical, (count, &is_document), &rebuild)
             .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))?;
         tree.attach_lexical(lexical);
     }
@@ -578,8 +579,8 @@ pub fn load(path: &Path) -> Result<Tree> {
 /// sequential read, which spends it faulting in the buffer's pages). A file
 /// that changed length meanwhile is an error.
 fn read_parallel(path: &Path, len: u64) -> Result<Vec<u8>> {
+    use crate::store::ReadAt;
     use rayon::prelude::*;
-    use treenav_text::bm25::ReadAt;
     const BLOCK: usize = 8 << 20;
     let len = usize::try_from(len).map_err(|_| Error::BadFile {
         path: path.to_path_buf(),

@@ -8,20 +8,21 @@
 //! in tantivy's folder `T.tree.tantivy` (memory-mapped when opened). A
 //! loaded tree carries them, so opening a tree does not re-read every
 //! passage. A `.lexical` file of layout 1 (trees saved before tantivy)
-//! holds the hand-written BM25 index of that time and its unstemmed
-//! statistics: such trees still load and answer as they did (the `words`
-//! analyzer), until rebuilt. Trees saved before format version 4 have no
-//! side file: the navigator computes both at start.
+//! holds the hand-written BM25 index of that time, which is no longer
+//! read, and its unstemmed statistics: such trees still load, their
+//! document index built anew in memory with the same `words` analyzer
+//! when they are opened, until rebuilt. Trees saved before format version
+//! 4 have no side file: the navigator computes both at start.
 
 use crate::filter::Allowed;
 use crate::id::NodeId;
+use crate::store::ReadAt;
 use crate::store::{read_side_header, side_path, u64_at, write_atomically, FileAt, SideFile};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use treenav_text::analyzer::Analyzer;
-use treenav_text::bm25::{Bm25Index, ReadAt};
 use treenav_text::index::LexicalIndex;
 use treenav_text::stats::CorpusStats;
 
@@ -29,7 +30,8 @@ use treenav_text::stats::CorpusStats;
 pub const LEXICAL_MAGIC: &[u8; 8] = b"TRNVLEXI";
 /// Layout 2: statistics with their analyzer, the index in tantivy's folder.
 const LEXICAL_VERSION: u32 = 2;
-/// The layouts this build reads (1: the hand-written index inside).
+/// The layouts this build reads (1: statistics only; its hand-written
+/// index is not read).
 pub(crate) const LEXICAL_VERSIONS: &[u32] = &[1, 2];
 
 /// The suffix of the tantivy folder: `T.tree` → `T.tree.tantivy`.
@@ -42,20 +44,12 @@ const LEXICAL_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8 + 8;
 pub const LEXICAL_SUFFIX: &str = "lexical";
 
 /// A BM25 index over document nodes (title + all passages): an inverted
-/// index, not a vector index.
+/// index (tantivy, keyed by node id), not a vector index.
 #[derive(Debug)]
 pub struct DocumentIndex {
-    inner: Inner,
+    index: LexicalIndex,
     /// The documents in index order (node order).
     nodes: Vec<NodeId>,
-}
-
-#[derive(Debug)]
-enum Inner {
-    /// tantivy, keyed by node id.
-    Tantivy(LexicalIndex),
-    /// The hand-written index of layout-1 trees, by index position.
-    Hand(Bm25Index),
 }
 
 impl DocumentIndex {
@@ -69,7 +63,7 @@ impl DocumentIndex {
         let index = LexicalIndex::build(None, analyzer, &keyed)
             .map_err(|e| Error::InvalidTree(e.to_string()))?;
         Ok(DocumentIndex {
-            inner: Inner::Tantivy(index),
+            index,
             nodes: documents.into_iter().map(|(n, _)| n).collect(),
         })
     }
@@ -86,19 +80,12 @@ impl DocumentIndex {
 
     /// The analyzer of the index and its queries.
     pub fn analyzer(&self) -> Analyzer {
-        match &self.inner {
-            Inner::Tantivy(t) => t.analyzer(),
-            Inner::Hand(_) => Analyzer::Words,
-        }
+        self.index.analyzer()
     }
 
-    /// The tantivy folder it was opened from, if any (`None`: in memory,
-    /// or layout 1's index inside the `.lexical` file).
+    /// The tantivy folder it was opened from, if any (`None`: in memory).
     pub fn folder(&self) -> Option<&Path> {
-        match &self.inner {
-            Inner::Tantivy(t) => t.folder(),
-            Inner::Hand(_) => None,
-        }
+        self.index.folder()
     }
 
     /// The top `n` document nodes for a query with their BM25 scores, best
@@ -127,41 +114,19 @@ impl DocumentIndex {
     ) -> Result<Vec<(NodeId, f64)>> {
         let failed = |e: String| Error::InvalidTree(format!("lexical index: {e}"));
         let node = |k: u64| u32::try_from(k).ok().map(NodeId);
-        match &self.inner {
-            Inner::Tantivy(index) => {
-                let hits = match allowed {
-                    None => index.search(query, n),
-                    Some(a) => {
-                        let a = a.clone();
-                        index.search_where(query, n, move |k| {
-                            node(k).is_some_and(|id| a.contains(id))
-                        })
-                    }
-                }
-                .map_err(|e| failed(e.to_string()))?;
-                Ok(hits
-                    .into_iter()
-                    .filter_map(|(k, score)| Some((node(k)?, f64::from(score))))
-                    .collect())
-            }
-            Inner::Hand(index) => {
-                // Layout 1's index has no filter inside: rank everything, then keep.
-                let depth = if allowed.is_some() {
-                    self.nodes.len()
-                } else {
-                    n
-                };
-                let hits = index
-                    .search(query, depth)
-                    .map_err(|e| failed(e.to_string()))?;
-                Ok(hits
-                    .into_iter()
-                    .filter_map(|(i, score)| Some((*self.nodes.get(i as usize)?, f64::from(score))))
-                    .filter(|(id, _)| allowed.is_none_or(|a| a.contains(*id)))
-                    .take(n)
-                    .collect())
+        let hits = match allowed {
+            None => self.index.search(query, n),
+            Some(a) => {
+                let a = a.clone();
+                self.index
+                    .search_where(query, n, move |k| node(k).is_some_and(|id| a.contains(id)))
             }
         }
+        .map_err(|e| failed(e.to_string()))?;
+        Ok(hits
+            .into_iter()
+            .filter_map(|(k, score)| Some((node(k)?, f64::from(score))))
+            .collect())
     }
 }
 
@@ -270,6 +235,8 @@ pub struct Lexical {
     pub path: Option<PathBuf>,
     /// That file, open, to notice it rewritten in place.
     pub(crate) file: Option<Arc<FileAt>>,
+    /// Read from a layout-1 file (its index built anew when opened).
+    pub(crate) layout_1: bool,
 }
 
 impl Lexical {
@@ -280,12 +247,13 @@ impl Lexical {
     /// computes a new one ([`crate::Tree::lexical_or_computed`]).
     pub(crate) fn write(&self, tree_path: &Path) -> Result<SideFile> {
         let path = side_path(tree_path, LEXICAL_SUFFIX);
-        let Inner::Tantivy(index) = &self.index.inner else {
+        if self.layout_1 {
             return Err(Error::Param(format!(
-                "{}: a layout-1 lexical index is not written again; compute the lexical side anew",
+                "{}: a layout-1 lexical side is not written again; compute the lexical side anew",
                 path.display()
             )));
-        };
+        }
+        let index = &self.index.index;
         let io = |source| Error::Io {
             path: path.clone(),
             source,
@@ -319,16 +287,18 @@ impl Lexical {
 
     /// Whether the index is layout 1's hand-written one.
     pub(crate) fn is_layout_1(&self) -> bool {
-        matches!(self.index.inner, Inner::Hand(_))
+        self.layout_1
     }
 
     /// Opens the side file of the tree file `tree_path`, which must be the
     /// one `expected` describes and index `documents.0` documents, each a
-    /// node `documents.1` accepts as a document of the tree.
+    /// node `documents.1` accepts as a document of the tree. A layout-1
+    /// file's index is built anew by `rebuild` with its analyzer.
     pub(crate) fn open(
         tree_path: &Path,
         expected: SideFile,
         documents: (u64, &dyn Fn(NodeId) -> bool),
+        rebuild: &dyn Fn(Analyzer) -> Result<DocumentIndex>,
     ) -> Result<Lexical> {
         let path = side_path(tree_path, LEXICAL_SUFFIX);
         let bad = |problem: String| Error::BadFile {
@@ -340,7 +310,7 @@ impl Lexical {
             source,
         };
         let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
-        let (version, [count, stats_len, index_len]) =
+        let (version, [count, stats_len, _index_len]) =
             read_header(&source, len, expected).map_err(&bad)?;
         if count != documents.0 {
             return Err(bad(format!(
@@ -365,7 +335,7 @@ impl Lexical {
         let undecodable =
             |e: postcard::Error| bad(format!("cannot decode the passage statistics: {e}"));
         let source = Arc::new(source);
-        let (stats, inner) = if version == 1 {
+        let (stats, index) = if version == 1 {
             let v1: StoredStatsV1 = postcard::from_bytes(&raw).map_err(undecodable)?;
             let stats = CorpusStats {
                 documents: v1.documents,
@@ -373,14 +343,12 @@ impl Lexical {
                 df: v1.df.into_iter().collect(),
                 analyzer: Analyzer::Words,
             };
-            let index = Bm25Index::open(source.clone(), stats_at + stats_len, index_len)
-                .map_err(|e| bad(e.to_string()))?;
-            (stats, Inner::Hand(index))
+            (stats, rebuild(Analyzer::Words)?)
         } else {
             let stored: StoredStats = postcard::from_bytes(&raw).map_err(undecodable)?;
             let dir = side_path(tree_path, INDEX_SUFFIX);
             let index = open_index_folder(&dir, expected.hash, count, stored.analyzer)?;
-            (stored.into_stats(), Inner::Tantivy(index))
+            (stored.into_stats(), DocumentIndex { index, nodes })
         };
         if !stats.mean_terms.is_finite() || stats.mean_terms < 0.0 {
             return Err(bad(format!(
@@ -389,10 +357,11 @@ impl Lexical {
             )));
         }
         Ok(Lexical {
-            index: Arc::new(DocumentIndex { inner, nodes }),
+            index: Arc::new(index),
             stats: Arc::new(stats),
             path: Some(path),
             file: Some(source),
+            layout_1: version == 1,
         })
     }
 }

@@ -327,7 +327,14 @@ impl Tree {
     /// A BM25 index over the document nodes (title, then all passages):
     /// the navigator's lexical entry.
     pub fn document_index(&self) -> Result<DocumentIndex> {
-        let analyzer = self.analyzer();
+        self.document_index_with(self.analyzer())
+    }
+
+    /// [`Tree::document_index`] with another analyzer.
+    pub(crate) fn document_index_with(
+        &self,
+        analyzer: treenav_text::analyzer::Analyzer,
+    ) -> Result<DocumentIndex> {
         let mut documents = Vec::new();
         for id in self.documents() {
             let Some(node) = self.get(id) else { continue };
@@ -374,6 +381,7 @@ impl Tree {
             stats: Arc::new(self.passage_stats()?),
             path: None,
             file: None,
+            layout_1: false,
         })
     }
 

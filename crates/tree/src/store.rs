@@ -15,7 +15,6 @@
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use treenav_text::bm25::ReadAt;
 
 /// The first bytes of a text store.
 pub const TEXTS_MAGIC: &[u8; 8] = b"TRNVTEXT";
@@ -101,6 +100,26 @@ impl FileAt {
             Ok(m) if m.len() == self.len && m.modified().ok() == self.modified => None,
             _ => Some(&self.path),
         }
+    }
+}
+
+/// Reads bytes at an offset: a file read with `pread` (never a memory
+/// map, so a file cut short under a running process gives an error, never
+/// a crash), or bytes in memory.
+pub trait ReadAt: Send + Sync {
+    /// Fills `buf` from byte `at`; an error if the bytes are not all there.
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+impl ReadAt for Vec<u8> {
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let start = usize::try_from(at).unwrap_or(usize::MAX);
+        let bytes = start
+            .checked_add(buf.len())
+            .and_then(|end| self.get(start..end))
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(bytes);
+        Ok(())
     }
 }
 

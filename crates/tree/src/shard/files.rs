@@ -7,12 +7,12 @@
 //! rows u64 · dims u64 · rows × dims little-endian f32`, row-major, so a
 //! shard reads only its own rows.
 
+use crate::store::ReadAt;
 use crate::store::{u64_at, write_atomically, FileAt};
 use crate::{Error, Result};
 use ndarray::{Array2, ArrayView2};
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
-use treenav_text::bm25::ReadAt;
 
 const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
 const VECTORS_MAGIC: &[u8; 8] = b"TRNVVECS";
