@@ -216,8 +216,8 @@ impl Navigator {
             return Err(Error::EmptyQuery);
         }
         let start = Instant::now();
-        let scope = self.scope(filter);
         let work = async {
+            let scope = self.scope(filter).await?;
             match self.config.strategy() {
                 _ if !scope.any() => Ok(self.nothing_passes(query)),
                 Strategy::Levels => self.walk(query, &scope).await,
@@ -244,13 +244,22 @@ impl Navigator {
         Ok(out)
     }
 
-    /// The scope of a filter: everything for the empty one.
-    fn scope(&self, filter: &Filter) -> Scope {
+    /// The scope of a filter: everything for the empty one. A filter is
+    /// checked against every document (the metadata parsed at the first
+    /// filtered query), on the blocking pool: a large tree's pass never
+    /// holds up the runtime's workers, and the query's deadline covers it.
+    async fn scope(&self, filter: &Filter) -> Result<Scope> {
         if filter.is_empty() {
-            return Scope::default();
+            return Ok(Scope::default());
         }
-        let table = self.metadata.get_or_init(|| MetadataTable::of(&self.tree));
-        Scope(Some(Arc::new(table.allowed(&self.tree, filter))))
+        let (tree, table, filter) = (self.tree.clone(), self.metadata.clone(), filter.clone());
+        let allowed = tokio::task::spawn_blocking(move || {
+            let table = table.get_or_init(|| MetadataTable::of(&tree));
+            table.allowed(&tree, &filter)
+        })
+        .await
+        .map_err(|e| Error::Tree(format!("the metadata filter stopped: {e}")))?;
+        Ok(Scope(Some(Arc::new(allowed))))
     }
 
     /// The answer when the filter lets no passage through: no passage,
