@@ -21,7 +21,7 @@ const KEY: &str = "key";
 /// Indexing memory per thread, bytes.
 const WRITER_MEMORY: usize = 64 << 20;
 /// Texts indexed by one thread below this count (the index is then one
-/// segment in key order); two threads above.
+/// segment in key order); two threads above, their segments merged into one.
 const ONE_THREAD_BELOW: usize = 100_000;
 
 /// Why an index could not be built, opened or searched.
@@ -105,6 +105,12 @@ impl LexicalIndex {
             writer.add_document(doc)?;
         }
         writer.commit()?;
+        // One segment: a written-once index is searched whole, and Block-WAND
+        // over one segment raises its threshold once, not once a segment.
+        let segments = index.searchable_segment_ids()?;
+        if segments.len() > 1 {
+            writer.merge(&segments).wait()?;
+        }
         writer.wait_merging_threads()?;
         LexicalIndex::from_index(index, files, body, analyzer)
     }
@@ -360,6 +366,21 @@ mod tests {
             .search_where("glucose", 10, |_| false)
             .expect("search");
         assert!(none.is_empty());
+    }
+
+    /// Above the one-thread size, two threads index and their segments
+    /// are merged: one segment, every text found.
+    #[test]
+    fn a_two_thread_build_ends_in_one_segment() {
+        let texts: Vec<(u64, String)> = (0..=ONE_THREAD_BELOW as u64)
+            .map(|k| (k, format!("common w{k}")))
+            .collect();
+        let index = LexicalIndex::build(None, Analyzer::Simple, &texts).expect("build");
+        let segments = index.tantivy().searchable_segment_ids().expect("segments");
+        assert_eq!(segments.len(), 1);
+        assert_eq!(index.len(), texts.len() as u64);
+        let hits = index.search("w77777", 3).expect("search");
+        assert_eq!(hits.first().map(|h| h.0), Some(77_777));
     }
 
     #[test]
