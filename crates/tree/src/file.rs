@@ -473,20 +473,26 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         tree.attach_texts(store)?;
     }
     if let Some(lexical) = sides.1 {
-        let lexical_path = side_path(name, LEXICAL_SUFFIX);
-        let documents: Vec<bool> = tree
-            .nodes()
-            .iter()
-            .map(|n| matches!(n.kind, NodeKind::Document { .. }))
-            .collect();
-        let count = documents.iter().filter(|d| **d).count() as u64;
-        let is_document = |n: NodeId| documents.get(n.index()).copied().unwrap_or(false);
-        let rebuild = |analyzer| tree.document_index_with(analyzer);
-        let lexical = Lexical::open(name, lexical, (count, &is_document), &rebuild)
-            .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))?;
+        let lexical = open_lexical(&tree, name, lexical)?;
         tree.attach_lexical(lexical);
     }
     Ok(tree)
+}
+
+/// The lexical side file of the tree file `name` (described by `expected`),
+/// checked against the tree's documents.
+fn open_lexical(tree: &Tree, name: &Path, expected: SideFile) -> Result<Lexical> {
+    let lexical_path = side_path(name, LEXICAL_SUFFIX);
+    let documents: Vec<bool> = tree
+        .nodes()
+        .iter()
+        .map(|n| matches!(n.kind, NodeKind::Document { .. }))
+        .collect();
+    let count = documents.iter().filter(|d| **d).count() as u64;
+    let is_document = |n: NodeId| documents.get(n.index()).copied().unwrap_or(false);
+    let rebuild = |analyzer| tree.document_index_with(analyzer);
+    Lexical::open(name, expected, (count, &is_document), &rebuild)
+        .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))
 }
 
 /// A side file that is not there gets an error that says which tree
