@@ -227,3 +227,36 @@ proptest! {
         });
     }
 }
+
+/// Scopes are kept per filter: asking A, then B, then A again gives A's
+/// answer twice and B's within B (no filter's scope stands in for another's).
+#[tokio::test]
+async fn a_kept_scope_answers_only_its_own_filter() {
+    let metadata: Vec<Value> = (0..60)
+        .map(|i| json!({"tenant": if i % 2 == 0 { "a" } else { "b" }}))
+        .collect();
+    let tree = tree_with(&metadata).await;
+    let nav = Navigator::new(
+        tree.clone(),
+        Arc::new(Scripted::new(|_, _, _| 0.5)) as Arc<dyn Decide>,
+        strategies()[1].clone().check().expect("config"),
+    )
+    .expect("navigator");
+    let (a, b) = (
+        Filter::parse_clauses(&["tenant=a"]).expect("a"),
+        Filter::parse_clauses(&["tenant=b"]).expect("b"),
+    );
+    let ids = |found: &crate::Retrieval| -> Vec<String> {
+        found.passages.iter().map(|p| p.id.clone()).collect()
+    };
+    let first = nav.retrieve_filtered("insulin goal", &a).await.expect("a");
+    let other = nav.retrieve_filtered("insulin goal", &b).await.expect("b");
+    let again = nav
+        .retrieve_filtered("insulin goal", &a)
+        .await
+        .expect("a again");
+    assert_eq!(ids(&first), ids(&again));
+    assert!(!other.passages.is_empty());
+    assert!(other.passages.iter().all(|p| p.metadata["tenant"] == "b"));
+    assert!(first.passages.iter().all(|p| p.metadata["tenant"] == "a"));
+}

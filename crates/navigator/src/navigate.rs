@@ -68,7 +68,16 @@ pub struct Navigator {
     labels: Arc<Vec<OnceLock<Arc<str>>>>,
     /// The documents' metadata, parsed at the first filtered query.
     metadata: Arc<OnceLock<MetadataTable>>,
+    /// The scopes of the last filters asked (by their JSON form).
+    scopes: Arc<ScopeCache>,
 }
+
+/// Recent filters' scopes: a filter asked again (a tenant's, a source's)
+/// costs no pass over the documents.
+type ScopeCache = quick_cache::sync::Cache<String, Arc<Allowed>>;
+
+/// Filters whose scopes are kept (each a bit per node).
+const SCOPES_KEPT: usize = 32;
 
 impl Navigator {
     /// A navigator over a loaded tree with a decider (a [`Judge`], or any
@@ -145,6 +154,7 @@ impl Navigator {
             documents,
             labels: Arc::new(Vec::new()),
             metadata: Arc::new(OnceLock::new()),
+            scopes: Arc::new(ScopeCache::new(SCOPES_KEPT)),
         };
         if navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -172,6 +182,7 @@ impl Navigator {
             documents: self.documents,
             labels: self.labels.clone(),
             metadata: self.metadata.clone(),
+            scopes: self.scopes.clone(),
         };
         if navigator.index.is_none() && navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -248,18 +259,24 @@ impl Navigator {
     /// checked against every document (the metadata parsed at the first
     /// filtered query), on the blocking pool: a large tree's pass never
     /// holds up the runtime's workers, and the query's deadline covers it.
+    /// The last [`SCOPES_KEPT`] filters' scopes are kept.
     async fn scope(&self, filter: &Filter) -> Result<Scope> {
         if filter.is_empty() {
             return Ok(Scope::default());
         }
+        let key = filter.to_string();
+        if let Some(allowed) = self.scopes.get(&key) {
+            return Ok(Scope(Some(allowed)));
+        }
         let (tree, table, filter) = (self.tree.clone(), self.metadata.clone(), filter.clone());
         let allowed = tokio::task::spawn_blocking(move || {
             let table = table.get_or_init(|| MetadataTable::of(&tree));
-            table.allowed(&tree, &filter)
+            Arc::new(table.allowed(&tree, &filter))
         })
         .await
         .map_err(|e| Error::Tree(format!("the metadata filter stopped: {e}")))?;
-        Ok(Scope(Some(Arc::new(allowed))))
+        self.scopes.insert(key, allowed.clone());
+        Ok(Scope(Some(allowed)))
     }
 
     /// The answer when the filter lets no passage through: no passage,
