@@ -10,9 +10,9 @@ struct Grouper {
     seen_ids: HashMap<String, usize>,
     doc_index: HashMap<String, usize>,
     docs: Vec<Document>,
-    /// Each document's metadata so far, with the line that gave each field.
-    metadata: Vec<Map<String, Value>>,
-    field_lines: Vec<HashMap<String, usize>>,
+    /// Each document's metadata so far: field → (value, the line that gave
+    /// it), in field order (so the same input gives the same bytes).
+    metadata: Vec<std::collections::BTreeMap<String, (Value, usize)>>,
 }
 
 impl Grouper {
@@ -41,8 +41,7 @@ impl Grouper {
                 passages: Vec::new(),
                 metadata: None,
             });
-            self.metadata.push(Map::new());
-            self.field_lines.push(HashMap::new());
+            self.metadata.push(Default::default());
             self.docs.len() - 1
         });
         self.merge_metadata(index, line, metadata)?;
@@ -58,25 +57,21 @@ impl Grouper {
         line: usize,
         metadata: Map<String, Value>,
     ) -> std::result::Result<(), Problem> {
-        let (Some(have), Some(lines)) = (
-            self.metadata.get_mut(index),
-            self.field_lines.get_mut(index),
-        ) else {
+        let Some(have) = self.metadata.get_mut(index) else {
             return Ok(());
         };
         for (field, value) in &metadata {
-            if let (Some(old), Some(&first_line)) = (have.get(field), lines.get(field)) {
+            if let Some((old, first_line)) = have.get(field) {
                 if old != value {
                     return Err(Problem::MetadataConflict {
                         field: field.clone(),
-                        first_line,
+                        first_line: *first_line,
                     });
                 }
             }
         }
         for (field, value) in metadata {
-            lines.entry(field.clone()).or_insert(line);
-            have.entry(field).or_insert(value);
+            have.entry(field).or_insert((value, line));
         }
         Ok(())
     }
@@ -86,7 +81,8 @@ impl Grouper {
         self.docs
             .into_iter()
             .zip(self.metadata)
-            .map(|(mut doc, m)| {
+            .map(|(mut doc, fields)| {
+                let m: Map<String, Value> = fields.into_iter().map(|(k, (v, _))| (k, v)).collect();
                 doc.metadata = (!m.is_empty()).then(|| Value::Object(m).to_string());
                 doc
             })
