@@ -7,11 +7,14 @@
 //! `ln(1 + (N - n + 0.5) / (n + 0.5))`, over every segment together.
 
 use crate::analyzer::Analyzer;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::directory::{Directory as _, MmapDirectory, RamDirectory};
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST};
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
+};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 /// The indexed text's field.
@@ -67,7 +70,8 @@ fn schema(analyzer: Analyzer) -> (Schema, Field) {
         .set_tokenizer(analyzer.name())
         .set_index_option(IndexRecordOption::WithFreqs);
     let body = builder.add_text_field(BODY, TextOptions::default().set_indexing_options(indexing));
-    builder.add_u64_field(KEY, FAST);
+    // Indexed too, so that a text is deleted by its key's term.
+    builder.add_u64_field(KEY, FAST | INDEXED);
     (builder.build(), body)
 }
 
@@ -250,6 +254,65 @@ impl LexicalIndex {
         Ok(hits)
     }
 
+    /// Deletes the texts of `deletes` (keys) and adds `adds` (key, text) in
+    /// one tantivy commit carrying `payload` (read back with
+    /// [`LexicalIndex::payload`]), then searches the new commit. New texts
+    /// go into a new segment; merges are left to tantivy's merge policy.
+    /// Only an index in a folder is updated (an in-memory one would be
+    /// lost); a crash before the commit leaves the index as it was.
+    pub fn apply<S: AsRef<str>>(
+        &mut self,
+        deletes: &[u64],
+        adds: &[(u64, S)],
+        payload: &str,
+    ) -> Result<(), IndexError> {
+        if matches!(self.files, Files::Memory(_)) {
+            return Err(IndexError(
+                "an index in memory is not updated in place".into(),
+            ));
+        }
+        let schema = self.index.schema();
+        let key = schema.get_field(KEY)?;
+        let indexed = schema.get_field_entry(key).is_indexed();
+        let mut writer: IndexWriter = self.index.writer_with_num_threads(1, WRITER_MEMORY)?;
+        for k in deletes {
+            let term = Term::from_field_u64(key, *k);
+            if indexed {
+                writer.delete_term(term);
+            } else {
+                // An index written before keys were indexed: by the fast field.
+                let only = RangeQuery::new(Bound::Included(term.clone()), Bound::Included(term));
+                writer.delete_query(Box::new(only))?;
+            }
+        }
+        for (k, text) in adds {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(self.body, text.as_ref());
+            doc.add_u64(key, *k);
+            writer.add_document(doc)?;
+        }
+        let mut commit = writer.prepare_commit()?;
+        commit.set_payload(payload);
+        commit.commit()?;
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        self.texts = self.reader.searcher().num_docs();
+        Ok(())
+    }
+
+    /// The payload of the index's last commit (see [`LexicalIndex::apply`]);
+    /// `None` for an index as built.
+    pub fn payload(&self) -> Result<Option<String>, IndexError> {
+        Ok(self.index.load_metas()?.payload)
+    }
+
+    /// The payload of the last commit of the index in `dir`, read without
+    /// opening the index.
+    pub fn payload_in(dir: &Path) -> Result<Option<String>, IndexError> {
+        let index = Index::open_in_dir(dir)?;
+        Ok(index.load_metas()?.payload)
+    }
+
     /// The number of texts holding `term` (an analyzed term).
     pub fn doc_freq(&self, term: &str) -> Result<u64, IndexError> {
         let term = Term::from_field_text(self.body, term);
@@ -381,6 +444,34 @@ mod tests {
         assert_eq!(index.len(), texts.len() as u64);
         let hits = index.search("w77777", 3).expect("search");
         assert_eq!(hits.first().map(|h| h.0), Some(77_777));
+    }
+
+    /// Deletes and adds land in one commit with its payload; the texts
+    /// count and the searches follow, and reopening sees the same.
+    #[test]
+    fn an_update_deletes_adds_and_records_its_payload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut index =
+            LexicalIndex::build(Some(dir.path()), Analyzer::EnStem, &texts()).expect("build");
+        assert_eq!(index.payload().expect("payload"), None);
+        index
+            .apply(&[10, 30], &[(50, "Glucose monitors for diabetes.")], "g1")
+            .expect("apply");
+        assert_eq!(index.len(), 3);
+        let hits = index.search("glucose", 10).expect("search");
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![50]);
+        drop(index);
+        let again = LexicalIndex::open(dir.path()).expect("open");
+        assert_eq!(again.payload().expect("payload").as_deref(), Some("g1"));
+        assert_eq!(
+            LexicalIndex::payload_in(dir.path())
+                .expect("payload")
+                .as_deref(),
+            Some("g1")
+        );
+        assert_eq!(again.len(), 3);
+        let mut mem = LexicalIndex::build(None, Analyzer::EnStem, &texts()).expect("build");
+        assert!(mem.apply(&[10], &[] as &[(u64, &str)], "g1").is_err());
     }
 
     #[test]

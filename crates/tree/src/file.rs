@@ -25,6 +25,7 @@ use serde::ser::{Error as _, SerializeSeq};
 use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use treenav_text::index::LexicalIndex;
 
 /// The first 8 bytes of every tree file.
 pub const MAGIC: &[u8; 8] = b"TRNVTREE";
@@ -473,15 +474,40 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         tree.attach_texts(store)?;
     }
     if let Some(lexical) = sides.1 {
-        let lexical = open_lexical(&tree, name, lexical)?;
+        // Updates since the tree file was written: the delta of the
+        // generation the lexical index was committed at.
+        let generation = crate::update::delta::generation_of(
+            LexicalIndex::payload_in(&index_folder(name))
+                .ok()
+                .flatten()
+                .as_deref(),
+        )
+        .unwrap_or(0);
+        let base = crate::update::base_of(bytes);
+        let delta = crate::update::delta::current(name, base, generation)?;
+        let lexical = open_lexical(&tree, name, lexical, delta.as_ref().map(|d| d.indexed))?;
         tree.attach_lexical(lexical);
+        if let Some(delta) = delta {
+            crate::update::apply(&mut tree, delta).map_err(|e| match e {
+                Error::InvalidTree(problem) => Error::BadFile {
+                    path: crate::update::delta_path(name),
+                    problem,
+                },
+                other => other,
+            })?;
+        }
     }
     Ok(tree)
 }
 
 /// The lexical side file of the tree file `name` (described by `expected`),
 /// checked against the tree's documents.
-fn open_lexical(tree: &Tree, name: &Path, expected: SideFile) -> Result<Lexical> {
+fn open_lexical(
+    tree: &Tree,
+    name: &Path,
+    expected: SideFile,
+    indexed: Option<u64>,
+) -> Result<Lexical> {
     let lexical_path = side_path(name, LEXICAL_SUFFIX);
     let documents: Vec<bool> = tree
         .nodes()
@@ -491,7 +517,7 @@ fn open_lexical(tree: &Tree, name: &Path, expected: SideFile) -> Result<Lexical>
     let count = documents.iter().filter(|d| **d).count() as u64;
     let is_document = |n: NodeId| documents.get(n.index()).copied().unwrap_or(false);
     let rebuild = |analyzer| tree.document_index_with(analyzer);
-    Lexical::open(name, expected, (count, &is_document), &rebuild)
+    Lexical::open(name, expected, (count, &is_document), indexed, &rebuild)
         .map_err(|e| missing_side_file(e, name, &lexical_path, "lexical index"))
 }
 
@@ -532,7 +558,15 @@ pub fn index_folder(path: &Path) -> PathBuf {
 /// with them), then the tree file `T`, which records both side files'
 /// content hashes. A crash between the renames leaves a tree file whose
 /// side files do not match, which loading refuses by name.
+///
+/// A tree changed by updates is saved compacted (removed nodes dropped,
+/// ids renumbered); its build vectors, when it has them, are written as
+/// `T.vectors`, and a delta beside `path` of an earlier tree file is
+/// removed.
 pub fn save(tree: &Tree, path: &Path) -> Result<()> {
+    if tree.updates().is_some() {
+        return save(&tree.compacted()?, path);
+    }
     let [texts_path, _] = side_files(path);
     let passages = tree.passages().count();
     let texts = write_texts(&texts_path, passages, || {
@@ -543,7 +577,25 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
         FORMAT_VERSION,
         payload_v4(tree, Some(texts), Some(lexical))?,
     );
-    write_file(&bytes, path)
+    if let Some(vectors) = tree.vectors() {
+        crate::update::vectors::write(vectors, path, crate::update::base_of(&bytes))?;
+    }
+    write_file(&bytes, path)?;
+    for stale in [
+        crate::update::delta_path(path),
+        crate::update::delta::next_path(path),
+    ] {
+        match std::fs::remove_file(&stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Io {
+                    path: stale,
+                    source: e,
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Writes one self-contained tree file (see [`to_bytes`]) atomically: no

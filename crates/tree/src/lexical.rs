@@ -70,12 +70,32 @@ impl DocumentIndex {
 
     /// How many documents it indexes.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.index.len() as usize
+    }
+
+    /// Deletes and adds documents (by node id) in one commit naming
+    /// `payload` (see [`LexicalIndex::apply`]).
+    pub(crate) fn apply(
+        &mut self,
+        deletes: &[u64],
+        adds: &[(u64, String)],
+        payload: &str,
+    ) -> Result<()> {
+        self.index
+            .apply(deletes, adds, payload)
+            .map_err(|e| Error::InvalidTree(e.to_string()))
+    }
+
+    /// The payload of the index's last commit (`None`: as built).
+    pub fn payload(&self) -> Result<Option<String>> {
+        self.index
+            .payload()
+            .map_err(|e| Error::InvalidTree(e.to_string()))
     }
 
     /// Whether it indexes none.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len() == 0
     }
 
     /// The analyzer of the index and its queries.
@@ -298,6 +318,7 @@ impl Lexical {
         tree_path: &Path,
         expected: SideFile,
         documents: (u64, &dyn Fn(NodeId) -> bool),
+        indexed: Option<u64>,
         rebuild: &dyn Fn(Analyzer) -> Result<DocumentIndex>,
     ) -> Result<Lexical> {
         let path = side_path(tree_path, LEXICAL_SUFFIX);
@@ -347,7 +368,9 @@ impl Lexical {
         } else {
             let stored: StoredStats = postcard::from_bytes(&raw).map_err(undecodable)?;
             let dir = side_path(tree_path, INDEX_SUFFIX);
-            let index = open_index_folder(&dir, expected.hash, count, stored.analyzer)?;
+            // After updates, the index holds the documents the delta says.
+            let holds = indexed.unwrap_or(count);
+            let index = open_index_folder(&dir, expected.hash, holds, stored.analyzer)?;
             (stored.into_stats(), DocumentIndex { index, nodes })
         };
         if !stats.mean_terms.is_finite() || stats.mean_terms < 0.0 {

@@ -50,6 +50,7 @@ pub mod neighbours;
 pub mod shard;
 pub mod store;
 pub mod summary;
+pub mod update;
 
 pub use build::{
     build_tree, default_clusters, Clustering, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,

@@ -178,6 +178,13 @@ pub struct Tree {
     /// The analyzer a lexical side computed for this tree uses.
     #[serde(skip)]
     analyzer: treenav_text::analyzer::Analyzer,
+    /// The build embedding of every document node, kept for updates
+    /// (written beside the tree when it is saved).
+    #[serde(skip)]
+    vectors: Option<Arc<crate::update::UnitVectors>>,
+    /// What updates since the build changed (none for a tree as built).
+    #[serde(skip)]
+    updates: Option<crate::update::UpdateLog>,
 }
 
 /// A text store and each passage node's number in it.
@@ -256,6 +263,8 @@ impl Tree {
             texts: None,
             lexical: None,
             analyzer: Default::default(),
+            vectors: None,
+            updates: None,
         };
         tree.validate()?;
         Ok(tree)
@@ -271,12 +280,13 @@ impl Tree {
                 id.0
             )));
         };
-        match &self.texts {
+        // Passages added since the store was written hold their text.
+        match self.texts.as_ref().and_then(|t| {
+            let i = t.ordinal.get(id.index()).copied()?;
+            (i != u32::MAX).then_some((t, i))
+        }) {
             None => Ok(Cow::Borrowed(text)),
-            Some(texts) => {
-                let i = texts.ordinal.get(id.index()).copied().unwrap_or(u32::MAX);
-                texts.store.get(i as usize).map(Cow::Owned)
-            }
+            Some((texts, i)) => texts.store.get(i as usize).map(Cow::Owned),
         }
     }
 
@@ -523,12 +533,104 @@ impl Tree {
         self.ids_of("passage")
     }
 
+    /// Nodes of a kind, in arena order, without those an update removed.
     fn ids_of(&self, kind: &'static str) -> impl Iterator<Item = NodeId> + '_ {
         self.nodes
             .iter()
             .enumerate()
-            .filter(move |(_, n)| n.kind.name() == kind)
+            .filter(move |(_, n)| n.kind.name() == kind && n.parent.is_some())
             .map(|(i, _)| NodeId(i as u32))
+    }
+
+    /// Whether node `i` was removed by an update: it is not the root and
+    /// has no parent (it stays in the arena, unreachable, until the tree
+    /// is compacted, so that node ids stay stable).
+    pub fn is_removed(&self, id: NodeId) -> bool {
+        id.index() != 0
+            && self
+                .nodes
+                .get(id.index())
+                .is_some_and(|n| n.parent.is_none())
+    }
+
+    /// The arena, its neighbour lists and the stored vectors, to be changed
+    /// by an update (which validates the result).
+    pub(crate) fn parts_mut(&mut self) -> (&mut Vec<Node>, &mut Vec<Vec<NodeId>>) {
+        (&mut self.nodes, &mut self.neighbours)
+    }
+
+    /// The build embedding of the documents, when the tree was built or
+    /// loaded with it.
+    pub(crate) fn vectors(&self) -> Option<&Arc<crate::update::UnitVectors>> {
+        self.vectors.as_ref()
+    }
+
+    pub(crate) fn set_vectors(&mut self, vectors: Option<Arc<crate::update::UnitVectors>>) {
+        self.vectors = vectors;
+    }
+
+    /// What updates since the build changed (`None` for a tree as built
+    /// or compacted).
+    pub fn updates(&self) -> Option<&crate::update::UpdateLog> {
+        self.updates.as_ref()
+    }
+
+    pub(crate) fn set_updates(&mut self, log: Option<crate::update::UpdateLog>) {
+        self.updates = log;
+    }
+
+    /// The tree with the nodes updates removed dropped and the others
+    /// renumbered in arena order; passage texts held in the nodes, no
+    /// lexical side (a save computes it), the vectors renumbered too.
+    pub fn compacted(&self) -> Result<Tree> {
+        let mut new_id = vec![u32::MAX; self.nodes.len()];
+        let mut next = 0u32;
+        for (i, slot) in new_id.iter_mut().enumerate() {
+            if !self.is_removed(NodeId(i as u32)) {
+                *slot = next;
+                next += 1;
+            }
+        }
+        let map = |id: NodeId| {
+            new_id
+                .get(id.index())
+                .copied()
+                .filter(|n| *n != u32::MAX)
+                .map(NodeId)
+        };
+        let mut nodes = Vec::with_capacity(next as usize);
+        for (i, node) in self.nodes.iter().enumerate() {
+            let id = NodeId(i as u32);
+            if self.is_removed(id) {
+                continue;
+            }
+            let mut node = node.clone();
+            if let NodeKind::Passage { text, .. } = &mut node.kind {
+                *text = self.passage_text(id)?.into_owned();
+            }
+            node.parent = node.parent.and_then(map);
+            node.children = node.children.iter().filter_map(|c| map(*c)).collect();
+            nodes.push(node);
+        }
+        let neighbours = if self.neighbours.is_empty() {
+            Vec::new()
+        } else {
+            self.neighbours
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !self.is_removed(NodeId(*i as u32)))
+                .map(|(_, list)| list.iter().filter_map(|n| map(*n)).collect())
+                .collect()
+        };
+        let mut tree = Tree::with_neighbours(self.meta.clone(), nodes, neighbours)?;
+        tree.analyzer = self.analyzer();
+        tree.vectors = self.vectors.as_ref().map(|v| Arc::new(v.renumbered(map)));
+        Ok(tree)
+    }
+
+    /// The lexical side, to be changed by an update.
+    pub(crate) fn lexical_mut(&mut self) -> Option<&mut Lexical> {
+        self.lexical.as_mut()
     }
 
     /// Per-depth counts, for `treenav inspect`.
@@ -627,10 +729,17 @@ impl Tree {
                 stack.push((c, depth + 1));
             }
         }
-        if visited != n {
+        // Nodes an update removed are unreachable, and empty.
+        let removed = self
+            .nodes
+            .iter()
+            .skip(1)
+            .filter(|n| n.parent.is_none() && n.children.is_empty())
+            .count();
+        if visited + removed != n {
             return invalid(format!(
                 "{} of {n} nodes are not reachable from the root",
-                n - visited
+                n - visited - removed
             ));
         }
         if doc_depth.is_none() {
@@ -691,7 +800,7 @@ impl Tree {
         let is_doc: Vec<bool> = self
             .nodes
             .iter()
-            .map(|n| matches!(n.kind, NodeKind::Document { .. }))
+            .map(|n| matches!(n.kind, NodeKind::Document { .. }) && n.parent.is_some())
             .collect();
         let wrong = |i: usize| -> Option<String> {
             let list = &self.neighbours[i];

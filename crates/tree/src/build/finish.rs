@@ -17,6 +17,7 @@ type Cluster<'g> = (Option<usize>, &'g Group);
 
 /// Labels the clusters of `root` (whose rows are units), summarises them
 /// and lays out the tree. `near[u]` are unit `u`'s neighbour units.
+/// Returns the tree and each unit's document node.
 pub(crate) async fn finish(
     corpus: Corpus,
     units: Vec<Unit>,
@@ -25,7 +26,7 @@ pub(crate) async fn finish(
     meta: TreeMeta,
     summarizer: &Summarizer,
     progress: &dyn Progress,
-) -> Result<Tree> {
+) -> Result<(Tree, Vec<NodeId>)> {
     check_cover(&root, units.len())?;
     let root = root.balanced();
     let (facts, terms, doc_counts) = super::blocking(|| {
@@ -208,7 +209,7 @@ fn assemble(
     labels: Labels,
     near: &[Vec<usize>],
     meta: TreeMeta,
-) -> Result<Tree> {
+) -> Result<(Tree, Vec<NodeId>)> {
     if labels.summaries.len() != clusters.len() {
         return Err(Error::Cluster(format!(
             "{} summaries for {} clusters",
@@ -278,12 +279,15 @@ fn assemble(
                 .collect();
         }
     }
-    Tree::with_neighbours(meta, arena.nodes, neighbours)
+    Ok((
+        Tree::with_neighbours(meta, arena.nodes, neighbours)?,
+        node_of_unit,
+    ))
 }
 
 /// The document node of a unit: its document's id, title, metadata and the
 /// first sentence of the unit's first passage.
-fn document_kind(corpus: &Corpus, unit: &Unit) -> NodeKind {
+pub(crate) fn document_kind(corpus: &Corpus, unit: &Unit) -> NodeKind {
     let d = &corpus.documents[unit.doc];
     let lead = d
         .passages

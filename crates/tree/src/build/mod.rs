@@ -3,8 +3,8 @@
 mod finish;
 mod units;
 
-pub(crate) use finish::finish;
-pub(crate) use units::{units, Unit};
+pub(crate) use finish::{document_kind, finish};
+pub(crate) use units::{unit_text, units, Unit};
 
 pub use crate::cluster::default_clusters;
 use crate::cluster::{group_centroids, partition, Group};
@@ -15,7 +15,6 @@ use crate::summary::Summarizer;
 use crate::{Error, Progress, Result};
 use ndarray::Array2;
 use treenav_corpus::Corpus;
-use units::{unit_lead, unit_title};
 
 /// Parameters of a build, checked by [`TreeParams::check`] before any work.
 ///
@@ -296,7 +295,8 @@ pub async fn build_tree(
         )));
     }
     let units = units(&corpus, params.branching());
-    let embeddings = embed_units(&corpus, &units, params, embedder, progress).await?;
+    let (embeddings, tfidf) =
+        embed_units_fitted(&corpus, &units, params, embedder, progress).await?;
     progress.stage("clustering", units.len() as u64);
     let (root, near) = blocking(|| match params.clustering() {
         Clustering::Flat => flat_tree(&embeddings, params, progress),
@@ -311,7 +311,6 @@ pub async fn build_tree(
             split.join(embeddings.view(), tops, params.neighbours())
         }
     })?;
-    drop(embeddings);
     let meta = TreeMeta {
         source: source.to_string(),
         embedder: embedder.describe(),
@@ -322,7 +321,49 @@ pub async fn build_tree(
         corpus: Some(corpus.fingerprint()),
     };
     let near = near_by_unit(units.len(), near);
-    finish::finish(corpus, units, root, near, meta, summarizer, progress).await
+    let embedding = crate::update::Embedding {
+        embedder: meta.embedder.clone(),
+        tfidf,
+        sentences: params.embed_sentences(),
+    };
+    let (mut tree, node_of_unit) =
+        finish::finish(corpus, units, root, near, meta, summarizer, progress).await?;
+    // Kept (8 bits a dimension) for updates; written beside the tree.
+    let vectors = blocking(|| {
+        crate::update::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
+    });
+    tree.set_vectors(Some(std::sync::Arc::new(vectors)));
+    Ok(tree)
+}
+
+/// [`embed_units`], and for TF-IDF the model fitted on the units (kept so
+/// that documents added later are embedded in the same space).
+async fn embed_units_fitted(
+    corpus: &Corpus,
+    units: &[Unit],
+    params: &ValidTreeParams,
+    embedder: &Embedder,
+    progress: &dyn Progress,
+) -> Result<(
+    std::sync::Arc<Array2<f32>>,
+    Option<crate::embed::tfidf::TfidfModel>,
+)> {
+    let Embedder::Tfidf { dims, seed } = embedder else {
+        let rows = embed_units(corpus, units, params, embedder, progress).await?;
+        return Ok((rows, None));
+    };
+    progress.stage("embedding", units.len() as u64);
+    let texts: Vec<String> = units
+        .iter()
+        .map(|u| unit_text(corpus, u, params.embed_sentences()))
+        .collect();
+    let (dims, seed) = (*dims, *seed);
+    let (model, rows) =
+        tokio::task::spawn_blocking(move || crate::embed::tfidf::fit_embed(&texts, dims, seed))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))?;
+    progress.inc(units.len() as u64);
+    Ok((std::sync::Arc::new(rows), Some(model)))
 }
 
 /// Neighbour lists indexed by unit.
@@ -357,11 +398,7 @@ pub(crate) async fn embed_units(
         None => {
             let texts: Vec<String> = units
                 .iter()
-                .map(|u| {
-                    let title = unit_title(corpus, u);
-                    let lead = unit_lead(corpus, u, params.embed_sentences());
-                    format!("{title}. {lead}")
-                })
+                .map(|u| unit_text(corpus, u, params.embed_sentences()))
                 .collect();
             std::sync::Arc::new(embedder.embed(texts, progress).await?)
         }

@@ -55,3 +55,13 @@ pub(crate) fn unit_title(corpus: &Corpus, u: &Unit) -> String {
         .map(|d| d.title.clone())
         .unwrap_or_default()
 }
+
+/// The text a unit is embedded from: its title and first `sentences`
+/// sentences.
+pub(crate) fn unit_text(corpus: &Corpus, u: &Unit, sentences: usize) -> String {
+    format!(
+        "{}. {}",
+        unit_title(corpus, u),
+        unit_lead(corpus, u, sentences)
+    )
+}

@@ -5,7 +5,7 @@ mod minilm;
 mod npy;
 mod onnx;
 mod openai;
-mod tfidf;
+pub mod tfidf;
 
 pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
 pub use onnx::{bge_small_available, default_bge_dir, OnnxEmbedder, Pooling};

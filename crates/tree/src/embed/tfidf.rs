@@ -6,20 +6,36 @@
 //! Johnson–Lindenstrauss lemma, dot products (cosines) of the TF-IDF vectors
 //! are approximately kept, which is all k-means needs. Deterministic: the same
 //! texts, dims and seed give the same vectors on every machine.
+//!
+//! The vocabulary and IDF fitted on a build's documents are a
+//! [`TfidfModel`], kept beside the tree so that documents added later are
+//! embedded in the same space.
 
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use treenav_text::{stable_hash, terms};
 
 /// Terms kept at most (by document frequency) to bound memory on large corpora.
 const MAX_VOCABULARY: usize = 200_000;
 
-/// Embeds `texts` into `dims`-dimensional unit vectors (zero rows for texts with no kept term).
-pub fn embed(texts: &[String], dims: usize, seed: u64) -> Array2<f32> {
-    let n = texts.len();
-    let docs: Vec<HashMap<String, u32>> = texts
+/// A fitted TF-IDF embedder: its kept terms with their IDF, the dimensions
+/// and the projection seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TfidfModel {
+    /// Output dimensions.
+    pub dims: usize,
+    /// Projection seed.
+    pub seed: u64,
+    /// Kept terms and their IDF, sorted by term.
+    pub terms: Vec<(String, f32)>,
+}
+
+/// Each text's term counts.
+fn term_counts(texts: &[String]) -> Vec<HashMap<String, u32>> {
+    texts
         .iter()
         .map(|t| {
             let mut tf = HashMap::new();
@@ -28,9 +44,14 @@ pub fn embed(texts: &[String], dims: usize, seed: u64) -> Array2<f32> {
             }
             tf
         })
-        .collect();
+        .collect()
+}
+
+/// The vocabulary and IDF of `docs` (term counts of each text).
+fn fit_counts(docs: &[HashMap<String, u32>], dims: usize, seed: u64) -> TfidfModel {
+    let n = docs.len();
     let mut df: HashMap<&str, u32> = HashMap::new();
-    for doc in &docs {
+    for doc in docs {
         for term in doc.keys() {
             *df.entry(term.as_str()).or_insert(0) += 1;
         }
@@ -45,36 +66,76 @@ pub fn embed(texts: &[String], dims: usize, seed: u64) -> Array2<f32> {
         .collect();
     vocab.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     vocab.truncate(MAX_VOCABULARY);
-    let scale = 1.0 / (dims as f32).sqrt();
-    let mut projection: HashMap<&str, (f32, Vec<f32>)> = HashMap::with_capacity(vocab.len());
-    for (term, d) in vocab {
-        let idf = ((1.0 + n as f64) / (1.0 + d as f64)).ln() as f32 + 1.0;
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(stable_hash(term.as_bytes()) ^ seed);
-        let v = (0..dims)
-            .map(|_| if rng.gen::<bool>() { scale } else { -scale })
-            .collect();
-        projection.insert(term, (idf, v));
+    let mut terms: Vec<(String, f32)> = vocab
+        .into_iter()
+        .map(|(term, d)| {
+            let idf = ((1.0 + n as f64) / (1.0 + d as f64)).ln() as f32 + 1.0;
+            (term.to_string(), idf)
+        })
+        .collect();
+    terms.sort_by(|a, b| a.0.cmp(&b.0));
+    TfidfModel { dims, seed, terms }
+}
+
+impl TfidfModel {
+    /// Fits the vocabulary and IDF of `texts`.
+    pub fn fit(texts: &[String], dims: usize, seed: u64) -> TfidfModel {
+        fit_counts(&term_counts(texts), dims, seed)
     }
-    let mut out = Array2::<f32>::zeros((n, dims));
-    for (i, doc) in docs.iter().enumerate() {
-        let mut row = out.row_mut(i);
-        // Sorted terms: the float sum is then independent of hash-map order.
-        let mut entries: Vec<(&String, &u32)> = doc.iter().collect();
-        entries.sort();
-        for (term, tf) in entries {
-            if let Some((idf, v)) = projection.get(term.as_str()) {
-                let w = (1.0 + (*tf as f32).ln()) * idf;
-                for (x, p) in row.iter_mut().zip(v) {
-                    *x += w * p;
+
+    /// Embeds `texts` into unit vectors in this model's space (zero rows
+    /// for texts with no kept term).
+    pub fn transform(&self, texts: &[String]) -> Array2<f32> {
+        self.project(&term_counts(texts))
+    }
+
+    fn project(&self, docs: &[HashMap<String, u32>]) -> Array2<f32> {
+        let dims = self.dims;
+        let scale = 1.0 / (dims as f32).sqrt();
+        let mut projection: HashMap<&str, (f32, Vec<f32>)> =
+            HashMap::with_capacity(self.terms.len());
+        for (term, idf) in &self.terms {
+            let mut rng =
+                Xoshiro256PlusPlus::seed_from_u64(stable_hash(term.as_bytes()) ^ self.seed);
+            let v = (0..dims)
+                .map(|_| if rng.gen::<bool>() { scale } else { -scale })
+                .collect();
+            projection.insert(term.as_str(), (*idf, v));
+        }
+        let mut out = Array2::<f32>::zeros((docs.len(), dims));
+        for (i, doc) in docs.iter().enumerate() {
+            let mut row = out.row_mut(i);
+            // Sorted terms: the float sum is then independent of hash-map order.
+            let mut entries: Vec<(&String, &u32)> = doc.iter().collect();
+            entries.sort();
+            for (term, tf) in entries {
+                if let Some((idf, v)) = projection.get(term.as_str()) {
+                    let w = (1.0 + (*tf as f32).ln()) * idf;
+                    for (x, p) in row.iter_mut().zip(v) {
+                        *x += w * p;
+                    }
                 }
             }
+            let norm = row.dot(&row).sqrt();
+            if norm > 0.0 {
+                row.mapv_inplace(|x| x / norm);
+            }
         }
-        let norm = row.dot(&row).sqrt();
-        if norm > 0.0 {
-            row.mapv_inplace(|x| x / norm);
-        }
+        out
     }
-    out
+}
+
+/// Fits a model on `texts` and embeds them with it (each text read once).
+pub fn fit_embed(texts: &[String], dims: usize, seed: u64) -> (TfidfModel, Array2<f32>) {
+    let docs = term_counts(texts);
+    let model = fit_counts(&docs, dims, seed);
+    let out = model.project(&docs);
+    (model, out)
+}
+
+/// Embeds `texts` into `dims`-dimensional unit vectors (zero rows for texts with no kept term).
+pub fn embed(texts: &[String], dims: usize, seed: u64) -> Array2<f32> {
+    fit_embed(texts, dims, seed).1
 }
 
 #[cfg(test)]
@@ -98,6 +159,21 @@ mod tests {
         for row in a.rows() {
             assert!((row.dot(&row) - 1.0).abs() < 1e-4);
         }
+    }
+
+    #[test]
+    fn a_fitted_model_embeds_new_texts_as_the_build_did() {
+        let t = texts(&[
+            "insulin glucose diabetes",
+            "glucose insulin",
+            "football goal match",
+            "match goal league",
+        ]);
+        let (model, built) = fit_embed(&t, 32, 3);
+        assert_eq!(model.transform(&t), built, "the same vectors again");
+        let new = model.transform(&texts(&["insulin and glucose levels", "unknownword"]));
+        assert!(new.row(0).dot(&built.row(0)) > new.row(0).dot(&built.row(2)));
+        assert_eq!(new.row(1).dot(&new.row(1)), 0.0, "no kept term: a zero row");
     }
 
     #[test]

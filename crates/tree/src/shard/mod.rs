@@ -473,7 +473,13 @@ impl Plan {
             corpus: Some(fingerprint),
         };
         let near = near_by_unit(units.len(), near);
-        finish(corpus, units, root, near, meta, summarizer, progress).await
+        // The plan's vectors are not kept: the first update of a merged
+        // tree embeds its documents again.
+        Ok(
+            finish(corpus, units, root, near, meta, summarizer, progress)
+                .await?
+                .0,
+        )
     }
 
     /// The root over every shard's subtrees, and every neighbour list.

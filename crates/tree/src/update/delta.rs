@@ -1,0 +1,244 @@
+//! The delta: what updates changed since a tree file was written, kept
+//! beside it as `T.delta` and applied when the tree is opened.
+//!
+//! It holds the nodes that changed (clusters whose children or labels
+//! moved, removed nodes) and the nodes added (new documents and their
+//! passages, with their texts), the neighbour lists that changed, the
+//! change of the passage statistics, the vectors of the added documents
+//! and a count of the updates. Its size follows what changed since the
+//! tree file was written, never the tree's size.
+//!
+//! One update is one generation. The writer writes the new delta as
+//! `T.delta.next`, commits the lexical index with the generation as its
+//! commit payload, then renames `T.delta.next` over `T.delta`. A reader
+//! takes the delta whose generation is the index's: a crash before the
+//! index commit leaves the old generation (`T.delta`), a crash after it
+//! the new one (`T.delta.next`), never a mix.
+
+use super::vectors::{BaseId, VectorRows};
+use crate::id::NodeId;
+use crate::model::Node;
+use crate::store::{side_path, write_atomically, FileAt, ReadAt};
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The suffix of the delta: `T.tree` → `T.tree.delta`.
+pub const DELTA_SUFFIX: &str = "delta";
+const MAGIC: &[u8; 8] = b"TRNVDELT";
+const VERSION: u32 = 1;
+/// Magic, version, reserved, content hash, base (crc, reserved, len),
+/// generation.
+const HEADER: usize = 8 + 4 + 4 + 16 + 4 + 4 + 8 + 8;
+
+/// What updates changed since the build (or the last compaction).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateLog {
+    /// Updates applied.
+    pub updates: u64,
+    /// Documents added (a replaced document counts once here).
+    pub added: u64,
+    /// Documents removed (a replaced document counts once here too).
+    pub removed: u64,
+    /// Leaf clusters split because they outgrew the branching limit.
+    pub splits: u64,
+    /// Leaf clusters merged into a sibling, or removed when emptied.
+    pub merges: u64,
+}
+
+/// The change of the passage statistics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StatsChange {
+    pub(crate) documents: i64,
+    pub(crate) terms: i64,
+    pub(crate) df: Vec<(String, i64)>,
+}
+
+/// One generation's delta.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Delta {
+    pub(crate) generation: u64,
+    /// Nodes of the base tree file.
+    pub(crate) base_nodes: u32,
+    /// Changed and added nodes, by id, ascending.
+    pub(crate) nodes: Vec<(u32, Node)>,
+    /// Changed neighbour lists, by node id, ascending.
+    pub(crate) neighbours: Vec<(u32, Vec<NodeId>)>,
+    pub(crate) stats: StatsChange,
+    /// Vectors of the documents added.
+    pub(crate) vectors: VectorRows,
+    /// Documents the lexical index holds at this generation.
+    pub(crate) indexed: u64,
+    pub(crate) log: UpdateLog,
+}
+
+/// The delta's path beside the tree file `tree`.
+pub fn delta_path(tree: &Path) -> PathBuf {
+    side_path(tree, DELTA_SUFFIX)
+}
+
+/// Where a writer puts the next generation before the index commit.
+pub(crate) fn next_path(tree: &Path) -> PathBuf {
+    side_path(tree, "delta.next")
+}
+
+/// The payload of the lexical index's commit for a generation.
+pub(crate) fn payload(generation: u64) -> String {
+    format!("treenav-generation {generation}")
+}
+
+/// The generation a commit payload names (`None`: an index as built).
+pub(crate) fn generation_of(payload: Option<&str>) -> Option<u64> {
+    payload?.strip_prefix("treenav-generation ")?.parse().ok()
+}
+
+/// Writes `delta` to `path` atomically (temp file, fsync, rename).
+pub(crate) fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = postcard::to_stdvec(delta).map_err(|e| Error::Encode(e.to_string()))?;
+    let header_of = |hash: u128, _len: u64| {
+        let mut h = Vec::with_capacity(HEADER);
+        h.extend_from_slice(MAGIC);
+        h.extend_from_slice(&VERSION.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&hash.to_le_bytes());
+        h.extend_from_slice(&base.crc.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&base.len.to_le_bytes());
+        h.extend_from_slice(&delta.generation.to_le_bytes());
+        h
+    };
+    let body = |out: &mut dyn Write| out.write_all(&bytes).map_err(io);
+    write_atomically(path, HEADER, body, header_of).map(|_| ())
+}
+
+/// A delta file's base and generation, from its header alone (`None`: no
+/// such file).
+fn peek(path: &Path) -> Result<Option<(BaseId, u64)>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let (source, len) = FileAt::open(path, &crate::store::SIDE_FILE)?;
+    let bad = |problem: String| Error::BadFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    if len < HEADER as u64 {
+        return Err(bad("truncated: shorter than its header".into()));
+    }
+    let mut head = [0u8; HEADER];
+    source
+        .read_at(0, &mut head)
+        .map_err(|e| bad(e.to_string()))?;
+    if &head[..8] != MAGIC || head[8..12] != VERSION.to_le_bytes() {
+        return Err(bad("not a treenav delta file of layout 1".into()));
+    }
+    let crc = u32::from_le_bytes([head[32], head[33], head[34], head[35]]);
+    let base = BaseId {
+        crc,
+        len: crate::store::u64_at(&head, 40),
+    };
+    Ok(Some((base, crate::store::u64_at(&head, 48))))
+}
+
+/// Reads and checks a whole delta file.
+fn read(path: &Path) -> Result<Delta> {
+    let bad = |problem: String| Error::BadFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let (source, len) = FileAt::open(path, &crate::store::SIDE_FILE)?;
+    let body_len = usize::try_from(len.saturating_sub(HEADER as u64))
+        .map_err(|_| bad("too large for this machine".into()))?;
+    let mut head = [0u8; HEADER];
+    source
+        .read_at(0, &mut head)
+        .map_err(|e| bad(e.to_string()))?;
+    let mut body = vec![0u8; body_len];
+    source
+        .read_at(HEADER as u64, &mut body)
+        .map_err(|e| bad(e.to_string()))?;
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&head[16..32]);
+    if twox_hash::XxHash3_128::oneshot(&body) != u128::from_le_bytes(hash) {
+        return Err(bad("checksum mismatch: the file is corrupted".into()));
+    }
+    let delta: Delta =
+        postcard::from_bytes(&body).map_err(|e| bad(format!("cannot decode: {e}")))?;
+    if delta.generation != crate::store::u64_at(&head, 48) {
+        return Err(bad("its header and body name different generations".into()));
+    }
+    Ok(delta)
+}
+
+/// The delta of generation `generation` for the tree file `tree` (payload
+/// `base`): from `T.delta`, or from `T.delta.next` when a writer committed
+/// the index but had not yet renamed it. `None` for generation 0 (no
+/// update since the tree file was written).
+pub(crate) fn current(tree: &Path, base: BaseId, generation: u64) -> Result<Option<Delta>> {
+    if generation == 0 {
+        return Ok(None);
+    }
+    // A writer may rename `.next` over the delta between two looks: look
+    // again.
+    for _ in 0..3 {
+        for path in [delta_path(tree), next_path(tree)] {
+            match peek(&path) {
+                Ok(Some((b, g))) if b == base && g == generation => return read(&path).map(Some),
+                Ok(_) => {}
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(Error::BadFile {
+        path: delta_path(tree),
+        problem: format!(
+            "the lexical index is at update generation {generation}, and no delta of that generation for this tree file is beside it: restore the tree's files together"
+        ),
+    })
+}
+
+impl Delta {
+    /// The stats change as a map, to be added to.
+    pub(crate) fn df_map(&self) -> HashMap<String, i64> {
+        self.stats.df.iter().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generation_the_index_names_is_read_from_either_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tree = dir.path().join("t.tree");
+        let base = BaseId { crc: 1, len: 2 };
+        let one = Delta {
+            generation: 1,
+            base_nodes: 5,
+            ..Delta::default()
+        };
+        let two = Delta {
+            generation: 2,
+            ..one.clone()
+        };
+        write(&one, &delta_path(&tree), base).expect("write");
+        write(&two, &next_path(&tree), base).expect("write");
+        assert_eq!(current(&tree, base, 0).expect("none"), None);
+        assert_eq!(current(&tree, base, 1).expect("one"), Some(one));
+        assert_eq!(current(&tree, base, 2).expect("two"), Some(two));
+        let missing = current(&tree, base, 3).expect_err("no generation 3");
+        assert!(missing.to_string().contains("generation 3"), "{missing}");
+        // Another tree file's delta is not applied.
+        assert!(current(&tree, BaseId { crc: 9, len: 2 }, 1).is_err());
+        assert_eq!(generation_of(Some(&payload(7))), Some(7));
+        assert_eq!(generation_of(None), None);
+    }
+}

@@ -1,0 +1,726 @@
+//! Adding and removing documents without a rebuild.
+//!
+//! An update loads the tree (its file plus the delta of earlier updates),
+//! embeds the new documents with the tree's own embedder (TF-IDF's fitted
+//! vocabulary, the same model, or precomputed rows), places each under its
+//! nearest leaf cluster top-down by the clusters' centroids (kept as sums
+//! of their documents' vectors, so they move with their members), splits
+//! a leaf that outgrows the branching limit by 2-means, computes the new
+//! documents' neighbour lists among their family of leaves and enters them
+//! into the lists they now belong to, and relabels the clusters it
+//! touched. Removals detach documents, drop them from every neighbour list
+//! (refilled from the neighbours' neighbours), drop emptied leaves and
+//! merge small ones into their nearest sibling.
+//!
+//! What changed is written as a delta beside the tree file (see
+//! [`delta`]); the lexical index gets the new documents as a new tantivy
+//! segment and the removals as deletes, in one commit whose payload names
+//! the delta's generation. A crash at any point leaves the tree as it was
+//! before or after the update. One writer at a time: `T.lock` is held for
+//! the update ([`Lock`]). [`compact`] folds the delta into a new tree file.
+
+pub mod delta;
+mod edit;
+mod labels;
+pub mod vectors;
+
+pub use delta::{delta_path, UpdateLog};
+pub use vectors::{vectors_path, BaseId, Embedding, UnitVectors};
+
+use crate::build::{units, Unit};
+use crate::embed::Embedder;
+use crate::id::NodeId;
+use crate::model::{NodeKind, Tree};
+use crate::{Error, Progress, Result};
+use delta::{Delta, StatsChange};
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use treenav_corpus::Corpus;
+
+/// What an update did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// The tree's update generation now.
+    pub generation: u64,
+    /// Documents added (new ids).
+    pub added: usize,
+    /// Documents replaced (ids the tree had).
+    pub replaced: usize,
+    /// Documents removed.
+    pub removed: usize,
+    /// Ids asked to be removed that the tree does not have.
+    pub not_found: Vec<String>,
+    /// Leaf clusters split in this update.
+    pub splits: u64,
+    /// Clusters merged into a sibling or dropped when emptied.
+    pub merges: u64,
+    /// Clusters relabelled.
+    pub relabelled: usize,
+    /// Bytes of the delta file now (every update since the tree file).
+    pub delta_bytes: u64,
+    /// Whether the tree's documents had to be embedded again (a tree
+    /// saved without its vectors).
+    pub embedded_again: bool,
+}
+
+/// The lock of one tree's writer: `T.lock`, locked for as long as this
+/// value lives (released when the process ends, however it ends).
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+impl Lock {
+    /// Takes the tree's writer lock, or fails at once naming the lock file
+    /// when another writer holds it.
+    pub fn acquire(tree: &Path) -> Result<Lock> {
+        use fs4::fs_std::FileExt;
+        let path = crate::store::side_path(tree, "lock");
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock_exclusive() {
+            Ok(true) => Ok(Lock { _file: file }),
+            Ok(false) => Err(Error::Param(format!(
+                "another update of {} is running ({} is locked): wait for it to finish",
+                tree.display(),
+                path.display()
+            ))),
+            Err(e) => Err(io(e)),
+        }
+    }
+}
+
+/// Which saved tree file bytes are: their payload's checksum and length.
+pub fn base_of(bytes: &[u8]) -> BaseId {
+    let mut len = [0u8; 8];
+    let mut crc = [0u8; 4];
+    if let (Some(l), Some(c)) = (bytes.get(16..24), bytes.get(24..28)) {
+        len.copy_from_slice(l);
+        crc.copy_from_slice(c);
+    }
+    BaseId {
+        crc: u32::from_le_bytes(crc),
+        len: u64::from_le_bytes(len),
+    }
+}
+
+/// The base id of the tree file at `path`, from its header.
+pub fn base_id(path: &Path) -> Result<BaseId> {
+    use crate::store::ReadAt;
+    let (file, _) = crate::store::FileAt::open(path, &crate::store::SIDE_FILE)?;
+    let mut head = [0u8; 28];
+    file.read_at(0, &mut head).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(base_of(&head))
+}
+
+/// Applies a delta read beside a tree file to the tree loaded from it.
+pub(crate) fn apply(tree: &mut Tree, delta: Delta) -> Result<()> {
+    let (nodes, lists) = tree.parts_mut();
+    if delta.base_nodes as usize != nodes.len() {
+        return Err(Error::InvalidTree(format!(
+            "the delta was written for a tree of {} nodes, the tree file has {}",
+            delta.base_nodes,
+            nodes.len()
+        )));
+    }
+    for (id, node) in delta.nodes {
+        let i = id as usize;
+        match i.cmp(&nodes.len()) {
+            std::cmp::Ordering::Less => nodes[i] = node,
+            std::cmp::Ordering::Equal => nodes.push(node),
+            std::cmp::Ordering::Greater => {
+                return Err(Error::InvalidTree(format!(
+                    "the delta adds node {i} after {} nodes",
+                    nodes.len()
+                )))
+            }
+        }
+    }
+    if !lists.is_empty() {
+        lists.resize(nodes.len(), Vec::new());
+        for (id, list) in delta.neighbours {
+            if let Some(slot) = lists.get_mut(id as usize) {
+                *slot = list;
+            }
+        }
+    }
+    if let Some(lexical) = tree.lexical_mut() {
+        apply_stats(Arc::make_mut(&mut lexical.stats), &delta.stats);
+    }
+    tree.set_updates(Some(delta.log));
+    tree.validate()
+}
+
+fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChange) {
+    let total = stats.mean_terms * stats.documents as f64 + change.terms as f64;
+    stats.documents = (stats.documents as i64 + change.documents).max(0) as u64;
+    stats.mean_terms = (total / stats.documents.max(1) as f64).max(0.0);
+    for (term, n) in &change.df {
+        let now = stats.df.get(term).copied().unwrap_or(0) as i64 + n;
+        if now > 0 {
+            stats.df.insert(term.clone(), now as u64);
+        } else {
+            stats.df.remove(term);
+        }
+    }
+}
+
+/// A tree open for an update: the lock, the tree with earlier updates,
+/// the delta they wrote and every document's vector.
+struct Session {
+    _lock: Lock,
+    path: PathBuf,
+    tree: Tree,
+    base: BaseId,
+    previous: Option<Delta>,
+    vectors: UnitVectors,
+    /// Rows of the vectors file (the rest came with deltas or this update).
+    base_rows: usize,
+    base_nodes: u32,
+    embedded_again: bool,
+}
+
+/// The text a document node was embedded from at build time.
+fn node_text(tree: &Tree, id: NodeId) -> String {
+    match tree.get(id).map(|n| &n.kind) {
+        Some(NodeKind::Document { title, lead, .. }) => format!("{title}. {lead}"),
+        _ => String::new(),
+    }
+}
+
+impl Session {
+    async fn open(path: &Path, embedder: Option<&Embedder>) -> Result<Session> {
+        let lock = Lock::acquire(path)?;
+        let tree = crate::file::load(path)?;
+        let updatable = tree
+            .lexical()
+            .is_some_and(|l| !l.is_layout_1() && l.index.folder().is_some());
+        if !updatable {
+            return Err(Error::Param(format!(
+                "{}: updates need a tree saved with its lexical index in tantivy: run `treenav compact {}` once (or rebuild it)",
+                path.display(),
+                path.display()
+            )));
+        }
+        let base = base_id(path)?;
+        let generation = current_generation(&tree);
+        let previous = delta::current(path, base, generation)?;
+        let base_nodes = previous
+            .as_ref()
+            .map_or(tree.len() as u32, |d| d.base_nodes);
+        let (vectors, base_rows, embedded_again) = match vectors::read(path, base)? {
+            Some(mut v) => {
+                let rows = v.len();
+                if let Some(d) = &previous {
+                    v.extend(&d.vectors)?;
+                }
+                (v, rows, false)
+            }
+            None => {
+                let (v, rows) = embed_again(&tree, base_nodes, embedder).await?;
+                let base_only = v.renumbered(|id| (id.0 < base_nodes).then_some(id));
+                vectors::write(&base_only, path, base)?;
+                (v, rows, true)
+            }
+        };
+        Ok(Session {
+            _lock: lock,
+            path: path.to_path_buf(),
+            tree,
+            base,
+            previous,
+            vectors,
+            base_rows,
+            base_nodes,
+            embedded_again,
+        })
+    }
+
+    /// Document nodes by source id (every part of a document).
+    fn by_id(&self) -> HashMap<String, Vec<NodeId>> {
+        let mut out: HashMap<String, Vec<NodeId>> = HashMap::new();
+        for d in self.tree.documents() {
+            if let Some(NodeKind::Document { id, .. }) = self.tree.get(d).map(|n| &n.kind) {
+                out.entry(id.clone()).or_default().push(d);
+            }
+        }
+        out
+    }
+
+    /// The passage texts of documents, for the statistics' change.
+    fn passage_texts(&self, docs: &[NodeId]) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for d in docs {
+            for p in self.tree.children(*d) {
+                out.push(self.tree.passage_text(*p)?.into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The length of the tree's neighbour lists (the build's `k`, as the
+    /// longest list shows it; 0 for a tree without lists).
+    fn neighbours_per_document(&self) -> usize {
+        (0..self.tree.len())
+            .map(|i| self.tree.neighbours(NodeId(i as u32)).len())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The generation the tree's lexical index was committed at.
+fn current_generation(tree: &Tree) -> u64 {
+    tree.lexical()
+        .and_then(|l| l.index.payload().ok().flatten())
+        .and_then(|p| delta::generation_of(Some(&p)))
+        .unwrap_or(0)
+}
+
+/// Embeds every document of a tree saved without its vectors, with the
+/// embedder it was built with: TF-IDF fitted again on the documents of
+/// the tree file (the build's own fit when the file is a build's), or the
+/// given embedder. The rows of the tree file's documents come first.
+async fn embed_again(
+    tree: &Tree,
+    base_nodes: u32,
+    embedder: Option<&Embedder>,
+) -> Result<(UnitVectors, usize)> {
+    let recorded = tree.meta().embedder.clone();
+    let (old, new): (Vec<NodeId>, Vec<NodeId>) = tree.documents().partition(|d| d.0 < base_nodes);
+    let text_of = |ids: &[NodeId]| ids.iter().map(|d| node_text(tree, *d)).collect::<Vec<_>>();
+    let (embedding, rows_old, rows_new) = if let Some(dims) = tfidf_dims(&recorded) {
+        let (model, rows) = crate::embed::tfidf::fit_embed(&text_of(&old), dims, tree.meta().seed);
+        let rows_new = model.transform(&text_of(&new));
+        let embedding = Embedding {
+            embedder: recorded,
+            tfidf: Some(model),
+            sentences: 1,
+        };
+        (embedding, rows, rows_new)
+    } else {
+        let embedder = same_embedder(&recorded, embedder)?;
+        if matches!(embedder, Embedder::Vectors { .. }) {
+            return Err(Error::Param(format!(
+                "this tree was built from precomputed vectors ({recorded}) and was saved without them: rebuild it with this version of treenav to make it updatable"
+            )));
+        }
+        let rows = embedder.embed(text_of(&old), &crate::NoProgress).await?;
+        let rows_new = embedder.embed(text_of(&new), &crate::NoProgress).await?;
+        let embedding = Embedding {
+            embedder: recorded,
+            tfidf: None,
+            sentences: 1,
+        };
+        (embedding, rows, rows_new)
+    };
+    let mut v = UnitVectors::from_rows(embedding, &old, rows_old.view());
+    let base_rows = v.len();
+    for (id, row) in new.iter().zip(rows_new.rows()) {
+        v.set(*id, row);
+    }
+    Ok((v, base_rows))
+}
+
+/// `tfidf(dims=N)` → N.
+fn tfidf_dims(described: &str) -> Option<usize> {
+    described
+        .strip_prefix("tfidf(dims=")?
+        .strip_suffix(')')?
+        .parse()
+        .ok()
+}
+
+/// The embedder to embed a tree's new documents with: the one given, if it
+/// is the one the tree records (precomputed vectors: any file), else an
+/// error saying which the tree needs.
+fn same_embedder<'e>(recorded: &str, given: Option<&'e Embedder>) -> Result<&'e Embedder> {
+    let Some(e) = given else {
+        return Err(Error::Param(format!(
+            "this tree was embedded with {recorded}: give the same embedder for its new documents"
+        )));
+    };
+    let precomputed = recorded.starts_with("vectors(") && matches!(e, Embedder::Vectors { .. });
+    if !precomputed && e.describe() != recorded {
+        return Err(Error::Param(format!(
+            "this tree was embedded with {recorded}, not {}: give the tree's own embedder",
+            e.describe()
+        )));
+    }
+    Ok(e)
+}
+
+/// The embedder an update of a tree uses when none is given: the tree's
+/// own, built from its record when it can be (TF-IDF needs none; the
+/// in-process models load from their default folders); `None` when the
+/// caller must give it (a remote server, precomputed vectors).
+pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
+    use crate::embed::EmbedderOptions;
+    let options = if recorded.starts_with("onnx(bge-small-en") {
+        EmbedderOptions::BgeSmall {
+            model_dir: None,
+            ort_library: None,
+            batch_size: 32,
+            max_tokens: 256,
+            threads: 2,
+        }
+    } else if recorded.starts_with("minilm(") {
+        EmbedderOptions::Minilm {
+            model_dir: None,
+            batch_size: 32,
+            max_tokens: 128,
+        }
+    } else {
+        return None;
+    };
+    Some(Embedder::new(&options, 0))
+}
+
+/// Adds the documents of `corpus` to the saved tree at `path`: new ids
+/// are added, ids the tree has are replaced. `embedder` is the tree's own
+/// (needed unless the tree is TF-IDF's or stores its vectors' model).
+pub async fn add(
+    path: &Path,
+    corpus: Corpus,
+    embedder: Option<&Embedder>,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let mut session = Session::open(path, embedder).await?;
+    let branching = session.tree.meta().branching as usize;
+    let units = units(&corpus, branching);
+    progress.stage("embedding", units.len() as u64);
+    let rows = embed_units(&session, &corpus, &units, embedder, progress).await?;
+    let existing = session.by_id();
+    let replaced_nodes: Vec<NodeId> = corpus
+        .documents
+        .iter()
+        .filter_map(|d| existing.get(&d.id))
+        .flatten()
+        .copied()
+        .collect();
+    let replaced = corpus
+        .documents
+        .iter()
+        .filter(|d| existing.contains_key(&d.id))
+        .count();
+    let mut change = Change::default();
+    change.stats_minus(&session, &session.passage_texts(&replaced_nodes)?);
+    let analyzer = session.tree.analyzer();
+    let k = session.neighbours_per_document();
+    let seed = session.tree.meta().seed;
+    progress.stage("placing", units.len() as u64);
+    let (nodes, lists) = session.tree.parts_mut();
+    let mut editor = edit::Editor::new(nodes, lists, &mut session.vectors, branching, k, seed);
+    for d in &replaced_nodes {
+        editor.remove(*d)?;
+    }
+    let mut added_nodes = Vec::with_capacity(units.len());
+    for (unit, row) in units.iter().zip(rows.rows()) {
+        let (kind, passages) = unit_nodes(&corpus, unit);
+        let row: Vec<f32> = row.to_vec();
+        added_nodes.push(editor.insert(kind, passages, &row));
+        progress.inc(1);
+    }
+    editor.mend_lists();
+    let relabelled = labels::refresh(editor.nodes, &editor.touched).len();
+    let (dirty, dirty_lists, mut log) = (editor.dirty, editor.dirty_lists, editor.log);
+    log.updates = 1;
+    log.added = (corpus.documents.len() - replaced) as u64;
+    log.removed = 0;
+    let new_texts: Vec<String> = corpus
+        .documents
+        .iter()
+        .flat_map(|d| d.passages.iter().map(|p| p.text.clone()))
+        .collect();
+    change.stats_plus(analyzer, &new_texts);
+    change.deletes = replaced_nodes;
+    change.adds = lexical_texts(&session.tree, &added_nodes)?;
+    let mut report = commit(&mut session, change, dirty, dirty_lists, log)?;
+    report.added = corpus.documents.len() - replaced;
+    report.replaced = replaced;
+    report.relabelled = relabelled;
+    Ok(report)
+}
+
+/// Removes the documents with the given source ids (every part of each)
+/// from the saved tree at `path`. Ids the tree does not have are reported,
+/// not an error.
+pub async fn remove(path: &Path, ids: &[String], embedder: Option<&Embedder>) -> Result<Report> {
+    let mut session = Session::open(path, embedder).await?;
+    let existing = session.by_id();
+    let mut not_found = Vec::new();
+    let mut nodes_to_remove = Vec::new();
+    let mut seen = HashSet::new();
+    for id in ids {
+        if !seen.insert(id) {
+            continue;
+        }
+        match existing.get(id) {
+            Some(nodes) => nodes_to_remove.extend(nodes.iter().copied()),
+            None => not_found.push(id.clone()),
+        }
+    }
+    let removed = seen.len() - not_found.len();
+    let mut change = Change::default();
+    change.stats_minus(&session, &session.passage_texts(&nodes_to_remove)?);
+    let branching = session.tree.meta().branching as usize;
+    let k = session.neighbours_per_document();
+    let seed = session.tree.meta().seed;
+    let (nodes, lists) = session.tree.parts_mut();
+    let mut editor = edit::Editor::new(nodes, lists, &mut session.vectors, branching, k, seed);
+    for d in &nodes_to_remove {
+        editor.remove(*d)?;
+    }
+    editor.mend_lists();
+    let relabelled = labels::refresh(editor.nodes, &editor.touched).len();
+    let (dirty, dirty_lists, mut log) = (editor.dirty, editor.dirty_lists, editor.log);
+    log.updates = 1;
+    log.removed = removed as u64;
+    change.deletes = nodes_to_remove;
+    let mut report = commit(&mut session, change, dirty, dirty_lists, log)?;
+    report.removed = removed;
+    report.not_found = not_found;
+    report.relabelled = relabelled;
+    Ok(report)
+}
+
+/// The new documents' vectors, by the tree's own embedder.
+async fn embed_units(
+    session: &Session,
+    corpus: &Corpus,
+    units: &[Unit],
+    embedder: Option<&Embedder>,
+    progress: &dyn Progress,
+) -> Result<ndarray::Array2<f32>> {
+    let rows = match &session.vectors.embedding.tfidf {
+        Some(model) => {
+            let texts: Vec<String> = units
+                .iter()
+                .map(|u| crate::build::unit_text(corpus, u, session.vectors.embedding.sentences))
+                .collect();
+            progress.inc(units.len() as u64);
+            model.transform(&texts)
+        }
+        None => {
+            let embedder = same_embedder(&session.vectors.embedding.embedder, embedder)?;
+            let params = crate::TreeParams::default()
+                .branching(session.tree.meta().branching as usize)
+                .embed_sentences(session.vectors.embedding.sentences.max(1))
+                .check()?;
+            let rows =
+                crate::build::embed_units(corpus, units, &params, embedder, progress).await?;
+            Arc::try_unwrap(rows).unwrap_or_else(|shared| (*shared).clone())
+        }
+    };
+    if rows.ncols() != session.vectors.dims() {
+        return Err(Error::Param(format!(
+            "the new documents' vectors have {} dimensions, the tree's {}",
+            rows.ncols(),
+            session.vectors.dims()
+        )));
+    }
+    Ok(rows)
+}
+
+/// A unit's document node and its passage nodes (texts held in them).
+fn unit_nodes(corpus: &Corpus, unit: &Unit) -> (NodeKind, Vec<NodeKind>) {
+    let kind = crate::build::document_kind(corpus, unit);
+    let passages = corpus
+        .documents
+        .get(unit.doc)
+        .map(|d| {
+            d.passages[unit.passages.clone()]
+                .iter()
+                .map(|p| NodeKind::Passage {
+                    id: p.id.clone(),
+                    text: p.text.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (kind, passages)
+}
+
+/// The lexical index's text of each document node (title, then passages).
+fn lexical_texts(tree: &Tree, docs: &[NodeId]) -> Result<Vec<(u64, String)>> {
+    docs.iter()
+        .map(|d| {
+            let mut text = match tree.get(*d).map(|n| &n.kind) {
+                Some(NodeKind::Document { title, .. }) => title.clone(),
+                _ => String::new(),
+            };
+            for p in tree.children(*d) {
+                text.push('\n');
+                text.push_str(&tree.passage_text(*p)?);
+            }
+            Ok((u64::from(d.0), text))
+        })
+        .collect()
+}
+
+/// What an update changes beyond the arena.
+#[derive(Default)]
+struct Change {
+    stats: HashMap<String, i64>,
+    documents: i64,
+    terms: i64,
+    deletes: Vec<NodeId>,
+    adds: Vec<(u64, String)>,
+}
+
+impl Change {
+    fn count(&mut self, analyzer: treenav_text::analyzer::Analyzer, texts: &[String], sign: i64) {
+        for text in texts {
+            let terms = analyzer.terms(text);
+            self.terms += sign * terms.len() as i64;
+            let distinct: BTreeSet<String> = terms.into_iter().collect();
+            for t in distinct {
+                *self.stats.entry(t).or_insert(0) += sign;
+            }
+            self.documents += sign;
+        }
+    }
+
+    fn stats_plus(&mut self, analyzer: treenav_text::analyzer::Analyzer, texts: &[String]) {
+        self.count(analyzer, texts, 1);
+    }
+
+    fn stats_minus(&mut self, session: &Session, texts: &[String]) {
+        self.count(session.tree.analyzer(), texts, -1);
+    }
+}
+
+/// Writes the update: the new delta as `T.delta.next`, the lexical index's
+/// commit naming its generation, then `T.delta.next` renamed over
+/// `T.delta`.
+fn commit(
+    session: &mut Session,
+    change: Change,
+    dirty: BTreeSet<u32>,
+    dirty_lists: BTreeSet<u32>,
+    log: UpdateLog,
+) -> Result<Report> {
+    session.tree.validate()?;
+    let previous = session.previous.take().unwrap_or_default();
+    let generation = previous.generation + 1;
+    let mut ids: BTreeSet<u32> = previous.nodes.iter().map(|(i, _)| *i).collect();
+    ids.extend(dirty);
+    let mut list_ids: BTreeSet<u32> = previous.neighbours.iter().map(|(i, _)| *i).collect();
+    list_ids.extend(dirty_lists);
+    let nodes = session.tree.nodes();
+    let mut df = previous.df_map();
+    for (t, n) in change.stats {
+        *df.entry(t).or_insert(0) += n;
+    }
+    let mut df: Vec<(String, i64)> = df.into_iter().filter(|(_, n)| *n != 0).collect();
+    df.sort_unstable();
+    let indexed = session
+        .tree
+        .lexical()
+        .map_or(0, |l| l.index.len() as u64)
+        .saturating_sub(change.deletes.len() as u64)
+        + change.adds.len() as u64;
+    let old = previous.log;
+    let delta = Delta {
+        generation,
+        base_nodes: session.base_nodes,
+        nodes: ids
+            .into_iter()
+            .filter_map(|i| Some((i, nodes.get(i as usize)?.clone())))
+            .collect(),
+        neighbours: list_ids
+            .into_iter()
+            .map(|i| (i, session.tree.neighbours(NodeId(i)).to_vec()))
+            .collect(),
+        stats: StatsChange {
+            documents: previous.stats.documents + change.documents,
+            terms: previous.stats.terms + change.terms,
+            df,
+        },
+        vectors: session.vectors.rows_from(session.base_rows),
+        indexed,
+        log: UpdateLog {
+            updates: old.updates + log.updates,
+            added: old.added + log.added,
+            removed: old.removed + log.removed,
+            splits: old.splits + log.splits,
+            merges: old.merges + log.merges,
+        },
+    };
+    let next = delta::next_path(&session.path);
+    delta::write(&delta, &next, session.base)?;
+    let deletes: Vec<u64> = change.deletes.iter().map(|d| u64::from(d.0)).collect();
+    let lexical = session
+        .tree
+        .lexical_mut()
+        .ok_or_else(|| Error::Param("the tree has no lexical index".into()))?;
+    Arc::get_mut(&mut lexical.index)
+        .ok_or_else(|| Error::Task("the lexical index is shared".into()))?
+        .apply(&deletes, &change.adds, &delta::payload(generation))?;
+    let path = delta_path(&session.path);
+    std::fs::rename(&next, &path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let delta_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    Ok(Report {
+        generation,
+        splits: log.splits,
+        merges: log.merges,
+        delta_bytes,
+        embedded_again: session.embedded_again,
+        ..Report::default()
+    })
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compacted {
+    /// Nodes before (removed ones included) and after.
+    pub nodes_before: usize,
+    /// Nodes after.
+    pub nodes_after: usize,
+    /// The updates folded in.
+    pub updates: Option<UpdateLog>,
+}
+
+/// Folds the delta into a new tree file: removed nodes dropped, ids
+/// renumbered, the text store, lexical index and vectors written anew
+/// (as `treenav build` writes them), the delta removed.
+pub fn compact(path: &Path) -> Result<Compacted> {
+    let _lock = Lock::acquire(path)?;
+    let mut tree = crate::file::load(path)?;
+    let base = base_id(path)?;
+    if let Some(mut v) = vectors::read(path, base)? {
+        let generation = current_generation(&tree);
+        if let Some(d) = delta::current(path, base, generation)? {
+            v.extend(&d.vectors)?;
+        }
+        tree.set_vectors(Some(Arc::new(v)));
+    }
+    let before = tree.len();
+    let updates = tree.updates().cloned();
+    let compacted = tree.compacted()?;
+    let after = compacted.len();
+    crate::file::save(&compacted, path)?;
+    Ok(Compacted {
+        nodes_before: before,
+        nodes_after: after,
+        updates,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,253 @@
+//! Updates end to end on a saved tree: placement, lists, the lexical
+//! index, removal, the lock, compaction.
+
+use super::*;
+use crate::{build_tree, file, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+use treenav_corpus::{load_str, Format, LoadOptions};
+
+const TOPICS: [[&str; 4]; 6] = [
+    ["insulin", "glucose", "diabetes", "pancreas"],
+    ["striker", "goal", "league", "match"],
+    ["volcano", "magma", "eruption", "lava"],
+    ["violin", "symphony", "orchestra", "concerto"],
+    ["galaxy", "telescope", "nebula", "orbit"],
+    ["wheat", "harvest", "farmer", "tractor"],
+];
+
+/// Document `i` of topic `i % 6`, with a word of its own.
+fn doc(i: usize, prefix: &str) -> String {
+    let t = TOPICS[i % TOPICS.len()];
+    format!(
+        r#"{{"_id":"{prefix}{i}","title":"{} {} note {i}","text":"The {} and the {} meet the {} here. Unique{prefix}{i} marks it. {} again."}}"#,
+        t[0], t[1], t[2], t[3], t[0], t[1]
+    )
+}
+
+fn corpus(range: std::ops::Range<usize>, prefix: &str) -> treenav_corpus::Corpus {
+    let jsonl: Vec<String> = range.map(|i| doc(i, prefix)).collect();
+    load_str(
+        &jsonl.join("\n"),
+        "c.jsonl",
+        Format::Beir,
+        &LoadOptions::default(),
+    )
+    .expect("corpus")
+}
+
+async fn saved_tree(dir: &Path) -> PathBuf {
+    let params = TreeParams::default().branching(8).check().expect("params");
+    let embedder = Embedder::new(&crate::EmbedderOptions::default(), params.seed()).expect("e");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("s");
+    let tree = build_tree(
+        corpus(0..120, "d"),
+        "c",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    )
+    .await
+    .expect("build");
+    let path = dir.join("t.tree");
+    file::save(&tree, &path).expect("save");
+    path
+}
+
+fn doc_ids(tree: &Tree) -> BTreeSet<String> {
+    tree.documents()
+        .filter_map(|d| match &tree.get(d)?.kind {
+            NodeKind::Document { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn node_of(tree: &Tree, id: &str) -> NodeId {
+    tree.documents()
+        .find(|d| matches!(&tree.get(*d).map(|n| &n.kind), Some(NodeKind::Document { id: x, .. }) if x == id))
+        .expect("document")
+}
+
+/// The topic of a document node (its source id's number mod 6).
+fn topic(tree: &Tree, d: NodeId) -> usize {
+    match &tree.get(d).map(|n| &n.kind) {
+        Some(NodeKind::Document { id, .. }) => {
+            id.trim_start_matches(|c: char| c.is_alphabetic())
+                .parse::<usize>()
+                .unwrap_or(0)
+                % 6
+        }
+        _ => usize::MAX,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn added_documents_land_among_their_topic_and_removed_ones_are_gone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    assert!(vectors_path(&path).exists(), "a build keeps its vectors");
+
+    // 60 new documents, and 6 of the old ones again (replaced).
+    let mut new = corpus(0..60, "n");
+    new.documents.extend(corpus(0..6, "d").documents);
+    let report = add(&path, new, None, &NoProgress).await.expect("add");
+    assert_eq!(
+        (report.added, report.replaced, report.generation),
+        (60, 6, 1)
+    );
+    assert!(!report.embedded_again);
+
+    let tree = file::load(&path).expect("load");
+    assert_eq!(tree.documents().count(), 180);
+    assert_eq!(tree.updates().map(|l| (l.updates, l.added)), Some((1, 60)));
+    let index = tree.lexical().expect("lexical").index.clone();
+    assert_eq!(index.len(), 180);
+    // Each new document sits in a leaf of its own topic, its neighbours
+    // are of its topic, and BM25 finds it by its own word.
+    let mut same_leaf = 0;
+    let mut same_near = (0, 0);
+    for i in 0..60 {
+        let d = node_of(&tree, &format!("n{i}"));
+        let leaf = tree.get(d).and_then(|n| n.parent).expect("leaf");
+        let mates = tree.children(leaf).iter().filter(|m| **m != d);
+        let (same, all) = mates.fold((0, 0), |(s, a), m| {
+            (s + usize::from(topic(&tree, *m) == i % 6), a + 1)
+        });
+        same_leaf += usize::from(same * 2 > all);
+        for n in tree.neighbours(d) {
+            same_near.0 += usize::from(topic(&tree, *n) == i % 6);
+            same_near.1 += 1;
+        }
+        let hits = index
+            .search_scored(&format!("uniquen{i}"), 3)
+            .expect("search");
+        assert_eq!(hits.first().map(|h| h.0), Some(d), "n{i}");
+        assert!(tree
+            .passage_text(tree.children(d)[0])
+            .expect("text")
+            .contains(&format!("Uniquen{i}")));
+    }
+    assert!(
+        same_leaf >= 57,
+        "{same_leaf} of 60 in a leaf of their topic"
+    );
+    assert!(same_near.0 * 10 >= same_near.1 * 9, "{same_near:?}");
+    // A replaced document is there once, with its new node.
+    assert_eq!(
+        tree.documents().filter(|d| topic(&tree, *d) == 0).count(),
+        30
+    );
+    let statistics = &tree.lexical().expect("lexical").stats;
+    assert_eq!(statistics.documents, 180);
+
+    // Remove 40 old and 10 new ones, and one id the tree lacks.
+    let mut gone: Vec<String> = (10..50).map(|i| format!("d{i}")).collect();
+    gone.extend((0..10).map(|i| format!("n{i}")));
+    gone.push("nope".into());
+    let report = remove(&path, &gone, None).await.expect("remove");
+    assert_eq!(
+        (report.removed, report.not_found.clone(), report.generation),
+        (50, vec!["nope".to_string()], 2)
+    );
+    let tree = file::load(&path).expect("load");
+    let ids = doc_ids(&tree);
+    assert_eq!(ids.len(), 130);
+    for g in &gone {
+        assert!(!ids.contains(g), "{g} is gone");
+    }
+    let removed: BTreeSet<NodeId> = (0..tree.len() as u32)
+        .map(NodeId)
+        .filter(|n| tree.is_removed(*n))
+        .collect();
+    assert!(!removed.is_empty());
+    for d in tree.documents() {
+        assert!(
+            tree.neighbours(d).iter().all(|n| !removed.contains(n)),
+            "lists hold no removed document"
+        );
+    }
+    let index = &tree.lexical().expect("lexical").index;
+    assert_eq!(index.len(), 130);
+    assert!(index
+        .search_scored("uniqued20", 3)
+        .expect("search")
+        .is_empty());
+    assert_eq!(tree.lexical().expect("lexical").stats.documents, 130);
+
+    // Compaction: one file again, the same documents, no delta.
+    let compacted = compact(&path).expect("compact");
+    assert!(compacted.nodes_after < compacted.nodes_before);
+    assert!(!delta_path(&path).exists());
+    let tree = file::load(&path).expect("load");
+    assert_eq!(doc_ids(&tree), ids);
+    assert!(tree.updates().is_none());
+    let d = node_of(&tree, "n30");
+    let hits = tree
+        .lexical()
+        .expect("lexical")
+        .index
+        .search_scored("uniquen30", 1)
+        .expect("search");
+    assert_eq!(hits.first().map(|h| h.0), Some(d));
+    // Updatable again after compaction (its vectors were written anew).
+    let report = add(&path, corpus(200..203, "m"), None, &NoProgress)
+        .await
+        .expect("add");
+    assert!(!report.embedded_again);
+    assert_eq!(file::load(&path).expect("load").documents().count(), 133);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_writer_is_refused_and_a_tree_without_vectors_embeds_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    let held = Lock::acquire(&path).expect("lock");
+    let err = add(&path, corpus(0..2, "n"), None, &NoProgress)
+        .await
+        .expect_err("locked");
+    assert!(err.to_string().contains("t.tree.lock"), "{err}");
+    drop(held);
+    // Without its vectors file (a tree built before updates existed), the
+    // documents are embedded again with the tree's own TF-IDF fit: the
+    // same rows the build kept.
+    let kept = vectors::read(&path, base_id(&path).expect("base"))
+        .expect("read")
+        .expect("vectors");
+    std::fs::remove_file(vectors_path(&path)).expect("rm");
+    let report = add(&path, corpus(0..2, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    assert!(report.embedded_again);
+    let again = vectors::read(&path, base_id(&path).expect("base"))
+        .expect("read")
+        .expect("vectors");
+    assert_eq!(again.embedding, kept.embedding);
+    let tree = file::load(&path).expect("load");
+    for d in tree.documents().filter(|d| kept.contains(*d)) {
+        assert_eq!(again.get(d), kept.get(d));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_over_the_limit_splits_and_every_document_stays_at_one_depth() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    // 200 documents of one topic: leaves split, maybe the root too.
+    let one: Vec<String> = (0..200).map(|i| doc(i * 6, "x")).collect();
+    let new = load_str(
+        &one.join("\n"),
+        "x.jsonl",
+        Format::Beir,
+        &LoadOptions::default(),
+    )
+    .expect("c");
+    let report = add(&path, new, None, &NoProgress).await.expect("add");
+    assert!(report.splits > 0, "{report:?}");
+    let tree = file::load(&path).expect("load");
+    assert_eq!(tree.documents().count(), 320);
+    tree.validate()
+        .expect("valid: limits kept, one document depth");
+    for level in tree.level_stats() {
+        assert!(level.max_children <= 8, "{level:?}");
+    }
+}

@@ -1,0 +1,414 @@
+//! The build embedding of a tree's documents, kept for updates: one row
+//! per document node, quantised to 8 bits with a scale per row (a unit
+//! vector's cosines keep about two decimal places), and what embedded
+//! them (for TF-IDF, the fitted vocabulary and IDF, so that documents
+//! added later land in the same space).
+//!
+//! Saved beside the tree as `T.vectors`, paired with the tree file it was
+//! written with (its checksum and size): a vectors file of another build is
+//! ignored, and an update then embeds the tree's documents again.
+
+use crate::embed::tfidf::TfidfModel;
+use crate::id::NodeId;
+use crate::store::{side_path, write_atomically, FileAt, ReadAt};
+use crate::{Error, Result};
+use ndarray::{ArrayView1, ArrayView2};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The suffix of the vectors file: `T.tree` → `T.tree.vectors`.
+pub const VECTORS_SUFFIX: &str = "vectors";
+const MAGIC: &[u8; 8] = b"TRNVVECS";
+const VERSION: u32 = 1;
+/// Magic, version, reserved, content hash, base tree (crc, reserved, len),
+/// rows, dims, description bytes.
+const HEADER: usize = 8 + 4 + 4 + 16 + 4 + 4 + 8 + 8 + 8 + 8;
+/// Dimensions at most.
+const MAX_DIMS: u64 = 8192;
+
+/// Which saved tree file a side file belongs to: its payload checksum and
+/// length, as its header records them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseId {
+    /// CRC-32 of the tree file's payload.
+    pub crc: u32,
+    /// The payload's length in bytes.
+    pub len: u64,
+}
+
+/// What embedded the rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Embedding {
+    /// The embedder as the tree's metadata names it, e.g. `tfidf(dims=128)`.
+    pub embedder: String,
+    /// The fitted TF-IDF model, for TF-IDF trees.
+    pub tfidf: Option<TfidfModel>,
+    /// Sentences of a document's text embedded after its title.
+    pub sentences: usize,
+}
+
+/// Document vectors by node, quantised.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitVectors {
+    /// What embedded them.
+    pub embedding: Embedding,
+    dims: usize,
+    /// Row → node.
+    nodes: Vec<u32>,
+    /// Per row: the factor of its bytes.
+    scales: Vec<f32>,
+    data: Vec<i8>,
+    /// Node → row.
+    row_of: HashMap<u32, u32>,
+}
+
+impl UnitVectors {
+    /// No rows yet, of `dims` dimensions.
+    pub fn new(embedding: Embedding, dims: usize) -> UnitVectors {
+        UnitVectors {
+            embedding,
+            dims,
+            nodes: Vec::new(),
+            scales: Vec::new(),
+            data: Vec::new(),
+            row_of: HashMap::new(),
+        }
+    }
+
+    /// Rows of `matrix` for `nodes` (row i is node i's), quantised.
+    pub fn from_rows(
+        embedding: Embedding,
+        nodes: &[NodeId],
+        matrix: ArrayView2<'_, f32>,
+    ) -> UnitVectors {
+        let mut out = UnitVectors::new(embedding, matrix.ncols());
+        for (node, row) in nodes.iter().zip(matrix.rows()) {
+            out.set(*node, row);
+        }
+        out
+    }
+
+    /// Dimensions of a row.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Sets (or replaces) node `id`'s row. A row of another width is ignored
+    /// (the callers check widths where rows enter).
+    pub fn set(&mut self, id: NodeId, row: ArrayView1<'_, f32>) {
+        if row.len() != self.dims {
+            return;
+        }
+        let max = row.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 && max.is_finite() {
+            max / 127.0
+        } else {
+            0.0
+        };
+        let bytes = row.iter().map(|x| {
+            if scale > 0.0 {
+                (x / scale).round().clamp(-127.0, 127.0) as i8
+            } else {
+                0
+            }
+        });
+        match self.row_of.get(&id.0) {
+            Some(&r) => {
+                let at = r as usize * self.dims;
+                for (slot, b) in self.data[at..at + self.dims].iter_mut().zip(bytes) {
+                    *slot = b;
+                }
+                self.scales[r as usize] = scale;
+            }
+            None => {
+                self.row_of.insert(id.0, self.nodes.len() as u32);
+                self.nodes.push(id.0);
+                self.scales.push(scale);
+                self.data.extend(bytes);
+            }
+        }
+    }
+
+    /// Node `id`'s row, dequantised.
+    pub fn get(&self, id: NodeId) -> Option<Vec<f32>> {
+        let r = *self.row_of.get(&id.0)? as usize;
+        let s = self.scales[r];
+        Some(
+            self.data[r * self.dims..(r + 1) * self.dims]
+                .iter()
+                .map(|b| f32::from(*b) * s)
+                .collect(),
+        )
+    }
+
+    /// Whether node `id` has a row.
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.row_of.contains_key(&id.0)
+    }
+
+    /// The dot product of `v` with node `id`'s row (`None`: no row).
+    pub fn dot(&self, id: NodeId, v: &[f32]) -> Option<f32> {
+        let r = *self.row_of.get(&id.0)? as usize;
+        let row = &self.data[r * self.dims..(r + 1) * self.dims];
+        let sum: f32 = row.iter().zip(v).map(|(b, x)| f32::from(*b) * x).sum();
+        Some(sum * self.scales[r])
+    }
+
+    /// Adds node `id`'s row to `acc` (for sums of members).
+    pub fn add_to(&self, id: NodeId, acc: &mut [f32]) -> bool {
+        let Some(&r) = self.row_of.get(&id.0) else {
+            return false;
+        };
+        let r = r as usize;
+        let s = self.scales[r];
+        for (a, b) in acc
+            .iter_mut()
+            .zip(&self.data[r * self.dims..(r + 1) * self.dims])
+        {
+            *a += f32::from(*b) * s;
+        }
+        true
+    }
+
+    /// The rows of the given nodes only, renumbered by `new_id` (compaction).
+    pub fn renumbered(&self, new_id: impl Fn(NodeId) -> Option<NodeId>) -> UnitVectors {
+        let mut out = UnitVectors::new(self.embedding.clone(), self.dims);
+        for (r, node) in self.nodes.iter().enumerate() {
+            if let Some(id) = new_id(NodeId(*node)) {
+                out.row_of.insert(id.0, out.nodes.len() as u32);
+                out.nodes.push(id.0);
+                out.scales.push(self.scales[r]);
+                out.data
+                    .extend_from_slice(&self.data[r * self.dims..(r + 1) * self.dims]);
+            }
+        }
+        out
+    }
+
+    /// The rows past the first `from`, as their own set (what an update
+    /// added, kept in its delta).
+    pub(crate) fn rows_from(&self, from: usize) -> VectorRows {
+        let from = from.min(self.nodes.len());
+        VectorRows {
+            nodes: self.nodes[from..].to_vec(),
+            scales: self.scales[from..].to_vec(),
+            data: self.data[from * self.dims..].to_vec(),
+        }
+    }
+
+    /// Appends rows kept in a delta (replacing any row of the same node).
+    pub(crate) fn extend(&mut self, rows: &VectorRows) -> Result<()> {
+        if rows.data.len() != rows.nodes.len() * self.dims || rows.scales.len() != rows.nodes.len()
+        {
+            return Err(Error::InvalidTree(
+                "the update's vectors do not match the tree's width".into(),
+            ));
+        }
+        for (i, node) in rows.nodes.iter().enumerate() {
+            let bytes = &rows.data[i * self.dims..(i + 1) * self.dims];
+            match self.row_of.get(node) {
+                Some(&r) => {
+                    let at = r as usize * self.dims;
+                    self.data[at..at + self.dims].copy_from_slice(bytes);
+                    self.scales[r as usize] = rows.scales[i];
+                }
+                None => {
+                    self.row_of.insert(*node, self.nodes.len() as u32);
+                    self.nodes.push(*node);
+                    self.scales.push(rows.scales[i]);
+                    self.data.extend_from_slice(bytes);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Quantised rows as a delta keeps them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct VectorRows {
+    pub(crate) nodes: Vec<u32>,
+    pub(crate) scales: Vec<f32>,
+    pub(crate) data: Vec<i8>,
+}
+
+/// The vectors file of the tree file `tree`.
+pub fn vectors_path(tree: &Path) -> PathBuf {
+    side_path(tree, VECTORS_SUFFIX)
+}
+
+/// Writes `vectors` beside the tree file `tree` (whose payload is `base`),
+/// atomically.
+pub(crate) fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<()> {
+    let path = vectors_path(tree);
+    let io = |source| Error::Io {
+        path: path.clone(),
+        source,
+    };
+    let described =
+        postcard::to_stdvec(&vectors.embedding).map_err(|e| Error::Encode(e.to_string()))?;
+    let rows = vectors.nodes.len() as u64;
+    let body = |out: &mut dyn Write| -> Result<()> {
+        out.write_all(&described).map_err(io)?;
+        for n in &vectors.nodes {
+            out.write_all(&n.to_le_bytes()).map_err(io)?;
+        }
+        for s in &vectors.scales {
+            out.write_all(&s.to_le_bytes()).map_err(io)?;
+        }
+        let bytes: Vec<u8> = vectors.data.iter().map(|b| *b as u8).collect();
+        out.write_all(&bytes).map_err(io)
+    };
+    let header_of = |hash: u128, _len: u64| {
+        let mut h = Vec::with_capacity(HEADER);
+        h.extend_from_slice(MAGIC);
+        h.extend_from_slice(&VERSION.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&hash.to_le_bytes());
+        h.extend_from_slice(&base.crc.to_le_bytes());
+        h.extend_from_slice(&0u32.to_le_bytes());
+        h.extend_from_slice(&base.len.to_le_bytes());
+        for n in [rows, vectors.dims as u64, described.len() as u64] {
+            h.extend_from_slice(&n.to_le_bytes());
+        }
+        h
+    };
+    write_atomically(&path, HEADER, body, header_of).map(|_| ())
+}
+
+/// Reads the vectors beside the tree file `tree`: `Ok(None)` when there is
+/// none, or one written with another tree file than `base`; an error when
+/// the file is damaged.
+pub(crate) fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
+    let path = vectors_path(tree);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let bad = |problem: String| Error::BadFile {
+        path: path.clone(),
+        problem,
+    };
+    let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
+    if len < HEADER as u64 {
+        return Err(bad("truncated: shorter than its header".into()));
+    }
+    let mut head = [0u8; HEADER];
+    source
+        .read_at(0, &mut head)
+        .map_err(|e| bad(e.to_string()))?;
+    if &head[..8] != MAGIC || crate::store::u64_at(&head, 8) as u32 != VERSION {
+        return Err(bad("not a treenav vectors file of layout 1".into()));
+    }
+    let u64_at = |at| crate::store::u64_at(&head, at);
+    let crc = u32::from_le_bytes([head[32], head[33], head[34], head[35]]);
+    if (BaseId {
+        crc,
+        len: u64_at(40),
+    }) != base
+    {
+        return Ok(None);
+    }
+    let (rows, dims, described) = (u64_at(48), u64_at(56), u64_at(64));
+    if dims == 0 || dims > MAX_DIMS {
+        return Err(bad(format!(
+            "{dims} dimensions, out of range 1..={MAX_DIMS}"
+        )));
+    }
+    let expected = rows
+        .checked_mul(8 + dims)
+        .and_then(|n| n.checked_add(described + HEADER as u64));
+    if expected != Some(len) {
+        return Err(bad("its section sizes do not add up to its size".into()));
+    }
+    let mut body = vec![0u8; (len - HEADER as u64) as usize];
+    source
+        .read_at(HEADER as u64, &mut body)
+        .map_err(|e| bad(e.to_string()))?;
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&head[16..32]);
+    if twox_hash::XxHash3_128::oneshot(&body) != u128::from_le_bytes(hash) {
+        return Err(bad("checksum mismatch: the file is corrupted".into()));
+    }
+    let (described, rest) = body.split_at(described as usize);
+    let embedding: Embedding =
+        postcard::from_bytes(described).map_err(|e| bad(format!("cannot decode: {e}")))?;
+    let rows = rows as usize;
+    let (nodes, rest) = rest.split_at(rows * 4);
+    let (scales, data) = rest.split_at(rows * 4);
+    let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+    let mut out = UnitVectors::new(embedding, dims as usize);
+    out.nodes = nodes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(word(c)))
+        .collect();
+    out.scales = scales
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(word(c)))
+        .collect();
+    out.data = data.iter().map(|b| *b as i8).collect();
+    out.row_of = out
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(r, n)| (*n, r as u32))
+        .collect();
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_survive_quantisation_and_the_file() {
+        let m = ndarray::arr2(&[
+            [0.6f32, 0.8, 0.0],
+            [0.0, -1.0, 0.0],
+            [0.57735, 0.57735, 0.57735],
+        ]);
+        let nodes = [NodeId(4), NodeId(9), NodeId(12)];
+        let embedding = Embedding {
+            embedder: "test".into(),
+            tfidf: None,
+            sentences: 1,
+        };
+        let v = UnitVectors::from_rows(embedding, &nodes, m.view());
+        let got = v.get(NodeId(4)).expect("row");
+        assert!((got[0] - 0.6).abs() < 0.01 && (got[1] - 0.8).abs() < 0.01);
+        let d = v
+            .dot(NodeId(12), &[0.57735, 0.57735, 0.57735])
+            .expect("row");
+        assert!((d - 1.0).abs() < 0.01, "{d}");
+        assert!(v.get(NodeId(5)).is_none());
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tree = dir.path().join("t.tree");
+        let base = BaseId { crc: 7, len: 100 };
+        write(&v, &tree, base).expect("write");
+        assert_eq!(read(&tree, base).expect("read"), Some(v.clone()));
+        // Another tree file's vectors are not used.
+        assert_eq!(
+            read(&tree, BaseId { crc: 8, len: 100 }).expect("read"),
+            None
+        );
+        // A flipped byte is refused.
+        let path = vectors_path(&tree);
+        let mut bytes = std::fs::read(&path).expect("bytes");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, bytes).expect("write");
+        assert!(read(&tree, base).is_err());
+    }
+}
