@@ -949,3 +949,163 @@ async fn filters_keep_out_what_they_do_not_pass() {
     }
     s.shutdown().await;
 }
+
+/// Document `i` of update batch `b`: one passage with a word of its own
+/// per batch (`qb{b}`) and per document (`qd{i}`).
+fn update_doc(b: usize, i: usize) -> Value {
+    json!({"id": format!("u{i}"), "doc_id": format!("u{i}"), "title": format!("Update {i}"),
+           "text": format!("Batch qb{b} brings document qd{i} about harbour cranes."), "batch": b})
+}
+
+/// 16 clients query while 10,000 documents arrive in 20 batches: no
+/// request fails, and every answer comes from one generation (a batch's
+/// word is found exactly when the answer's generation includes it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_added_and_removed_while_16_clients_query() {
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path,
+    };
+    let s = start_with(dir, ServeOptions::new(vec![spec], JudgeOptions::default())).await;
+    const BATCHES: usize = 20;
+    const PER_BATCH: usize = 500;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..16)
+        .map(|c| {
+            let (base, stop) = (s.base.clone(), stop.clone());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let (mut failures, mut answers) = (Vec::new(), 0usize);
+                let mut n = c;
+                while !stop.load(Ordering::SeqCst) {
+                    n += 7;
+                    let b = n % BATCHES;
+                    let body = json!({"tree": "sample", "query": format!("qb{b} harbour cranes"), "top": 3});
+                    let r = client.post(format!("{base}/v1/retrieve")).json(&body).send().await;
+                    let v: Value = match r {
+                        Ok(r) if r.status() == StatusCode::OK => r.json().await.expect("json"),
+                        Ok(r) => {
+                            failures.push(format!("{}", r.status()));
+                            continue;
+                        }
+                        Err(e) => {
+                            failures.push(e.to_string());
+                            continue;
+                        }
+                    };
+                    answers += 1;
+                    let generation = v["generation"].as_u64().expect("generation") as usize;
+                    let found = v["passages"].as_array().expect("passages").iter().any(|p| {
+                        p["text"].as_str().is_some_and(|t| t.contains(&format!("qb{b} ")))
+                    });
+                    // Batch b is in generations b + 1 onwards.
+                    if found != (generation > b) {
+                        failures.push(format!("generation {generation}, batch {b}, found {found}"));
+                    }
+                }
+                (failures, answers)
+            })
+        })
+        .collect();
+    let client = reqwest::Client::new();
+    for b in 0..BATCHES {
+        let docs: Vec<Value> = (b * PER_BATCH..(b + 1) * PER_BATCH)
+            .map(|i| update_doc(b, i))
+            .collect();
+        let r = client
+            .post(format!("{}/v1/trees/sample/documents", s.base))
+            .json(&docs)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(r.status(), StatusCode::OK);
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(
+            (v["added"].as_u64(), v["generation"].as_u64()),
+            (Some(PER_BATCH as u64), Some(b as u64 + 1))
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut answers = 0;
+    for c in clients {
+        let (failures, n) = c.await.expect("join");
+        assert!(failures.is_empty(), "{failures:?}");
+        answers += n;
+    }
+    assert!(answers > 100, "the clients ran ({answers} answers)");
+    let (_, trees) = get(&s.base, "/v1/trees").await;
+    let trees: Value = serde_json::from_str(&trees).expect("json");
+    assert_eq!(trees["trees"][0]["documents"], 48 + BATCHES * PER_BATCH);
+    assert_eq!(trees["trees"][0]["generation"], BATCHES);
+
+    // Removal, replacement, and the errors.
+    let del = |body: Value| {
+        client
+            .delete(format!("{}/v1/trees/sample/documents", s.base))
+            .json(&body)
+            .send()
+    };
+    let r = del(json!({"ids": ["u7", "nope"]})).await.expect("delete");
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(
+        (v["removed"].as_u64(), v["not_found"].clone()),
+        (Some(1), json!(["nope"]))
+    );
+    let (status, v) = post(
+        &s.base,
+        "/v1/retrieve",
+        json!({"tree": "sample", "query": "qd7", "top": 5}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        v["passages"]
+            .as_array()
+            .expect("passages")
+            .iter()
+            .all(|p| p["document_id"] != "u7"),
+        "{v}"
+    );
+    let (status, v) = post(
+        &s.base,
+        "/v1/trees/sample/documents",
+        json!([update_doc(0, 8)]),
+    )
+    .await;
+    assert_eq!(
+        (status, v["replaced"].as_u64()),
+        (StatusCode::OK, Some(1)),
+        "{v}"
+    );
+    for (route, body, code, field) in [
+        (
+            "/v1/trees/sample/documents",
+            json!([]),
+            StatusCode::BAD_REQUEST,
+            "body",
+        ),
+        (
+            "/v1/trees/sample/documents",
+            json!([{"id": "x"}]),
+            StatusCode::BAD_REQUEST,
+            "body",
+        ),
+        (
+            "/v1/trees/other/documents",
+            json!([update_doc(0, 1)]),
+            StatusCode::NOT_FOUND,
+            "",
+        ),
+    ] {
+        let (status, v) = post(&s.base, route, body).await;
+        assert_eq!(status, code, "{route}: {v}");
+        if !field.is_empty() {
+            assert_eq!(v["error"]["field"], field, "{v}");
+        }
+    }
+    let r = del(json!({"ids": []})).await.expect("delete");
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    s.shutdown().await;
+}

@@ -352,15 +352,15 @@ fn tree_params(args: &BuildArgs) -> Result<tree::ValidTreeParams> {
 }
 
 /// A loaded corpus, what it was called and its format.
-struct Loaded {
-    corpus: corpus::Corpus,
-    source: String,
-    format: Format,
+pub(crate) struct Loaded {
+    pub(crate) corpus: corpus::Corpus,
+    pub(crate) source: String,
+    pub(crate) format: Format,
 }
 
 /// Loads the corpus at `input` (the bundled sample without one), printing
 /// what was loaded and the records skipped unless `quiet`.
-fn load_corpus(
+pub(crate) fn load_corpus(
     input: Option<&Path>,
     forced: Option<Format>,
     options: &LoadOptions,

@@ -20,6 +20,11 @@ struct Report<'a> {
     passages: usize,
     clusters: usize,
     levels: Vec<LevelStats>,
+    /// Updates since the build (or the last compaction), if any.
+    updates: Option<tree::update::UpdateLog>,
+    /// How far the clusters are from a fresh build's (leaf sizes; the
+    /// share of documents nearer another sibling leaf's centroid).
+    drift: tree::update::Drift,
     samples: Samples,
 }
 
@@ -52,6 +57,24 @@ fn parts(path: &Path, tree: &Tree) -> Vec<Part> {
             bytes: None,
         },
     });
+    for (path, holds) in [
+        (
+            tree::update::vectors_path(path),
+            "document vectors of the build, for updates",
+        ),
+        (
+            tree::update::delta_path(path),
+            "updates since the tree file (applied when opened)",
+        ),
+    ] {
+        if path.exists() {
+            out.push(Part {
+                holds,
+                file: at(&path),
+                bytes: size(&path),
+            });
+        }
+    }
     match tree.lexical() {
         Some(lexical) => {
             let folder = lexical.index.folder();
@@ -209,10 +232,17 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         clusters: count("cluster"),
         samples: samples(&tree, n),
         levels,
+        updates: tree.updates().cloned(),
+        drift: tree::update::drift(&tree, tree::update::kept_vectors(path, &tree)?.as_ref()),
     };
     if json {
         return crate::emit(&crate::json_text(&report)?);
     }
+    crate::emit(&render(&report, bytes, load_ms))
+}
+
+/// The report as text.
+fn render(report: &Report<'_>, bytes: u64, load_ms: f64) -> String {
     let mut o = String::new();
     let m = report.meta;
     out!(
@@ -257,6 +287,7 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         report.documents,
         report.passages
     );
+    o.push_str(&update_lines(report));
     out!(o);
     out!(o, "depth  kind       nodes   children min / mean / max");
     for l in &report.levels {
@@ -291,5 +322,41 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
     for p in &report.samples.passages {
         out!(o, "  {}: {}", p.id, p.text);
     }
-    crate::emit(&o)
+    o
+}
+
+/// The updates since the build and the clusters' drift.
+fn update_lines(report: &Report<'_>) -> String {
+    let mut o = String::new();
+    match &report.updates {
+        Some(u) => out!(
+            o,
+            "updates   {} since the tree file was written: {} added, {} removed, {} leaf splits, {} merges (`treenav compact` folds them in)",
+            u.updates,
+            u.added,
+            u.removed,
+            u.splits,
+            u.merges
+        ),
+        None => out!(o, "updates   none since the tree file was written"),
+    }
+    let d = &report.drift;
+    let misplaced = match d.misplaced {
+        Some(share) => format!(
+            "{:.1}% of {} documents nearer another sibling leaf's centroid",
+            share * 100.0,
+            d.checked
+        ),
+        None => "no vectors kept to check placement".into(),
+    };
+    out!(
+        o,
+        "drift     {} leaves of {} / {:.1} / {} documents (spread {:.2}); {misplaced}",
+        d.leaves,
+        d.smallest,
+        d.mean,
+        d.largest,
+        d.spread
+    );
+    o
 }

@@ -21,6 +21,7 @@ mod progress;
 mod prune;
 mod query;
 mod serve;
+mod update;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -77,6 +78,12 @@ enum Command {
     Prune(Box<prune::PruneArgs>),
     /// Serve trees over HTTP: retrieve, prune, metrics, reload (see README).
     Serve(Box<serve::ServeArgs>),
+    /// Add documents to a saved tree (ids it has are replaced), without a rebuild.
+    Add(Box<update::AddArgs>),
+    /// Remove documents from a saved tree by id, without a rebuild.
+    Remove(Box<update::RemoveArgs>),
+    /// Fold a tree's updates into a new tree file (ids renumbered, side files anew).
+    Compact(update::CompactArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -140,6 +147,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(&args))),
         Command::Prune(args) => runtime().and_then(|rt| rt.block_on(prune::run(&args))),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&args))),
+        Command::Add(args) => update::run_add(&args),
+        Command::Remove(args) => update::run_remove(&args),
+        Command::Compact(args) => update::run_compact(&args),
         Command::Doctor(args) => {
             runtime().and_then(|rt| rt.block_on(doctor::run(&args.judge, args.json)))
         }

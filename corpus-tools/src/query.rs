@@ -223,6 +223,7 @@ pub async fn run(args: &QueryArgs) -> Result<()> {
     let filter = treenav::tree::filter::Filter::parse_clauses(&args.filters).context("--filter")?;
     let judge = args.judge.judge()?;
     let tree = treenav::tree::file::load(&args.tree)?;
+    let generation = tree.updates().map_or(0, |u| u.updates);
     let navigator = Navigator::new(Arc::new(tree), judge, config)?;
     let found = navigator
         .retrieve_filtered(&args.query, &filter)
@@ -235,7 +236,7 @@ pub async fn run(args: &QueryArgs) -> Result<()> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let response = treenav::serve::api::RetrieveResponse::new(&name, found, true);
+        let response = treenav::serve::api::RetrieveResponse::new(&name, found, true, generation);
         return crate::emit(&crate::json_text(&response)?);
     }
     crate::emit(&print_text(&found, args.trace))

@@ -69,8 +69,17 @@ def notes_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def server(tree_file: Path, notes_file: Path) -> Iterator[str]:
-    s = Serving(["--tree", f"sample={tree_file}", "--tree", f"notes={notes_file}"], dict(os.environ))
+def scratch_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tree of its own for the tests that add and remove documents."""
+    path = tmp_path_factory.mktemp("trees") / "scratch.tree"
+    subprocess.run([str(_binary()), "build", "--embedder", "tfidf", "-o", str(path)], check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def server(tree_file: Path, notes_file: Path, scratch_file: Path) -> Iterator[str]:
+    args = ["--tree", f"sample={tree_file}", "--tree", f"notes={notes_file}", "--tree", f"scratch={scratch_file}"]
+    s = Serving(args, dict(os.environ))
     yield s.base_url
     s.stop()
 

@@ -48,7 +48,11 @@ def test_prune_trees_health_ready(server: str) -> None:
     assert kept.strategy == "top-n"
     assert [c.text for c in kept.kept] == ["Tesla worked for Edison."]
     trees = client.trees()
-    assert [(t.name, t.documents, t.passages) for t in trees] == [("notes", 40, 40), ("sample", 48, 96)]
+    # `scratch` is the update test's: its counts change.
+    assert [(t.name, t.documents, t.passages) for t in trees if t.name != "scratch"] == [
+        ("notes", 40, 40),
+        ("sample", 48, 96),
+    ]
     assert client.health()
     assert client.ready()["ready"] is True
 

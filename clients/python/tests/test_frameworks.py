@@ -152,3 +152,41 @@ def test_filters_and_metadata_through_the_client_and_both_frameworks(server: str
             server,
             filters=MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")], condition="or"),
         )
+
+
+def test_documents_are_added_and_deleted_through_the_client_and_both_frameworks(server: str) -> None:
+    from langchain_core.documents import Document
+    from llama_index.core import Document as LlamaDocument
+
+    from treenav_client import TreenavClient, TreenavError
+    from treenav_client.langchain import TreenavRetriever
+    from treenav_client.llama_index import TreenavLlamaRetriever
+
+    client = TreenavClient(server)
+    before = next(t for t in client.trees() if t.name == "scratch").documents
+    done = client.add_documents("scratch", [{"id": "q1", "doc_id": "q1", "title": "Quokka", "text": "The quokka zzquokka smiles.", "team": "x"}])
+    assert (done.added, done.replaced, done.documents) == (1, 0, before + 1)
+    found = client.retrieve("scratch", "zzquokka", top=1)
+    assert found.passages[0].document_id == "q1" and found.passages[0].metadata["team"] == "x"
+
+    lc = TreenavRetriever(base_url=server, tree="scratch", k=1)
+    ids = lc.add_documents([Document(page_content="A wombat zzwombat digs.", metadata={"title": "Wombat", "team": "y"})], ids=["w1"])
+    assert ids == ["w1"]
+    top = lc.invoke("zzwombat")[0]
+    assert top.metadata["document_id"] == "w1" and top.metadata["team"] == "y"
+    assert lc.delete(["w1"]) is True
+    assert all(d.metadata["document_id"] != "w1" for d in lc.invoke("zzwombat"))
+    assert lc.delete(["never-there"]) is False
+
+    li = TreenavLlamaRetriever(tree="scratch", base_url=server, similarity_top_k=1)
+    li.insert(LlamaDocument(text="The numbat zznumbat eats termites.", doc_id="n1", metadata={"title": "Numbat"}))
+    assert li.retrieve("zznumbat")[0].node.ref_doc_id == "n1"
+    li.delete_ref_doc("n1")
+    assert all(n.node.ref_doc_id != "n1" for n in li.retrieve("zznumbat"))
+
+    with pytest.raises(TreenavError) as bad:
+        client.add_documents("scratch", [{"id": "no-text"}])
+    assert bad.value.status == 400
+    with pytest.raises(TreenavError) as missing:
+        client.delete_documents("no-such-tree", ["q1"])
+    assert missing.value.status == 404

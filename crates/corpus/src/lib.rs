@@ -101,6 +101,23 @@ impl Corpus {
         self.documents.iter().map(|d| d.passages.len()).sum()
     }
 
+    /// The corpus's [`ContentDigest`] (order-independent).
+    pub fn content_digest(&self) -> ContentDigest {
+        let mut out = ContentDigest {
+            documents: 0,
+            passages: 0,
+            sum: 0,
+        };
+        for d in &self.documents {
+            let passages = d.passages.iter().map(|p| (p.id.as_str(), p.text.as_str()));
+            out.add(
+                document_digest(&d.id, &d.title, passages),
+                d.passages.len() as u64,
+            );
+        }
+        out
+    }
+
     /// A stable fingerprint of the corpus's content: every document's id and
     /// title and every passage's id and text, in order. Two loads of the
     /// same files with the same options agree; a different corpus, or the
@@ -126,6 +143,51 @@ impl Corpus {
             passages: self.passage_count() as u64,
             xxh3_128: format!("{:032x}", hasher.finish_128()),
         }
+    }
+}
+
+/// One document's content hash (XXH3-128 of its id, title and passages,
+/// length-prefixed, as [`Corpus::fingerprint`] hashes it).
+pub fn document_digest<'a>(
+    id: &str,
+    title: &str,
+    passages: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+) -> u128 {
+    let mut hasher = twox_hash::XxHash3_128::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.write(&(bytes.len() as u64).to_le_bytes());
+        hasher.write(bytes);
+    };
+    field(id.as_bytes());
+    field(title.as_bytes());
+    field(&(passages.len() as u64).to_le_bytes());
+    for (pid, text) in passages {
+        field(pid.as_bytes());
+        field(text.as_bytes());
+    }
+    hasher.finish_128()
+}
+
+/// What a set of documents holds, whatever their order: the document and
+/// passage counts and the wrapping sum of their [`document_digest`]s (a
+/// tree changed by updates holds its documents in another order than any
+/// corpus file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentDigest {
+    /// Documents.
+    pub documents: u64,
+    /// Passages.
+    pub passages: u64,
+    /// The sum of the documents' digests.
+    pub sum: u128,
+}
+
+impl ContentDigest {
+    /// Adds one document.
+    pub fn add(&mut self, digest: u128, passages: u64) {
+        self.documents += 1;
+        self.passages += passages;
+        self.sum = self.sum.wrapping_add(digest);
     }
 }
 

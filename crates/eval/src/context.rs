@@ -460,6 +460,22 @@ pub(crate) fn check_tree_corpus(tree: &Tree, corpus: &treenav_corpus::Corpus) ->
         return Ok(());
     };
     let dataset = corpus.fingerprint();
+    // Updated since its build: the documents it holds now, in any order.
+    if tree.updates().is_some() {
+        let now = tree.content_digest()?;
+        if now == corpus.content_digest() {
+            return Ok(());
+        }
+        return Err(Error::TreeMismatch {
+            source_path: format!("{} and its updates", meta.source),
+            tree: treenav_corpus::Fingerprint {
+                documents: now.documents,
+                passages: now.passages,
+                xxh3_128: format!("{:032x} (sum over documents)", now.sum),
+            },
+            dataset,
+        });
+    }
     if *built_from != dataset {
         return Err(Error::TreeMismatch {
             source_path: meta.source.clone(),

@@ -81,6 +81,9 @@ pub struct RetrieveResponse {
     pub candidates_judged: usize,
     /// Wall time of the retrieval, ms.
     pub latency_ms: f64,
+    /// The tree's update generation answered from (0: as built; one more
+    /// per update since its file was written).
+    pub generation: u64,
     /// How the passages were found (when asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
@@ -89,7 +92,12 @@ pub struct RetrieveResponse {
 
 impl RetrieveResponse {
     /// The response for a retrieval from the tree named `tree`.
-    pub fn new(tree: &str, found: Retrieval, with_trace: bool) -> RetrieveResponse {
+    pub fn new(
+        tree: &str,
+        found: Retrieval,
+        with_trace: bool,
+        generation: u64,
+    ) -> RetrieveResponse {
         RetrieveResponse {
             version: API_VERSION,
             tree: tree.to_string(),
@@ -99,6 +107,7 @@ impl RetrieveResponse {
             usage: found.trace.usage.clone(),
             candidates_judged: found.trace.candidates_judged,
             latency_ms: found.trace.latency_ms,
+            generation,
             trace: with_trace.then_some(found.trace),
         }
     }
@@ -181,6 +190,37 @@ pub struct TreeInfo {
     pub built_by: String,
     /// Seconds since the Unix epoch when this copy was loaded.
     pub loaded_at: u64,
+    /// Its update generation (0: as built; one more per update).
+    pub generation: u64,
+}
+
+/// `DELETE /v1/trees/{name}/documents`: the ids of the documents to remove.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteDocumentsRequest {
+    /// Document ids.
+    pub ids: Vec<String>,
+}
+
+/// The outcome of `POST` or `DELETE /v1/trees/{name}/documents`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UpdateResponse {
+    /// [`API_VERSION`].
+    pub version: u32,
+    /// The tree.
+    pub tree: String,
+    /// Its update generation now; requests from now on are answered from it.
+    pub generation: u64,
+    /// Documents added (new ids).
+    pub added: usize,
+    /// Documents replaced (ids it had).
+    pub replaced: usize,
+    /// Documents removed.
+    pub removed: usize,
+    /// Ids asked to be removed that it does not have.
+    pub not_found: Vec<String>,
+    /// Documents it holds now.
+    pub documents: usize,
 }
 
 /// `GET /v1/trees`.

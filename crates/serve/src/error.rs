@@ -166,6 +166,16 @@ impl ApiError {
         )
     }
 
+    /// 409: another writer is updating the tree.
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    /// 422: an update was refused (what it needs, what it would break).
+    pub fn update(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "update", message)
+    }
+
     /// 422: a reload was refused.
     pub fn reload(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "reload", message)

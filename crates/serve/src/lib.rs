@@ -10,6 +10,8 @@
 //! | `POST /v1/prune` | the chunks an answer needs ([`api::PruneRequest`]) |
 //! | `GET /v1/trees` | the served trees |
 //! | `POST /v1/admin/reload` | reload one tree or all from their files |
+//! | `POST /v1/trees/{name}/documents` | add documents (ids it has are replaced) |
+//! | `DELETE /v1/trees/{name}/documents` | remove documents by id |
 //! | `GET /healthz`, `GET /readyz` | up; trees loaded and the judge answering |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /openapi.json` | the OpenAPI document |
@@ -121,6 +123,10 @@ impl Server {
             .route("/v1/prune", post(routes::prune))
             .route("/v1/trees", get(routes::trees))
             .route("/v1/admin/reload", post(routes::reload))
+            .route(
+                "/v1/trees/{name}/documents",
+                post(routes::add_documents).delete(routes::delete_documents),
+            )
             .route("/metrics", get(routes::metrics));
         if let Some(tokens) = &self.auth {
             api = api.layer(axum::middleware::from_fn_with_state(

@@ -3,7 +3,7 @@
 //! request sees either the old tree or the new one, never a mix, and a
 //! file that fails to load leaves the old copy serving.
 
-use crate::api::{ReloadOutcome, TreeInfo};
+use crate::api::{ReloadOutcome, TreeInfo, UpdateResponse};
 use crate::error::{ApiError, Error};
 use crate::options::TreeSpec;
 use arc_swap::ArcSwap;
@@ -27,8 +27,17 @@ pub(crate) struct Registry {
     specs: Vec<TreeSpec>,
     judge: Judge,
     config: ValidConfig,
-    /// One reload at a time.
+    /// One reload (or update) at a time.
     reloading: tokio::sync::Mutex<()>,
+}
+
+/// An update of a served tree's documents.
+#[derive(Debug)]
+pub(crate) enum Change {
+    /// Add these (ids the tree has are replaced).
+    Add(treenav_tree::corpus::Corpus),
+    /// Remove the documents with these ids.
+    Remove(Vec<String>),
 }
 
 impl Registry {
@@ -138,6 +147,95 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Updates a served tree's files (one writer at a time: this service's
+    /// lock, and the tree's lock file against other processes), then serves
+    /// the new generation: requests in flight finish on the copy they
+    /// started with, the next ones see the new one.
+    pub(crate) async fn update(
+        &self,
+        name: &str,
+        change: Change,
+    ) -> Result<UpdateResponse, ApiError> {
+        let spec = self
+            .specs
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(format!("no tree named `{name}`")))?;
+        let _one_at_a_time = self.reloading.lock().await;
+        let recorded = self
+            .get(name)
+            .map(|s| s.info.embedder.clone())
+            .unwrap_or_default();
+        let embedder = match treenav_tree::update::embedder_for(&recorded).transpose() {
+            Ok(e) => e,
+            Err(e) => return Err(update_error(name, e)),
+        };
+        let report = match change {
+            Change::Add(corpus) => {
+                treenav_tree::update::add(
+                    &spec.path,
+                    corpus,
+                    embedder.as_ref(),
+                    &treenav_tree::NoProgress,
+                )
+                .await
+            }
+            Change::Remove(ids) => {
+                treenav_tree::update::remove(&spec.path, &ids, embedder.as_ref()).await
+            }
+        }
+        .map_err(|e| update_error(name, e))?;
+        let served = Arc::new(
+            load_one(spec, self.judge.clone(), self.config.clone())
+                .await
+                .map_err(|e| {
+                    ApiError::internal(format!(
+                        "the update landed but the tree did not load again: {e}"
+                    ))
+                })?,
+        );
+        let documents = served.info.documents;
+        self.trees.rcu(|old| {
+            let mut map = BTreeMap::clone(old);
+            map.insert(name.to_string(), served.clone());
+            map
+        });
+        tracing::info!(tree = %name, generation = report.generation, added = report.added,
+            replaced = report.replaced, removed = report.removed, "tree updated");
+        metrics::counter!("treenav_updates_total").increment(1);
+        Ok(UpdateResponse {
+            version: crate::api::API_VERSION,
+            tree: name.to_string(),
+            generation: report.generation,
+            added: report.added,
+            replaced: report.replaced,
+            removed: report.removed,
+            not_found: report.not_found,
+            documents,
+        })
+    }
+}
+
+/// An update's error as the client sees it: 409 while another writer holds
+/// the tree, 422 for what the tree needs or would lose, 500 otherwise (the
+/// server's paths go to the log, not the body).
+fn update_error(name: &str, e: treenav_tree::Error) -> ApiError {
+    use treenav_tree::Error as E;
+    tracing::warn!(tree = %name, error = %e, "update refused");
+    match e {
+        E::Param(m) if m.contains("is locked") => ApiError::conflict(format!(
+            "another update of tree `{name}` is running: retry when it ends"
+        )),
+        E::Param(m) => ApiError::update(m),
+        E::Http(h) => ApiError::judge(format!("the tree's embedder failed: {h}")),
+        _ => ApiError::internal(format!(
+            "the update of tree `{name}` failed (see the server log)"
+        )),
+    }
+}
+
 impl Served {
     /// 503 when a side file of this tree was written over in place since it
     /// was loaded: its texts and index no longer match the tree, so nothing
@@ -180,7 +278,7 @@ fn tree_info(spec: &TreeSpec, tree: &treenav_tree::Tree, format_version: u32) ->
     let clusters = tree
         .nodes()
         .iter()
-        .filter(|n| matches!(n.kind, NodeKind::Cluster { .. }))
+        .filter(|n| matches!(n.kind, NodeKind::Cluster { .. }) && n.parent.is_some())
         .count();
     let meta = tree.meta();
     TreeInfo {
@@ -198,5 +296,6 @@ fn tree_info(spec: &TreeSpec, tree: &treenav_tree::Tree, format_version: u32) ->
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        generation: tree.updates().map_or(0, |u| u.updates),
     }
 }

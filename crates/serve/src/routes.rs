@@ -3,11 +3,12 @@
 //! retrieval logic lives here.
 
 use crate::api::{
-    PruneRequest, PruneResponse, ReloadRequest, ReloadResponse, RetrieveRequest, RetrieveResponse,
-    TreesResponse, API_VERSION,
+    DeleteDocumentsRequest, PruneRequest, PruneResponse, ReloadRequest, ReloadResponse,
+    RetrieveRequest, RetrieveResponse, TreesResponse, UpdateResponse, API_VERSION,
 };
 use crate::error::ApiError;
 use crate::observe;
+use crate::registry::Change;
 use crate::App;
 use axum::body::{Body, Bytes, HttpBody as _};
 use axum::extract::State;
@@ -235,7 +236,12 @@ pub(crate) async fn retrieve(
     served.check_unchanged(&req.tree)?;
     let found = found?;
     observe::judge_usage("retrieve", &found.trace.usage);
-    Ok(Json(RetrieveResponse::new(&req.tree, found, req.trace)))
+    Ok(Json(RetrieveResponse::new(
+        &req.tree,
+        found,
+        req.trace,
+        served.info.generation,
+    )))
 }
 
 fn prune_options(app: &App, req: &PruneRequest) -> Result<PruneOptions, ApiError> {
@@ -361,6 +367,62 @@ pub(crate) async fn reload(State(app): State<Arc<App>>, raw: Body) -> Result<Res
         StatusCode::UNPROCESSABLE_ENTITY
     };
     Ok((status, Json(ReloadResponse { trees })).into_response())
+}
+
+/// Documents as the body of `POST /v1/trees/{name}/documents`: a JSON
+/// array of records in the passages-JSONL schema (`id`, `text`, optional
+/// `title`, `doc_id`, other fields the metadata) or BEIR's (`_id`, `title`,
+/// `text`); a corpus, or a 400 naming the element at fault.
+fn documents_of(bytes: &[u8]) -> Result<treenav_tree::corpus::Corpus, ApiError> {
+    let records: Vec<serde_json::Map<String, serde_json::Value>> = parse(bytes)?;
+    if records.is_empty() {
+        return Err(ApiError::bad_field(
+            "body",
+            "no documents: send a non-empty array",
+        ));
+    }
+    let format = if records[0].contains_key("_id") {
+        treenav_tree::corpus::Format::Beir
+    } else {
+        treenav_tree::corpus::Format::PassagesJsonl
+    };
+    let lines: Vec<String> = records
+        .iter()
+        .map(|r| serde_json::Value::Object(r.clone()).to_string())
+        .collect();
+    treenav_tree::corpus::load_str(
+        &lines.join("\n"),
+        "body",
+        format,
+        &treenav_tree::corpus::LoadOptions::default(),
+    )
+    .map_err(|e| {
+        // `body:3: …` is the array's third element.
+        ApiError::bad_field("body", format!("{e} (line N is the array's element N)"))
+    })
+}
+
+pub(crate) async fn add_documents(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    raw: Body,
+) -> Result<Json<UpdateResponse>, ApiError> {
+    let corpus = documents_of(&read_body(&app, raw).await?)?;
+    Ok(Json(app.registry.update(&name, Change::Add(corpus)).await?))
+}
+
+pub(crate) async fn delete_documents(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    raw: Body,
+) -> Result<Json<UpdateResponse>, ApiError> {
+    let req: DeleteDocumentsRequest = parse(&read_body(&app, raw).await?)?;
+    if req.ids.is_empty() {
+        return Err(ApiError::bad_field("ids", "no ids: send at least one"));
+    }
+    Ok(Json(
+        app.registry.update(&name, Change::Remove(req.ids)).await?,
+    ))
 }
 
 pub(crate) async fn not_found() -> ApiError {

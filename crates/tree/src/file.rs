@@ -661,6 +661,38 @@ fn read_parallel(path: &Path, len: u64) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// How a tree file was built, read from the start of its payload only
+/// (not checksummed: for choosing settings before loading it whole).
+pub fn load_meta(path: &Path) -> Result<TreeMeta> {
+    use crate::store::ReadAt;
+    let (_, len) = open_tree_file(path)?;
+    let (file, _) = crate::store::FileAt::open(path, &TREE_FILE)?;
+    let bad = |problem: String| Error::BadFile {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let take = len.min(HEADER_LEN as u64 + (1 << 20)) as usize;
+    let mut bytes = vec![0u8; take];
+    file.read_at(0, &mut bytes)
+        .map_err(|e| bad(format!("cannot read its header: {e}")))?;
+    if take < HEADER_LEN {
+        return Err(bad("truncated: shorter than its header".into()));
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    let payload = &bytes[HEADER_LEN..];
+    let undecodable = |e: postcard::Error| bad(format!("cannot decode its metadata: {e}"));
+    match version {
+        1 | 2 => Ok(postcard::take_from_bytes::<MetaV2>(payload)
+            .map_err(undecodable)?
+            .0
+            .into()),
+        3 | 4 => Ok(postcard::take_from_bytes::<TreeMeta>(payload)
+            .map_err(undecodable)?
+            .0),
+        v => Err(bad(format!("format version {v}, not one this build reads"))),
+    }
+}
+
 /// The format version a tree file's header names (not validated further).
 pub fn version(path: &Path) -> Result<u32> {
     use std::io::Read;

@@ -63,6 +63,7 @@ pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
 pub use petgraph;
 pub use shard::{Plan, ShardSpec};
 pub use summary::{Summarizer, SummarizerOptions};
+pub use treenav_corpus as corpus;
 pub use treenav_text as text;
 
 use std::path::PathBuf;

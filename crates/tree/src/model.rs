@@ -628,6 +628,48 @@ impl Tree {
         Ok(tree)
     }
 
+    /// The [`treenav_corpus::ContentDigest`] of the documents the tree
+    /// holds now (parts of a document joined in part order), to compare
+    /// with a corpus's when the tree's recorded fingerprint is its build's
+    /// and updates changed it since.
+    pub fn content_digest(&self) -> Result<treenav_corpus::ContentDigest> {
+        let mut parts: std::collections::BTreeMap<&str, Vec<(u32, NodeId)>> = Default::default();
+        for d in self.documents() {
+            if let Some(NodeKind::Document { id, part, .. }) = self.get(d).map(|n| &n.kind) {
+                parts
+                    .entry(id)
+                    .or_default()
+                    .push((part.map_or(0, |p| p.0), d));
+            }
+        }
+        let mut out = treenav_corpus::ContentDigest {
+            documents: 0,
+            passages: 0,
+            sum: 0,
+        };
+        for (id, mut nodes) in parts {
+            nodes.sort_unstable();
+            let mut title = "";
+            let mut passages: Vec<(String, String)> = Vec::new();
+            for (_, d) in &nodes {
+                if let Some(NodeKind::Document { title: t, .. }) = self.get(*d).map(|n| &n.kind) {
+                    title = t;
+                }
+                for p in self.children(*d) {
+                    if let Some(NodeKind::Passage { id, .. }) = self.get(*p).map(|n| &n.kind) {
+                        passages.push((id.clone(), self.passage_text(*p)?.into_owned()));
+                    }
+                }
+            }
+            let refs = passages.iter().map(|(i, t)| (i.as_str(), t.as_str()));
+            out.add(
+                treenav_corpus::document_digest(id, title, refs),
+                passages.len() as u64,
+            );
+        }
+        Ok(out)
+    }
+
     /// The lexical side, to be changed by an update.
     pub(crate) fn lexical_mut(&mut self) -> Option<&mut Lexical> {
         self.lexical.as_mut()

@@ -14,6 +14,7 @@ import math
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -27,6 +28,7 @@ __all__ = [
     "KeptChunk",
     "Pruned",
     "TreeInfo",
+    "Updated",
     "API_VERSION",
 ]
 
@@ -224,6 +226,31 @@ class TreeInfo:
         )
 
 
+@dataclass(frozen=True)
+class Updated:
+    """What an update of a served tree's documents did."""
+
+    tree: str
+    generation: int
+    added: int
+    replaced: int
+    removed: int
+    not_found: List[str]
+    documents: int
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Updated":
+        return Updated(
+            tree=str(d["tree"]),
+            generation=int(d["generation"]),
+            added=int(d["added"]),
+            replaced=int(d["replaced"]),
+            removed=int(d["removed"]),
+            not_found=[str(i) for i in d.get("not_found", [])],
+            documents=int(d["documents"]),
+        )
+
+
 Chunk = Union[str, Dict[str, Any]]
 
 
@@ -359,13 +386,31 @@ class TreenavClient:
                 return {"ready": False, "problems": [e.message]}
             raise
 
+    def add_documents(self, tree: str, documents: List[Dict[str, Any]]) -> Updated:
+        """Adds documents to a served tree without a rebuild; ids it has are
+        replaced. Each is a passages-JSONL record (``id``, ``text``, optional
+        ``title`` and ``doc_id``, any other field its metadata) or a BEIR one
+        (``_id``, ``title``, ``text``). Queries from now on see them."""
+        if not documents:
+            raise ValueError("add_documents needs at least one document")
+        route = f"/v1/trees/{urllib.parse.quote(tree, safe='')}/documents"
+        return _parsed(Updated.from_json, self._request("POST", route, list(documents)))
+
+    def delete_documents(self, tree: str, ids: List[str]) -> Updated:
+        """Removes documents from a served tree by id (unknown ids are
+        reported in ``not_found``, not an error)."""
+        if not ids:
+            raise ValueError("delete_documents needs at least one id")
+        route = f"/v1/trees/{urllib.parse.quote(tree, safe='')}/documents"
+        return _parsed(Updated.from_json, self._request("DELETE", route, {"ids": [str(i) for i in ids]}))
+
     def reload(self, tree: Optional[str] = None) -> Dict[str, Any]:
         """Reloads one tree (or all) from its file; a refused file raises."""
         return self._request("POST", "/v1/admin/reload", {} if tree is None else {"tree": tree})
 
     # -- transport ---------------------------------------------------------
 
-    def _request(self, method: str, route: str, body: Optional[Dict[str, Any]] = None) -> Any:
+    def _request(self, method: str, route: str, body: Any = None) -> Any:
         """One call, retries included, within ``timeout`` in all."""
         deadline = time.monotonic() + self.timeout
         attempt = 0
@@ -381,7 +426,7 @@ class TreenavClient:
                 attempt += 1
                 time.sleep(wait)
 
-    def _within(self, deadline: float, method: str, route: str, body: Optional[Dict[str, Any]]) -> Any:
+    def _within(self, deadline: float, method: str, route: str, body: Any) -> Any:
         """One attempt on a worker thread, abandoned at the deadline (a
         server trickling its answer cannot hold the caller)."""
         left = deadline - time.monotonic()
@@ -393,7 +438,7 @@ class TreenavClient:
         except concurrent.futures.TimeoutError:
             raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s") from None
 
-    def _once(self, method: str, route: str, body: Optional[Dict[str, Any]], timeout: float) -> Any:
+    def _once(self, method: str, route: str, body: Any, timeout: float) -> Any:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(self.base_url + route, data=data, method=method)
         request.add_header("Accept", "application/json")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import uuid
+from typing import Any, Dict, List, Optional, Sequence
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -78,3 +79,31 @@ class TreenavRetriever(BaseRetriever):
         found = await self._client().aretrieve(self.tree, query, **self._options(kwargs))
         return self._documents(found)
 
+
+    # -- updates (LangChain's vector-store names) ------------------------------
+
+    def add_documents(self, documents: Sequence[Document], ids: Optional[Sequence[str]] = None) -> List[str]:
+        """Adds LangChain Documents to the tree (without a rebuild); returns
+        their ids. The id is ``ids[i]``, else the Document's ``id``, else
+        ``metadata["id"]``, else a new UUID; a Document whose id the tree has
+        replaces it. ``metadata["title"]`` becomes the title; the other
+        metadata fields become the document's metadata (filterable)."""
+        if ids is not None and len(ids) != len(documents):
+            raise ValueError("ids must have one id per document")
+        records, out = [], []
+        for i, doc in enumerate(documents):
+            meta = dict(doc.metadata or {})
+            given = ids[i] if ids is not None else (doc.id or meta.pop("id", None))
+            doc_id = str(given) if given is not None else str(uuid.uuid4())
+            meta.pop("id", None)
+            title = str(meta.pop("title", ""))
+            records.append({**meta, "id": doc_id, "doc_id": doc_id, "title": title, "text": doc.page_content})
+            out.append(doc_id)
+        self._client().add_documents(self.tree, records)
+        return out
+
+    def delete(self, ids: Optional[Sequence[str]] = None, **kwargs: Any) -> bool:
+        """Removes documents by id; True when every id was in the tree."""
+        if not ids:
+            raise ValueError("delete needs the ids of the documents to remove")
+        return not self._client().delete_documents(self.tree, list(ids)).not_found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import (
@@ -73,3 +73,28 @@ class TreenavLlamaRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         found = await self._client.aretrieve(self._tree, query_bundle.query_str, **self._options)
         return self._nodes(found)
+
+    # -- updates (LlamaIndex's index names) -----------------------------------
+
+    def insert(self, document: Any) -> None:
+        """Adds one LlamaIndex ``Document`` (its ``doc_id``, text and
+        metadata; ``metadata["title"]`` becomes the title) to the tree, or
+        replaces the document with that id."""
+        self.insert_documents([document])
+
+    def insert_documents(self, documents: Sequence[Any]) -> None:
+        """Adds several LlamaIndex ``Document``s at once (one update)."""
+        records = []
+        for doc in documents:
+            meta = dict(getattr(doc, "metadata", None) or {})
+            doc_id = str(doc.doc_id)
+            title = str(meta.pop("title", ""))
+            meta.pop("id", None)
+            records.append({**meta, "id": doc_id, "doc_id": doc_id, "title": title, "text": doc.get_content()})
+        if not records:
+            raise ValueError("insert_documents needs at least one document")
+        self._client.add_documents(self._tree, records)
+
+    def delete_ref_doc(self, ref_doc_id: str, **kwargs: Any) -> None:
+        """Removes the document ``ref_doc_id`` (every passage of it)."""
+        self._client.delete_documents(self._tree, [ref_doc_id])

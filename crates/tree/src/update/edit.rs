@@ -12,9 +12,10 @@ use crate::model::{Node, NodeKind};
 use crate::{Error, Result};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// A leaf this much below the branching limit (a fraction) is merged into
-/// its nearest sibling when both fit under the limit together.
-const SMALL_LEAF: usize = 8;
+/// A leaf smaller than its sibling leaves' mean size divided by this is
+/// merged into its nearest sibling when both fit under the limit together
+/// (the build's leaves vary in size; only one far below its family's goes).
+const SMALL_LEAF: usize = 4;
 
 /// The arena being changed and what changed.
 pub(crate) struct Editor<'a> {

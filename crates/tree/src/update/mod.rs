@@ -20,11 +20,13 @@
 //! the update ([`Lock`]). [`compact`] folds the delta into a new tree file.
 
 pub mod delta;
+mod drift;
 mod edit;
 mod labels;
 pub mod vectors;
 
 pub use delta::{delta_path, UpdateLog};
+pub use drift::{drift, Drift};
 pub use vectors::{vectors_path, BaseId, Embedding, UnitVectors};
 
 use crate::build::{units, Unit};
@@ -685,6 +687,20 @@ fn commit(
     })
 }
 
+/// The vectors kept for the tree saved at `path` and loaded as `tree`
+/// (those of its file, and of the documents its updates added); `None`
+/// when it was saved without them.
+pub fn kept_vectors(path: &Path, tree: &Tree) -> Result<Option<UnitVectors>> {
+    let base = base_id(path)?;
+    let Some(mut v) = vectors::read(path, base)? else {
+        return Ok(None);
+    };
+    if let Some(d) = delta::current(path, base, current_generation(tree))? {
+        v.extend(&d.vectors)?;
+    }
+    Ok(Some(v))
+}
+
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Compacted {
@@ -702,14 +718,7 @@ pub struct Compacted {
 pub fn compact(path: &Path) -> Result<Compacted> {
     let _lock = Lock::acquire(path)?;
     let mut tree = crate::file::load(path)?;
-    let base = base_id(path)?;
-    if let Some(mut v) = vectors::read(path, base)? {
-        let generation = current_generation(&tree);
-        if let Some(d) = delta::current(path, base, generation)? {
-            v.extend(&d.vectors)?;
-        }
-        tree.set_vectors(Some(Arc::new(v)));
-    }
+    tree.set_vectors(kept_vectors(path, &tree)?.map(Arc::new));
     let before = tree.len();
     let updates = tree.updates().cloned();
     let compacted = tree.compacted()?;

@@ -251,3 +251,33 @@ async fn a_leaf_over_the_limit_splits_and_every_document_stays_at_one_depth() {
         assert!(level.max_children <= 8, "{level:?}");
     }
 }
+
+/// The two windows of a crash around the index commit: the delta written
+/// as `.next` and the index committed, but not renamed (the update is
+/// there); a `.next` written but the index not committed (it is not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_on_either_side_of_the_index_commit_gives_before_or_after() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    add(&path, corpus(0..5, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    // Committed, not renamed: generation 1 is read from `.next`.
+    std::fs::rename(delta_path(&path), delta::next_path(&path)).expect("mv");
+    let tree = file::load(&path).expect("load");
+    assert_eq!(tree.documents().count(), 125);
+    // The next update starts from it and lands normally.
+    add(&path, corpus(5..7, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    assert_eq!(file::load(&path).expect("load").documents().count(), 127);
+    // A `.next` of generation 3 whose index commit never happened: ignored.
+    let mut stale = std::fs::read(delta_path(&path)).expect("read");
+    stale[48] = 3;
+    std::fs::write(delta::next_path(&path), stale).expect("write");
+    assert_eq!(file::load(&path).expect("load").documents().count(), 127);
+    // Without the delta the index names, the tree is refused by name.
+    std::fs::remove_file(delta_path(&path)).expect("rm");
+    let err = file::load(&path).expect_err("no delta");
+    assert!(err.to_string().contains("generation 2"), "{err}");
+}
