@@ -269,6 +269,7 @@ fn payload_v4(tree: &Tree, texts: Option<SideFile>, lexical: Option<SideFile>) -
 #[allow(clippy::type_complexity)]
 fn decode_v4(
     payload: &[u8],
+    spare: usize,
 ) -> std::result::Result<
     (
         TreeMeta,
@@ -280,12 +281,12 @@ fn decode_v4(
 > {
     let v4: TreeV4<'_> = postcard::from_bytes(payload)?;
     // Each node takes at least 3 bytes, each list at least 1.
-    let nodes = decode_chunks(&v4.nodes, payload.len() / 3, || Node {
+    let nodes = decode_chunks(&v4.nodes, payload.len() / 3, spare, || Node {
         kind: NodeKind::Root,
         parent: None,
         children: Vec::new(),
     })?;
-    let neighbours = decode_chunks(&v4.neighbours, payload.len(), Vec::new)?;
+    let neighbours = decode_chunks(&v4.neighbours, payload.len(), spare, Vec::new)?;
     Ok((v4.meta, nodes, neighbours, (v4.texts, v4.lexical)))
 }
 
@@ -293,10 +294,12 @@ fn decode_v4(
 /// straight into its place: the vector is first filled with `placeholder`
 /// (in parallel), then each chunk's items overwrite their slots. (Decoding
 /// each chunk into a vector of its own and joining them moved 300 MB at
-/// 1M passages, faulting in every page twice.) At most `max` items.
+/// 1M passages, faulting in every page twice.) At most `max` items; room
+/// for `spare` more (an update's nodes, pushed when it is applied).
 fn decode_chunks<T: serde::de::DeserializeOwned + Send>(
     chunks: &[&[u8]],
     max: usize,
+    spare: usize,
     placeholder: impl Fn() -> T + Sync,
 ) -> std::result::Result<Vec<T>, postcard::Error> {
     use rayon::prelude::*;
@@ -309,7 +312,8 @@ fn decode_chunks<T: serde::de::DeserializeOwned + Send>(
         .try_fold(0usize, |sum, len| sum.checked_add(*len))
         .filter(|total| *total <= max)
         .ok_or(postcard::Error::DeserializeBadVarint)?;
-    let mut out: Vec<T> = (0..total).into_par_iter().map(|_| placeholder()).collect();
+    let mut out: Vec<T> = Vec::with_capacity(total.saturating_add(spare.min(max)));
+    out.par_extend((0..total).into_par_iter().map(|_| placeholder()));
     let mut slots: Vec<&mut [T]> = Vec::with_capacity(chunks.len());
     let mut rest = out.as_mut_slice();
     for len in &lens {
@@ -409,6 +413,12 @@ fn framed(version: u32, payload: Vec<u8>) -> Vec<u8> {
 
 /// Decodes and validates file bytes; `name` stands for the file in errors.
 pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
+    from_bytes_with_room(bytes, name, 0)
+}
+
+/// [`from_bytes`], the arena decoded with room for `room` more nodes (an
+/// update about to add them: no reallocation of the whole arena).
+fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> {
     let bad = |problem: String| Error::BadFile {
         path: name.to_path_buf(),
         problem,
@@ -448,6 +458,11 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
     let decode_error = |e: postcard::Error| bad(format!("cannot decode the tree: {e}"));
+    // Updates since the tree file was written: the delta of the generation
+    // the lexical index was committed at (read first, so that the arena
+    // is decoded with room for the nodes it adds).
+    let delta = pending_delta(bytes, name)?;
+    let spare = delta.as_ref().map_or(0, |d| d.nodes.len()) + room;
     let no_sides = (None, None);
     let (meta, nodes, neighbours, sides) = match version {
         1 => {
@@ -462,7 +477,7 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
             let v3: TreeV3 = postcard::from_bytes(payload).map_err(decode_error)?;
             (v3.meta, v3.nodes, v3.neighbours, no_sides)
         }
-        _ => decode_v4(payload).map_err(decode_error)?,
+        _ => decode_v4(payload, spare).map_err(decode_error)?,
     };
     let mut tree =
         Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
@@ -474,17 +489,6 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         tree.attach_texts(store)?;
     }
     if let Some(lexical) = sides.1 {
-        // Updates since the tree file was written: the delta of the
-        // generation the lexical index was committed at.
-        let generation = crate::update::delta::generation_of(
-            LexicalIndex::payload_in(&index_folder(name))
-                .ok()
-                .flatten()
-                .as_deref(),
-        )
-        .unwrap_or(0);
-        let base = crate::update::base_of(bytes);
-        let delta = crate::update::delta::current(name, base, generation)?;
         let lexical = open_lexical(&tree, name, lexical, delta.as_ref().map(|d| d.indexed))?;
         tree.attach_lexical(lexical);
         if let Some(delta) = delta {
@@ -498,6 +502,19 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
         }
     }
     Ok(tree)
+}
+
+/// The delta of updates beside the tree file `name` (whose bytes are
+/// `bytes`): the one of the generation its lexical index was committed at,
+/// if any.
+fn pending_delta(bytes: &[u8], name: &Path) -> Result<Option<crate::update::delta::Delta>> {
+    let folder = index_folder(name);
+    if !folder.join("meta.json").is_file() {
+        return Ok(None);
+    }
+    let payload = LexicalIndex::payload_in(&folder).ok().flatten();
+    let generation = crate::update::delta::generation_of(payload.as_deref()).unwrap_or(0);
+    crate::update::delta::current(name, crate::update::base_of(bytes), generation)
 }
 
 /// The lexical side file of the tree file `name` (described by `expected`),
@@ -627,9 +644,14 @@ fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
 /// past a header with the right magic bytes, so a device (`/dev/zero`) or
 /// a large foreign file is refused without reading it whole.
 pub fn load(path: &Path) -> Result<Tree> {
+    load_with_room(path, 0)
+}
+
+/// [`load`], with room in the arena for `room` more nodes.
+pub(crate) fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
     let (_, len) = open_tree_file(path)?;
     let bytes = read_parallel(path, len)?;
-    from_bytes(&bytes, path)
+    from_bytes_with_room(&bytes, path, room)
 }
 
 /// Reads a file of `len` bytes whole, in blocks read by positioned reads in
@@ -731,19 +753,19 @@ mod tests {
         let empty = postcard::to_stdvec(&Vec::<u32>::new()).expect("encode");
         let chunks: Vec<&[u8]> = vec![&a, &empty, &b];
         assert_eq!(
-            decode_chunks(&chunks, 10, || 0u32).ok(),
+            decode_chunks(&chunks, 10, 0, || 0u32).ok(),
             Some(vec![1, 2, 3, 4])
         );
         assert!(
-            decode_chunks(&chunks, 3, || 0u32).is_err(),
+            decode_chunks(&chunks, 3, 0, || 0u32).is_err(),
             "over the bound"
         );
         let cut: Vec<&[u8]> = vec![&a[..a.len() - 1], &b];
         assert!(
-            decode_chunks(&cut, 10, || 0u32).is_err(),
+            decode_chunks(&cut, 10, 0, || 0u32).is_err(),
             "a chunk cut short"
         );
-        assert_eq!(decode_chunks(&[], 10, || 0u32).ok(), Some(Vec::new()));
+        assert_eq!(decode_chunks(&[], 10, 0, || 0u32).ok(), Some(Vec::new()));
     }
 
     use super::*;

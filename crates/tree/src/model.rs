@@ -790,6 +790,80 @@ impl Tree {
         self.validate_neighbours()
     }
 
+    /// Checks the nodes an update changed, with their parents and children,
+    /// and the neighbour lists it changed: what [`Tree::validate`] checks,
+    /// around them only (the rest was checked when the tree file was
+    /// read, and the update was validated whole before it was written).
+    pub(crate) fn validate_around(&self, nodes: &[u32], lists: &[u32]) -> Result<()> {
+        let invalid = |msg: String| Err(Error::InvalidTree(msg));
+        let seen = vec![false; self.nodes.len()];
+        for &i in nodes {
+            let id = NodeId(i);
+            let Some(node) = self.get(id) else {
+                return invalid(format!("the update names a missing node {i}"));
+            };
+            if self.is_removed(id) {
+                if !node.children.is_empty() {
+                    return invalid(format!("removed node {i} still has children"));
+                }
+                continue;
+            }
+            if node.children.len() > self.meta.branching as usize {
+                return invalid(format!(
+                    "node {i} has {} children, over the branching limit {}",
+                    node.children.len(),
+                    self.meta.branching
+                ));
+            }
+            if let Some(p) = node.parent {
+                let listed = self
+                    .get(p)
+                    .map_or(0, |n| n.children.iter().filter(|c| **c == id).count());
+                if listed != 1 {
+                    return invalid(format!("node {i}'s parent {} lists it {listed} times", p.0));
+                }
+            }
+            let leaf = matches!(node.kind, NodeKind::Passage { .. });
+            if leaf != node.children.is_empty() {
+                return invalid(format!(
+                    "node {i} ({}) has {} children",
+                    node.kind.name(),
+                    node.children.len()
+                ));
+            }
+            for &c in &node.children {
+                self.check_edge(id, c, &seen)?;
+            }
+        }
+        if self.neighbours.is_empty() {
+            return Ok(());
+        }
+        if self.neighbours.len() != self.nodes.len() {
+            return invalid(format!(
+                "{} neighbour lists for {} nodes",
+                self.neighbours.len(),
+                self.nodes.len()
+            ));
+        }
+        let is_doc = |n: NodeId| {
+            self.get(n)
+                .is_some_and(|x| matches!(x.kind, NodeKind::Document { .. }) && x.parent.is_some())
+        };
+        for &i in lists {
+            let list = self.neighbours(NodeId(i));
+            if !list.is_empty() && !is_doc(NodeId(i)) {
+                return invalid(format!("node {i} is not a document but has neighbours"));
+            }
+            if let Some(n) = list.iter().find(|n| n.0 == i || !is_doc(**n)) {
+                return invalid(format!(
+                    "document {i} lists node {} as a neighbour, which is not another document",
+                    n.0
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// One parent → child edge: the child exists, is reached once, names the
     /// parent, and its kind may sit under the parent's.
     fn check_edge(&self, id: NodeId, c: NodeId, seen: &[bool]) -> Result<()> {

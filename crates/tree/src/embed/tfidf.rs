@@ -89,19 +89,14 @@ impl TfidfModel {
         self.project(&term_counts(texts))
     }
 
+    /// The projected rows of `docs`. A term's ±1 vector is made when a text
+    /// first uses it (embedding a few new texts touches a few terms, not
+    /// the whole vocabulary).
     fn project(&self, docs: &[HashMap<String, u32>]) -> Array2<f32> {
         let dims = self.dims;
         let scale = 1.0 / (dims as f32).sqrt();
-        let mut projection: HashMap<&str, (f32, Vec<f32>)> =
-            HashMap::with_capacity(self.terms.len());
-        for (term, idf) in &self.terms {
-            let mut rng =
-                Xoshiro256PlusPlus::seed_from_u64(stable_hash(term.as_bytes()) ^ self.seed);
-            let v = (0..dims)
-                .map(|_| if rng.gen::<bool>() { scale } else { -scale })
-                .collect();
-            projection.insert(term.as_str(), (*idf, v));
-        }
+        let idf: HashMap<&str, f32> = self.terms.iter().map(|(t, w)| (t.as_str(), *w)).collect();
+        let mut vectors: HashMap<&str, Vec<f32>> = HashMap::new();
         let mut out = Array2::<f32>::zeros((docs.len(), dims));
         for (i, doc) in docs.iter().enumerate() {
             let mut row = out.row_mut(i);
@@ -109,11 +104,19 @@ impl TfidfModel {
             let mut entries: Vec<(&String, &u32)> = doc.iter().collect();
             entries.sort();
             for (term, tf) in entries {
-                if let Some((idf, v)) = projection.get(term.as_str()) {
-                    let w = (1.0 + (*tf as f32).ln()) * idf;
-                    for (x, p) in row.iter_mut().zip(v) {
-                        *x += w * p;
-                    }
+                let Some((&key, &weight)) = idf.get_key_value(term.as_str()) else {
+                    continue;
+                };
+                let v = vectors.entry(key).or_insert_with(|| {
+                    let mut rng =
+                        Xoshiro256PlusPlus::seed_from_u64(stable_hash(key.as_bytes()) ^ self.seed);
+                    (0..dims)
+                        .map(|_| if rng.gen::<bool>() { scale } else { -scale })
+                        .collect()
+                });
+                let w = (1.0 + (*tf as f32).ln()) * weight;
+                for (x, p) in row.iter_mut().zip(v.iter()) {
+                    *x += w * p;
                 }
             }
             let norm = row.dot(&row).sqrt();

@@ -29,10 +29,12 @@ pub(crate) struct Editor<'a> {
     pub(crate) dirty: BTreeSet<u32>,
     /// Neighbour lists changed.
     pub(crate) dirty_lists: BTreeSet<u32>,
-    /// Leaf clusters whose members changed: their labels are refreshed.
-    pub(crate) touched: BTreeSet<u32>,
-    /// Documents removed in this update.
-    removed: HashSet<u32>,
+    /// Clusters made, split or merged: their labels are refreshed.
+    touched: BTreeSet<u32>,
+    /// Per leaf, the documents added to it or removed from it.
+    moved: HashMap<u32, u32>,
+    /// Documents removed in this update, with their neighbour lists.
+    removed: HashMap<u32, Vec<NodeId>>,
     branching: usize,
     neighbours: usize,
     seed: u64,
@@ -68,7 +70,8 @@ impl<'a> Editor<'a> {
             dirty: BTreeSet::new(),
             dirty_lists: BTreeSet::new(),
             touched: BTreeSet::new(),
-            removed: HashSet::new(),
+            moved: HashMap::new(),
+            removed: HashMap::new(),
             branching,
             neighbours,
             seed,
@@ -198,7 +201,7 @@ impl<'a> Editor<'a> {
         self.vectors.set(doc, ndarray::ArrayView1::from(v));
         self.nodes[leaf.index()].children.push(doc);
         self.dirty.insert(leaf.0);
-        self.touched.insert(leaf.0);
+        *self.moved.entry(leaf.0).or_insert(0) += 1;
         self.add_along(leaf, v, 1.0);
         self.split_while_over(leaf);
         self.link(doc, v);
@@ -361,11 +364,12 @@ impl<'a> Editor<'a> {
         };
         let n = norm(&sum).max(f32::MIN_POSITIVE);
         let centre: Vec<f32> = sum.iter().map(|x| x / n).collect();
+        let probe = super::vectors::Probe::new(&centre);
         let mut keyed: Vec<(f32, NodeId)> = self
             .node(id)
             .children
             .iter()
-            .map(|c| (self.vectors.dot(*c, &centre).unwrap_or(-1.0), *c))
+            .map(|c| (self.vectors.dot_probe(*c, &probe).unwrap_or(-1.0), *c))
             .collect();
         keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1 .0.cmp(&b.1 .0)));
         self.nodes[id.index()].children = keyed.into_iter().map(|(_, c)| c).collect();
@@ -396,8 +400,9 @@ impl<'a> Editor<'a> {
 
     /// Scores `candidates` against `v`, nearest first (ties: lower id).
     fn ranked(&self, v: &[f32], candidates: impl Iterator<Item = NodeId>) -> Vec<(f32, NodeId)> {
+        let probe = super::vectors::Probe::new(v);
         let mut scored: Vec<(f32, NodeId)> = candidates
-            .filter_map(|c| Some((self.vectors.dot(c, v)?, c)))
+            .filter_map(|c| Some((self.vectors.dot_probe(c, &probe)?, c)))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1 .0.cmp(&b.1 .0)));
         scored
@@ -457,12 +462,15 @@ impl<'a> Editor<'a> {
         }
         self.nodes[doc.index()].parent = None;
         self.dirty.extend([doc.0, leaf.0]);
-        if let Some(list) = self.lists.get_mut(doc.index()) {
-            list.clear();
-            self.dirty_lists.insert(doc.0);
-        }
-        self.removed.insert(doc.0);
-        self.touched.insert(leaf.0);
+        let list = match self.lists.get_mut(doc.index()) {
+            Some(list) => {
+                self.dirty_lists.insert(doc.0);
+                std::mem::take(list)
+            }
+            None => Vec::new(),
+        };
+        self.removed.insert(doc.0, list);
+        *self.moved.entry(leaf.0).or_insert(0) += 1;
         self.drop_if_empty(leaf);
         self.merge_if_small(leaf);
         Ok(())
@@ -516,28 +524,60 @@ impl<'a> Editor<'a> {
         self.drop_if_empty(leaf);
     }
 
+    /// The clusters whose labels are to be refreshed: those made, split or
+    /// merged, and the leaves where a tenth or more of the documents came
+    /// or went in this update (a leaf that gains one document in fifty
+    /// keeps its label: relabelling reads its whole family).
+    pub(crate) fn to_relabel(&self) -> BTreeSet<u32> {
+        let mut out = self.touched.clone();
+        for (leaf, moved) in &self.moved {
+            let size = self
+                .nodes
+                .get(*leaf as usize)
+                .map_or(0, |n| n.children.len());
+            if self
+                .nodes
+                .get(*leaf as usize)
+                .is_some_and(|n| n.parent.is_some() || *leaf == 0)
+                && (*moved as usize) * 10 >= size
+            {
+                out.insert(*leaf);
+            }
+        }
+        out
+    }
+
     /// Drops removed documents from every neighbour list; a list that lost
-    /// some is refilled from its remaining neighbours' neighbours.
+    /// some is refilled from the removed documents' own lists (their
+    /// neighbours are the likeliest replacements, as in FreshDiskANN's
+    /// delete repair).
     pub(crate) fn mend_lists(&mut self) {
         if self.removed.is_empty() || self.lists.is_empty() {
             return;
         }
+        let removed = std::mem::take(&mut self.removed);
+        let gone = |n: &NodeId| removed.contains_key(&n.0);
         let hit: Vec<usize> = (0..self.lists.len())
-            .filter(|i| self.lists[*i].iter().any(|n| self.removed.contains(&n.0)))
+            .filter(|i| self.lists[*i].iter().any(gone))
             .collect();
         for i in hit {
-            self.lists[i].retain(|n| !self.removed.contains(&n.0));
-            self.dirty_lists.insert(i as u32);
             let me = NodeId(i as u32);
-            let Some(v) = self.vectors.get(me) else {
-                continue;
-            };
-            let mut candidates: HashSet<NodeId> = self.lists[i].iter().copied().collect();
-            for n in self.lists[i].clone() {
-                candidates.extend(self.lists[n.index()].iter().copied());
+            let mut candidates: HashSet<NodeId> = HashSet::new();
+            for n in &self.lists[i] {
+                match removed.get(&n.0) {
+                    Some(theirs) => candidates.extend(theirs.iter().copied()),
+                    None => {
+                        candidates.insert(*n);
+                    }
+                }
             }
             candidates.remove(&me);
-            candidates.retain(|c| !self.removed.contains(&c.0) && self.node(*c).parent.is_some());
+            candidates.retain(|c| !gone(c) && self.node(*c).parent.is_some());
+            self.dirty_lists.insert(me.0);
+            let Some(v) = self.vectors.get(me) else {
+                self.lists[i].retain(|n| !gone(n));
+                continue;
+            };
             let mut ranked = self.ranked(&v, candidates.into_iter());
             ranked.truncate(self.neighbours);
             self.lists[i] = ranked.into_iter().map(|x| x.1).collect();

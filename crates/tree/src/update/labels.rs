@@ -11,6 +11,9 @@ use crate::model::{Node, NodeKind};
 use crate::summary::{class_tfidf, count_terms, extractive_line, ClusterFacts, SUMMARY_TERMS};
 use std::collections::BTreeSet;
 
+/// A leaf's new label: its id, distinctive terms and central titles.
+type Label = (NodeId, Vec<String>, Vec<String>);
+
 fn title_and_lead(node: &Node) -> (String, String) {
     match &node.kind {
         NodeKind::Document { title, lead, .. } => (title.clone(), lead.clone()),
@@ -42,44 +45,19 @@ pub(crate) fn refresh(nodes: &mut [Node], touched: &BTreeSet<u32>) -> Vec<u32> {
             }
         }
     }
-    for parent in families {
-        let leaves: Vec<NodeId> = nodes[parent as usize]
-            .children
-            .iter()
-            .copied()
-            .filter(|l| matches!(nodes[l.index()].kind, NodeKind::Cluster { .. }))
-            .collect();
-        let members: Vec<Vec<NodeId>> = leaves
-            .iter()
-            .map(|l| nodes[l.index()].children.clone())
-            .collect();
-        let docs: Vec<NodeId> = members.iter().flatten().copied().collect();
-        let (counts, vocab) = count_terms(docs.iter().map(|d| {
-            let (t, l) = title_and_lead(&nodes[d.index()]);
-            [t, l]
-        }));
-        let mut at = 0;
-        let groups: Vec<Vec<usize>> = members
-            .iter()
-            .map(|m| {
-                let g = (at..at + m.len()).collect();
-                at += m.len();
-                g
-            })
-            .collect();
-        let terms = class_tfidf(&counts, &vocab, &groups, SUMMARY_TERMS);
-        for ((leaf, m), terms) in leaves.iter().zip(&members).zip(terms) {
-            if !touched.contains(&leaf.0) {
-                continue;
-            }
-            let central = m
-                .iter()
-                .take(20)
-                .map(|d| title_and_lead(&nodes[d.index()]).0)
-                .collect();
-            set_label(nodes, *leaf, terms, central);
-            done.push(leaf.0);
-        }
+    // Each family's new labels, computed in parallel, then set.
+    let computed: Vec<Vec<Label>> = {
+        use rayon::prelude::*;
+        let nodes: &[Node] = nodes;
+        let families: Vec<u32> = families.into_iter().collect();
+        families
+            .par_iter()
+            .map(|parent| family_labels(nodes, *parent, touched))
+            .collect()
+    };
+    for (leaf, terms, central) in computed.into_iter().flatten() {
+        set_label(nodes, leaf, terms, central);
+        done.push(leaf.0);
     }
     for id in upper {
         let children = nodes[id.index()].children.clone();
@@ -102,6 +80,54 @@ pub(crate) fn refresh(nodes: &mut [Node], touched: &BTreeSet<u32>) -> Vec<u32> {
         done.push(id.0);
     }
     done
+}
+
+/// New labels (leaf, terms, central titles) for the touched leaves among
+/// the children of `parent`.
+fn family_labels(
+    nodes: &[Node],
+    parent: u32,
+    touched: &BTreeSet<u32>,
+) -> Vec<Label> {
+    let leaves: Vec<NodeId> = nodes[parent as usize]
+        .children
+        .iter()
+        .copied()
+        .filter(|l| matches!(nodes[l.index()].kind, NodeKind::Cluster { .. }))
+        .collect();
+    let members: Vec<&[NodeId]> = leaves
+        .iter()
+        .map(|l| nodes[l.index()].children.as_slice())
+        .collect();
+    let docs: Vec<NodeId> = members.iter().flat_map(|m| m.iter()).copied().collect();
+    let (counts, vocab) = count_terms(docs.iter().map(|d| {
+        let (t, l) = title_and_lead(&nodes[d.index()]);
+        [t, l]
+    }));
+    let mut at = 0;
+    let groups: Vec<Vec<usize>> = members
+        .iter()
+        .map(|m| {
+            let g = (at..at + m.len()).collect();
+            at += m.len();
+            g
+        })
+        .collect();
+    let terms = class_tfidf(&counts, &vocab, &groups, SUMMARY_TERMS);
+    leaves
+        .iter()
+        .zip(&members)
+        .zip(terms)
+        .filter(|((leaf, _), _)| touched.contains(&leaf.0))
+        .map(|((leaf, m), terms)| {
+            let central = m
+                .iter()
+                .take(20)
+                .map(|d| title_and_lead(&nodes[d.index()]).0)
+                .collect();
+            (*leaf, terms, central)
+        })
+        .collect()
 }
 
 /// The first document beneath a node, going down first children.

@@ -130,6 +130,8 @@ pub fn base_id(path: &Path) -> Result<BaseId> {
 
 /// Applies a delta read beside a tree file to the tree loaded from it.
 pub(crate) fn apply(tree: &mut Tree, delta: Delta) -> Result<()> {
+    let changed: Vec<u32> = delta.nodes.iter().map(|(i, _)| *i).collect();
+    let changed_lists: Vec<u32> = delta.neighbours.iter().map(|(i, _)| *i).collect();
     let (nodes, lists) = tree.parts_mut();
     if delta.base_nodes as usize != nodes.len() {
         return Err(Error::InvalidTree(format!(
@@ -163,7 +165,7 @@ pub(crate) fn apply(tree: &mut Tree, delta: Delta) -> Result<()> {
         apply_stats(Arc::make_mut(&mut lexical.stats), &delta.stats);
     }
     tree.set_updates(Some(delta.log));
-    tree.validate()
+    tree.validate_around(&changed, &changed_lists)
 }
 
 fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChange) {
@@ -204,9 +206,10 @@ fn node_text(tree: &Tree, id: NodeId) -> String {
 }
 
 impl Session {
-    async fn open(path: &Path, embedder: Option<&Embedder>) -> Result<Session> {
+    /// Opens the tree at `path` for an update adding about `room` nodes.
+    async fn open(path: &Path, embedder: Option<&Embedder>, room: usize) -> Result<Session> {
         let lock = Lock::acquire(path)?;
-        let tree = crate::file::load(path)?;
+        let tree = crate::file::load_with_room(path, room)?;
         let updatable = tree
             .lexical()
             .is_some_and(|l| !l.is_layout_1() && l.index.folder().is_some());
@@ -399,7 +402,9 @@ pub async fn add(
     embedder: Option<&Embedder>,
     progress: &dyn Progress,
 ) -> Result<Report> {
-    let mut session = Session::open(path, embedder).await?;
+    // Room for the new nodes: documents, passages, a few clusters.
+    let room = corpus.documents.len() * 2 + corpus.passage_count();
+    let mut session = Session::open(path, embedder, room).await?;
     let branching = session.tree.meta().branching as usize;
     let units = units(&corpus, branching);
     progress.stage("embedding", units.len() as u64);
@@ -436,7 +441,8 @@ pub async fn add(
         progress.inc(1);
     }
     editor.mend_lists();
-    let relabelled = labels::refresh(editor.nodes, &editor.touched).len();
+    let relabel = editor.to_relabel();
+    let relabelled = labels::refresh(editor.nodes, &relabel).len();
     let (dirty, dirty_lists, mut log) = (editor.dirty, editor.dirty_lists, editor.log);
     log.updates = 1;
     log.added = (corpus.documents.len() - replaced) as u64;
@@ -460,7 +466,7 @@ pub async fn add(
 /// from the saved tree at `path`. Ids the tree does not have are reported,
 /// not an error.
 pub async fn remove(path: &Path, ids: &[String], embedder: Option<&Embedder>) -> Result<Report> {
-    let mut session = Session::open(path, embedder).await?;
+    let mut session = Session::open(path, embedder, 0).await?;
     let existing = session.by_id();
     let mut not_found = Vec::new();
     let mut nodes_to_remove = Vec::new();
@@ -486,7 +492,8 @@ pub async fn remove(path: &Path, ids: &[String], embedder: Option<&Embedder>) ->
         editor.remove(*d)?;
     }
     editor.mend_lists();
-    let relabelled = labels::refresh(editor.nodes, &editor.touched).len();
+    let relabel = editor.to_relabel();
+    let relabelled = labels::refresh(editor.nodes, &relabel).len();
     let (dirty, dirty_lists, mut log) = (editor.dirty, editor.dirty_lists, editor.log);
     log.updates = 1;
     log.removed = removed as u64;

@@ -14,7 +14,6 @@ use crate::store::{side_path, write_atomically, FileAt, ReadAt};
 use crate::{Error, Result};
 use ndarray::{ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -60,8 +59,8 @@ pub struct UnitVectors {
     /// Per row: the factor of its bytes.
     scales: Vec<f32>,
     data: Vec<i8>,
-    /// Node → row.
-    row_of: HashMap<u32, u32>,
+    /// Node → row (`u32::MAX`: none), by node index.
+    row_of: RowOf,
 }
 
 impl UnitVectors {
@@ -73,7 +72,7 @@ impl UnitVectors {
             nodes: Vec::new(),
             scales: Vec::new(),
             data: Vec::new(),
-            row_of: HashMap::new(),
+            row_of: RowOf::default(),
         }
     }
 
@@ -124,8 +123,8 @@ impl UnitVectors {
                 0
             }
         });
-        match self.row_of.get(&id.0) {
-            Some(&r) => {
+        match self.row_of.get(id.0) {
+            Some(r) => {
                 let at = r as usize * self.dims;
                 for (slot, b) in self.data[at..at + self.dims].iter_mut().zip(bytes) {
                     *slot = b;
@@ -143,7 +142,7 @@ impl UnitVectors {
 
     /// Node `id`'s row, dequantised.
     pub fn get(&self, id: NodeId) -> Option<Vec<f32>> {
-        let r = *self.row_of.get(&id.0)? as usize;
+        let r = self.row_of.get(id.0)? as usize;
         let s = self.scales[r];
         Some(
             self.data[r * self.dims..(r + 1) * self.dims]
@@ -155,20 +154,30 @@ impl UnitVectors {
 
     /// Whether node `id` has a row.
     pub fn contains(&self, id: NodeId) -> bool {
-        self.row_of.contains_key(&id.0)
+        self.row_of.get(id.0).is_some()
     }
 
     /// The dot product of `v` with node `id`'s row (`None`: no row).
     pub fn dot(&self, id: NodeId, v: &[f32]) -> Option<f32> {
-        let r = *self.row_of.get(&id.0)? as usize;
+        self.dot_probe(id, &Probe::new(v))
+    }
+
+    /// The dot product of a quantised vector with node `id`'s row, in
+    /// integers (8 × 8 bits summed in 32: vectorised), then scaled.
+    pub fn dot_probe(&self, id: NodeId, probe: &Probe) -> Option<f32> {
+        let r = self.row_of.get(id.0)? as usize;
         let row = &self.data[r * self.dims..(r + 1) * self.dims];
-        let sum: f32 = row.iter().zip(v).map(|(b, x)| f32::from(*b) * x).sum();
-        Some(sum * self.scales[r])
+        let sum: i32 = row
+            .iter()
+            .zip(&probe.bytes)
+            .map(|(a, b)| i32::from(*a) * i32::from(*b))
+            .sum();
+        Some(sum as f32 * self.scales[r] * probe.scale)
     }
 
     /// Adds node `id`'s row to `acc` (for sums of members).
     pub fn add_to(&self, id: NodeId, acc: &mut [f32]) -> bool {
-        let Some(&r) = self.row_of.get(&id.0) else {
+        let Some(r) = self.row_of.get(id.0) else {
             return false;
         };
         let r = r as usize;
@@ -218,8 +227,8 @@ impl UnitVectors {
         }
         for (i, node) in rows.nodes.iter().enumerate() {
             let bytes = &rows.data[i * self.dims..(i + 1) * self.dims];
-            match self.row_of.get(node) {
-                Some(&r) => {
+            match self.row_of.get(*node) {
+                Some(r) => {
                     let at = r as usize * self.dims;
                     self.data[at..at + self.dims].copy_from_slice(bytes);
                     self.scales[r as usize] = rows.scales[i];
@@ -233,6 +242,57 @@ impl UnitVectors {
             }
         }
         Ok(())
+    }
+}
+
+/// Rows by node index: a dense table (node ids are dense).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RowOf(Vec<u32>);
+
+impl RowOf {
+    fn get(&self, node: u32) -> Option<u32> {
+        self.0
+            .get(node as usize)
+            .copied()
+            .filter(|r| *r != u32::MAX)
+    }
+
+    fn insert(&mut self, node: u32, row: u32) {
+        let i = node as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, u32::MAX);
+        }
+        self.0[i] = row;
+    }
+}
+
+/// A vector quantised as the rows are, to be dotted with many of them.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    bytes: Vec<i8>,
+    scale: f32,
+}
+
+impl Probe {
+    /// Quantises `v` (8 bits a dimension, one scale).
+    pub fn new(v: &[f32]) -> Probe {
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 && max.is_finite() {
+            max / 127.0
+        } else {
+            0.0
+        };
+        let bytes = v
+            .iter()
+            .map(|x| {
+                if scale > 0.0 {
+                    (x / scale).round().clamp(-127.0, 127.0) as i8
+                } else {
+                    0
+                }
+            })
+            .collect();
+        Probe { bytes, scale }
     }
 }
 
@@ -358,12 +418,9 @@ pub(crate) fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
         .map(|c| f32::from_le_bytes(word(c)))
         .collect();
     out.data = data.iter().map(|b| *b as i8).collect();
-    out.row_of = out
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(r, n)| (*n, r as u32))
-        .collect();
+    for (r, n) in out.nodes.iter().enumerate() {
+        out.row_of.insert(*n, r as u32);
+    }
     Ok(Some(out))
 }
 
