@@ -306,11 +306,18 @@ impl LexicalIndex {
         Ok(self.index.load_metas()?.payload)
     }
 
-    /// The payload of the last commit of the index in `dir`, read without
-    /// opening the index.
+    /// The payload of the last commit of the index in `dir`, read from its
+    /// `meta.json` without opening the index.
     pub fn payload_in(dir: &Path) -> Result<Option<String>, IndexError> {
-        let index = Index::open_in_dir(dir)?;
-        Ok(index.load_metas()?.payload)
+        let path = dir.join("meta.json");
+        let bad = |e: String| IndexError(format!("{}: {e}", path.display()));
+        let text = std::fs::read(&path).map_err(|e| bad(e.to_string()))?;
+        let meta: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        Ok(meta
+            .get("payload")
+            .and_then(|p| p.as_str())
+            .map(String::from))
     }
 
     /// The number of texts holding `term` (an analyzed term).

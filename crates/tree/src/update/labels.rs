@@ -84,11 +84,7 @@ pub(crate) fn refresh(nodes: &mut [Node], touched: &BTreeSet<u32>) -> Vec<u32> {
 
 /// New labels (leaf, terms, central titles) for the touched leaves among
 /// the children of `parent`.
-fn family_labels(
-    nodes: &[Node],
-    parent: u32,
-    touched: &BTreeSet<u32>,
-) -> Vec<Label> {
+fn family_labels(nodes: &[Node], parent: u32, touched: &BTreeSet<u32>) -> Vec<Label> {
     let leaves: Vec<NodeId> = nodes[parent as usize]
         .children
         .iter()
