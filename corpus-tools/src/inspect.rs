@@ -267,18 +267,7 @@ fn render(report: &Report<'_>, bytes: u64, load_ms: f64) -> String {
         Some(fingerprint) => out!(o, "corpus    {fingerprint}"),
         None => out!(o, "corpus    not recorded (built before format v3)"),
     }
-    for part in &report.files {
-        let bytes = part.bytes.map(|b| format!(" ({})", human_bytes(b)));
-        match &part.file {
-            Some(file) => out!(
-                o,
-                "file      {file}{}: {}",
-                bytes.unwrap_or_default(),
-                part.holds
-            ),
-            None => out!(o, "file      -: {}", part.holds),
-        }
-    }
+    o.push_str(&file_lines(&report.files));
     out!(o, "lexical   analyzer {}", report.analyzer);
     out!(
         o,
@@ -321,6 +310,24 @@ fn render(report: &Report<'_>, bytes: u64, load_ms: f64) -> String {
     out!(o, "sample passages");
     for p in &report.samples.passages {
         out!(o, "  {}: {}", p.id, p.text);
+    }
+    o
+}
+
+/// One line per part of the tree and the file holding it.
+fn file_lines(files: &[Part]) -> String {
+    let mut o = String::new();
+    for part in files {
+        let bytes = part.bytes.map(|b| format!(" ({})", human_bytes(b)));
+        match &part.file {
+            Some(file) => out!(
+                o,
+                "file      {file}{}: {}",
+                bytes.unwrap_or_default(),
+                part.holds
+            ),
+            None => out!(o, "file      -: {}", part.holds),
+        }
     }
     o
 }

@@ -479,8 +479,18 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
         }
         _ => decode_v4(payload, spare).map_err(decode_error)?,
     };
-    let mut tree =
-        Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
+    let tree = Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
+    attach_sides(tree, name, sides, delta)
+}
+
+/// Attaches the side files a tree file names (its text store, its lexical
+/// index), then applies the delta of updates since it was written.
+fn attach_sides(
+    mut tree: Tree,
+    name: &Path,
+    sides: (Option<SideFile>, Option<SideFile>),
+    delta: Option<crate::delta::Delta>,
+) -> Result<Tree> {
     if let Some(texts) = sides.0 {
         let store_path = side_path(name, TEXTS_SUFFIX);
         let passages = tree.passages().count();
@@ -488,18 +498,19 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
             .map_err(|e| missing_side_file(e, name, &store_path, "passage texts"))?;
         tree.attach_texts(store)?;
     }
-    if let Some(lexical) = sides.1 {
-        let lexical = open_lexical(&tree, name, lexical, delta.as_ref().map(|d| d.indexed))?;
-        tree.attach_lexical(lexical);
-        if let Some(delta) = delta {
-            crate::update::apply(&mut tree, delta).map_err(|e| match e {
-                Error::InvalidTree(problem) => Error::BadFile {
-                    path: crate::update::delta_path(name),
-                    problem,
-                },
-                other => other,
-            })?;
-        }
+    let Some(lexical) = sides.1 else {
+        return Ok(tree);
+    };
+    let lexical = open_lexical(&tree, name, lexical, delta.as_ref().map(|d| d.indexed))?;
+    tree.attach_lexical(lexical);
+    if let Some(delta) = delta {
+        crate::delta::apply(&mut tree, delta).map_err(|e| match e {
+            Error::InvalidTree(problem) => Error::BadFile {
+                path: crate::delta::delta_path(name),
+                problem,
+            },
+            other => other,
+        })?;
     }
     Ok(tree)
 }
@@ -507,14 +518,14 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
 /// The delta of updates beside the tree file `name` (whose bytes are
 /// `bytes`): the one of the generation its lexical index was committed at,
 /// if any.
-fn pending_delta(bytes: &[u8], name: &Path) -> Result<Option<crate::update::delta::Delta>> {
+fn pending_delta(bytes: &[u8], name: &Path) -> Result<Option<crate::delta::Delta>> {
     let folder = index_folder(name);
     if !folder.join("meta.json").is_file() {
         return Ok(None);
     }
     let payload = LexicalIndex::payload_in(&folder).ok().flatten();
-    let generation = crate::update::delta::generation_of(payload.as_deref()).unwrap_or(0);
-    crate::update::delta::current(name, crate::update::base_of(bytes), generation)
+    let generation = crate::delta::generation_of(payload.as_deref()).unwrap_or(0);
+    crate::delta::current(name, crate::delta::base_of(bytes), generation)
 }
 
 /// The lexical side file of the tree file `name` (described by `expected`),
@@ -595,12 +606,12 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
         payload_v4(tree, Some(texts), Some(lexical))?,
     );
     if let Some(vectors) = tree.vectors() {
-        crate::update::vectors::write(vectors, path, crate::update::base_of(&bytes))?;
+        crate::vectors::write(vectors, path, crate::delta::base_of(&bytes))?;
     }
     write_file(&bytes, path)?;
     for stale in [
-        crate::update::delta_path(path),
-        crate::update::delta::next_path(path),
+        crate::delta::delta_path(path),
+        crate::delta::next_path(path),
     ] {
         match std::fs::remove_file(&stale) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -39,6 +39,7 @@
 
 mod build;
 pub mod cluster;
+pub mod delta;
 pub mod embed;
 pub mod file;
 pub mod filter;
@@ -51,6 +52,7 @@ pub mod shard;
 pub mod store;
 pub mod summary;
 pub mod update;
+pub mod vectors;
 
 pub use build::{
     build_tree, default_clusters, Clustering, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,

@@ -136,6 +136,21 @@ impl Node {
     }
 }
 
+/// What updates changed since the build (or the last compaction).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateLog {
+    /// Updates applied.
+    pub updates: u64,
+    /// Documents added (a replaced document counts once here).
+    pub added: u64,
+    /// Documents removed (a replaced document counts once here too).
+    pub removed: u64,
+    /// Leaf clusters split because they outgrew the branching limit.
+    pub splits: u64,
+    /// Leaf clusters merged into a sibling, or removed when emptied.
+    pub merges: u64,
+}
+
 /// How and from what a tree was built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TreeMeta {
@@ -181,10 +196,10 @@ pub struct Tree {
     /// The build embedding of every document node, kept for updates
     /// (written beside the tree when it is saved).
     #[serde(skip)]
-    vectors: Option<Arc<crate::update::UnitVectors>>,
+    vectors: Option<Arc<crate::vectors::UnitVectors>>,
     /// What updates since the build changed (none for a tree as built).
     #[serde(skip)]
-    updates: Option<crate::update::UpdateLog>,
+    updates: Option<UpdateLog>,
 }
 
 /// A text store and each passage node's number in it.
@@ -561,21 +576,21 @@ impl Tree {
 
     /// The build embedding of the documents, when the tree was built or
     /// loaded with it.
-    pub(crate) fn vectors(&self) -> Option<&Arc<crate::update::UnitVectors>> {
+    pub(crate) fn vectors(&self) -> Option<&Arc<crate::vectors::UnitVectors>> {
         self.vectors.as_ref()
     }
 
-    pub(crate) fn set_vectors(&mut self, vectors: Option<Arc<crate::update::UnitVectors>>) {
+    pub(crate) fn set_vectors(&mut self, vectors: Option<Arc<crate::vectors::UnitVectors>>) {
         self.vectors = vectors;
     }
 
     /// What updates since the build changed (`None` for a tree as built
     /// or compacted).
-    pub fn updates(&self) -> Option<&crate::update::UpdateLog> {
+    pub fn updates(&self) -> Option<&UpdateLog> {
         self.updates.as_ref()
     }
 
-    pub(crate) fn set_updates(&mut self, log: Option<crate::update::UpdateLog>) {
+    pub(crate) fn set_updates(&mut self, log: Option<UpdateLog>) {
         self.updates = log;
     }
 

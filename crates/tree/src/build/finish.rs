@@ -279,10 +279,8 @@ fn assemble(
                 .collect();
         }
     }
-    Ok((
-        Tree::with_neighbours(meta, arena.nodes, neighbours)?,
-        node_of_unit,
-    ))
+    let tree = Tree::with_neighbours(meta, arena.nodes, neighbours)?;
+    Ok((tree, node_of_unit))
 }
 
 /// The document node of a unit: its document's id, title, metadata and the

@@ -321,7 +321,7 @@ pub async fn build_tree(
         corpus: Some(corpus.fingerprint()),
     };
     let near = near_by_unit(units.len(), near);
-    let embedding = crate::update::Embedding {
+    let embedding = crate::vectors::Embedding {
         embedder: meta.embedder.clone(),
         tfidf,
         sentences: params.embed_sentences(),
@@ -330,7 +330,7 @@ pub async fn build_tree(
         finish::finish(corpus, units, root, near, meta, summarizer, progress).await?;
     // Kept (8 bits a dimension) for updates; written beside the tree.
     let vectors = blocking(|| {
-        crate::update::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
+        crate::vectors::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
     });
     tree.set_vectors(Some(std::sync::Arc::new(vectors)));
     Ok(tree)

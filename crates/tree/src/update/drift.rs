@@ -3,9 +3,9 @@
 //! nearest leaf centroid (among their leaf and its siblings, where the
 //! build chose) is not their own leaf's.
 
-use super::vectors::UnitVectors;
 use crate::id::NodeId;
 use crate::model::{NodeKind, Tree};
+use crate::vectors::UnitVectors;
 use serde::Serialize;
 
 /// Documents checked at most for the misplaced share (evenly spread).

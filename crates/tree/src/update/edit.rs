@@ -5,10 +5,10 @@
 //! nearest sibling, neighbour lists kept. Every node and list changed is
 //! remembered, so that the delta holds what changed only.
 
-use super::vectors::UnitVectors;
-use super::UpdateLog;
 use crate::id::NodeId;
+use crate::model::UpdateLog;
 use crate::model::{Node, NodeKind};
+use crate::vectors::UnitVectors;
 use crate::{Error, Result};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -364,7 +364,7 @@ impl<'a> Editor<'a> {
         };
         let n = norm(&sum).max(f32::MIN_POSITIVE);
         let centre: Vec<f32> = sum.iter().map(|x| x / n).collect();
-        let probe = super::vectors::Probe::new(&centre);
+        let probe = crate::vectors::Probe::new(&centre);
         let mut keyed: Vec<(f32, NodeId)> = self
             .node(id)
             .children
@@ -400,7 +400,7 @@ impl<'a> Editor<'a> {
 
     /// Scores `candidates` against `v`, nearest first (ties: lower id).
     fn ranked(&self, v: &[f32], candidates: impl Iterator<Item = NodeId>) -> Vec<(f32, NodeId)> {
-        let probe = super::vectors::Probe::new(v);
+        let probe = crate::vectors::Probe::new(v);
         let mut scored: Vec<(f32, NodeId)> = candidates
             .filter_map(|c| Some((self.vectors.dot_probe(c, &probe)?, c)))
             .collect();

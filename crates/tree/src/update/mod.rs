@@ -19,22 +19,23 @@
 //! before or after the update. One writer at a time: `T.lock` is held for
 //! the update ([`Lock`]). [`compact`] folds the delta into a new tree file.
 
-pub mod delta;
 mod drift;
 mod edit;
 mod labels;
-pub mod vectors;
 
-pub use delta::{delta_path, UpdateLog};
+pub use crate::delta::{base_of, delta_path};
+pub use crate::model::UpdateLog;
+pub use crate::vectors::{vectors_path, BaseId, Embedding, UnitVectors};
 pub use drift::{drift, Drift};
-pub use vectors::{vectors_path, BaseId, Embedding, UnitVectors};
+
+use crate::{delta, vectors};
 
 use crate::build::{units, Unit};
+use crate::delta::{Delta, StatsChange};
 use crate::embed::Embedder;
 use crate::id::NodeId;
 use crate::model::{NodeKind, Tree};
 use crate::{Error, Progress, Result};
-use delta::{Delta, StatsChange};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -102,20 +103,6 @@ impl Lock {
     }
 }
 
-/// Which saved tree file bytes are: their payload's checksum and length.
-pub fn base_of(bytes: &[u8]) -> BaseId {
-    let mut len = [0u8; 8];
-    let mut crc = [0u8; 4];
-    if let (Some(l), Some(c)) = (bytes.get(16..24), bytes.get(24..28)) {
-        len.copy_from_slice(l);
-        crc.copy_from_slice(c);
-    }
-    BaseId {
-        crc: u32::from_le_bytes(crc),
-        len: u64::from_le_bytes(len),
-    }
-}
-
 /// The base id of the tree file at `path`, from its header.
 pub fn base_id(path: &Path) -> Result<BaseId> {
     use crate::store::ReadAt;
@@ -126,60 +113,6 @@ pub fn base_id(path: &Path) -> Result<BaseId> {
         source,
     })?;
     Ok(base_of(&head))
-}
-
-/// Applies a delta read beside a tree file to the tree loaded from it.
-pub(crate) fn apply(tree: &mut Tree, delta: Delta) -> Result<()> {
-    let changed: Vec<u32> = delta.nodes.iter().map(|(i, _)| *i).collect();
-    let changed_lists: Vec<u32> = delta.neighbours.iter().map(|(i, _)| *i).collect();
-    let (nodes, lists) = tree.parts_mut();
-    if delta.base_nodes as usize != nodes.len() {
-        return Err(Error::InvalidTree(format!(
-            "the delta was written for a tree of {} nodes, the tree file has {}",
-            delta.base_nodes,
-            nodes.len()
-        )));
-    }
-    for (id, node) in delta.nodes {
-        let i = id as usize;
-        match i.cmp(&nodes.len()) {
-            std::cmp::Ordering::Less => nodes[i] = node,
-            std::cmp::Ordering::Equal => nodes.push(node),
-            std::cmp::Ordering::Greater => {
-                return Err(Error::InvalidTree(format!(
-                    "the delta adds node {i} after {} nodes",
-                    nodes.len()
-                )))
-            }
-        }
-    }
-    if !lists.is_empty() {
-        lists.resize(nodes.len(), Vec::new());
-        for (id, list) in delta.neighbours {
-            if let Some(slot) = lists.get_mut(id as usize) {
-                *slot = list;
-            }
-        }
-    }
-    if let Some(lexical) = tree.lexical_mut() {
-        apply_stats(Arc::make_mut(&mut lexical.stats), &delta.stats);
-    }
-    tree.set_updates(Some(delta.log));
-    tree.validate_around(&changed, &changed_lists)
-}
-
-fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChange) {
-    let total = stats.mean_terms * stats.documents as f64 + change.terms as f64;
-    stats.documents = (stats.documents as i64 + change.documents).max(0) as u64;
-    stats.mean_terms = (total / stats.documents.max(1) as f64).max(0.0);
-    for (term, n) in &change.df {
-        let now = stats.df.get(term).copied().unwrap_or(0) as i64 + n;
-        if now > 0 {
-            stats.df.insert(term.clone(), now as u64);
-        } else {
-            stats.df.remove(term);
-        }
-    }
 }
 
 /// A tree open for an update: the lock, the tree with earlier updates,

@@ -140,6 +140,13 @@ async fn added_documents_land_among_their_topic_and_removed_ones_are_gone() {
     let statistics = &tree.lexical().expect("lexical").stats;
     assert_eq!(statistics.documents, 180);
 
+    remove_then_compact(&path).await;
+}
+
+/// Removes 50 of the 180 documents of the first test's tree, checks they
+/// are gone everywhere, compacts, and updates again.
+async fn remove_then_compact(path: &Path) {
+    let path = path.to_path_buf();
     // Remove 40 old and 10 new ones, and one id the tree lacks.
     let mut gone: Vec<String> = (10..50).map(|i| format!("d{i}")).collect();
     gone.extend((0..10).map(|i| format!("n{i}")));
@@ -263,7 +270,7 @@ async fn a_crash_on_either_side_of_the_index_commit_gives_before_or_after() {
         .await
         .expect("add");
     // Committed, not renamed: generation 1 is read from `.next`.
-    std::fs::rename(delta_path(&path), delta::next_path(&path)).expect("mv");
+    std::fs::rename(delta_path(&path), crate::delta::next_path(&path)).expect("mv");
     let tree = file::load(&path).expect("load");
     assert_eq!(tree.documents().count(), 125);
     // The next update starts from it and lands normally.
@@ -274,7 +281,7 @@ async fn a_crash_on_either_side_of_the_index_commit_gives_before_or_after() {
     // A `.next` of generation 3 whose index commit never happened: ignored.
     let mut stale = std::fs::read(delta_path(&path)).expect("read");
     stale[48] = 3;
-    std::fs::write(delta::next_path(&path), stale).expect("write");
+    std::fs::write(crate::delta::next_path(&path), stale).expect("write");
     assert_eq!(file::load(&path).expect("load").documents().count(), 127);
     // Without the delta the index names, the tree is refused by name.
     std::fs::remove_file(delta_path(&path)).expect("rm");

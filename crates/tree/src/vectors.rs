@@ -37,6 +37,74 @@ pub struct BaseId {
     pub len: u64,
 }
 
+/// The header of a side file paired with a tree file (vectors, delta):
+/// magic, layout version, reserved, the body's content hash, the base
+/// tree file's id, then `tail` numbers of the file's own.
+pub(crate) fn paired_header(
+    magic: &[u8; 8],
+    version: u32,
+    hash: u128,
+    base: BaseId,
+    tail: &[u64],
+) -> Vec<u8> {
+    let mut h = Vec::with_capacity(48 + 8 * tail.len());
+    h.extend_from_slice(magic);
+    h.extend_from_slice(&version.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    h.extend_from_slice(&hash.to_le_bytes());
+    h.extend_from_slice(&base.crc.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    h.extend_from_slice(&base.len.to_le_bytes());
+    for n in tail {
+        h.extend_from_slice(&n.to_le_bytes());
+    }
+    h
+}
+
+/// Reads a [`paired_header`] of `N` bytes from `source` (`len` bytes
+/// long), checking its magic and version (`what` names the kind in
+/// errors): the header, and the base tree file's id.
+pub(crate) fn read_paired_header<const N: usize>(
+    source: &FileAt,
+    len: u64,
+    (magic, version, what): (&[u8; 8], u32, &str),
+) -> std::result::Result<([u8; N], BaseId), String> {
+    if len < N as u64 {
+        return Err("truncated: shorter than its header".into());
+    }
+    let mut head = [0u8; N];
+    source.read_at(0, &mut head).map_err(|e| e.to_string())?;
+    if &head[..8] != magic || head[8..12] != version.to_le_bytes() {
+        return Err(format!("not a treenav {what} file of layout {version}"));
+    }
+    let crc = u32::from_le_bytes([head[32], head[33], head[34], head[35]]);
+    let base = BaseId {
+        crc,
+        len: crate::store::u64_at(&head, 40),
+    };
+    Ok((head, base))
+}
+
+/// The body after a [`paired_header`] (`head`), read whole and checked
+/// against the hash the header records.
+pub(crate) fn read_checked_body(
+    source: &FileAt,
+    head: &[u8],
+    len: u64,
+) -> std::result::Result<Vec<u8>, String> {
+    let at = head.len() as u64;
+    let body_len = usize::try_from(len.saturating_sub(at))
+        .map_err(|_| "too large for this machine".to_string())?;
+    let mut body = vec![0u8; body_len];
+    source.read_at(at, &mut body).map_err(|e| e.to_string())?;
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&head[16..32]);
+    if twox_hash::XxHash3_128::oneshot(&body) != u128::from_le_bytes(hash) {
+        return Err("checksum mismatch: the file is corrupted".into());
+    }
+    Ok(body)
+}
+
 /// What embedded the rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Embedding {
@@ -331,20 +399,8 @@ pub(crate) fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<
         let bytes: Vec<u8> = vectors.data.iter().map(|b| *b as u8).collect();
         out.write_all(&bytes).map_err(io)
     };
-    let header_of = |hash: u128, _len: u64| {
-        let mut h = Vec::with_capacity(HEADER);
-        h.extend_from_slice(MAGIC);
-        h.extend_from_slice(&VERSION.to_le_bytes());
-        h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&hash.to_le_bytes());
-        h.extend_from_slice(&base.crc.to_le_bytes());
-        h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&base.len.to_le_bytes());
-        for n in [rows, vectors.dims as u64, described.len() as u64] {
-            h.extend_from_slice(&n.to_le_bytes());
-        }
-        h
-    };
+    let tail = [rows, vectors.dims as u64, described.len() as u64];
+    let header_of = |hash: u128, _len: u64| paired_header(MAGIC, VERSION, hash, base, &tail);
     write_atomically(&path, HEADER, body, header_of).map(|_| ())
 }
 
@@ -361,23 +417,10 @@ pub(crate) fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
         problem,
     };
     let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
-    if len < HEADER as u64 {
-        return Err(bad("truncated: shorter than its header".into()));
-    }
-    let mut head = [0u8; HEADER];
-    source
-        .read_at(0, &mut head)
-        .map_err(|e| bad(e.to_string()))?;
-    if &head[..8] != MAGIC || crate::store::u64_at(&head, 8) as u32 != VERSION {
-        return Err(bad("not a treenav vectors file of layout 1".into()));
-    }
+    let (head, written_for): ([u8; HEADER], BaseId) =
+        read_paired_header(&source, len, (MAGIC, VERSION, "vectors")).map_err(&bad)?;
     let u64_at = |at| crate::store::u64_at(&head, at);
-    let crc = u32::from_le_bytes([head[32], head[33], head[34], head[35]]);
-    if (BaseId {
-        crc,
-        len: u64_at(40),
-    }) != base
-    {
+    if written_for != base {
         return Ok(None);
     }
     let (rows, dims, described) = (u64_at(48), u64_at(56), u64_at(64));
@@ -392,15 +435,7 @@ pub(crate) fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
     if expected != Some(len) {
         return Err(bad("its section sizes do not add up to its size".into()));
     }
-    let mut body = vec![0u8; (len - HEADER as u64) as usize];
-    source
-        .read_at(HEADER as u64, &mut body)
-        .map_err(|e| bad(e.to_string()))?;
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&head[16..32]);
-    if twox_hash::XxHash3_128::oneshot(&body) != u128::from_le_bytes(hash) {
-        return Err(bad("checksum mismatch: the file is corrupted".into()));
-    }
+    let body = read_checked_body(&source, &head, len).map_err(&bad)?;
     let (described, rest) = body.split_at(described as usize);
     let embedding: Embedding =
         postcard::from_bytes(described).map_err(|e| bad(format!("cannot decode: {e}")))?;

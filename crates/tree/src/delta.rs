@@ -15,15 +15,18 @@
 //! index commit leaves the old generation (`T.delta`), a crash after it
 //! the new one (`T.delta.next`), never a mix.
 
-use super::vectors::{BaseId, VectorRows};
 use crate::id::NodeId;
 use crate::model::Node;
-use crate::store::{side_path, write_atomically, FileAt, ReadAt};
+use crate::model::Tree;
+use crate::model::UpdateLog;
+use crate::store::{side_path, write_atomically, FileAt};
+use crate::vectors::{BaseId, VectorRows};
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The suffix of the delta: `T.tree` → `T.tree.delta`.
 pub const DELTA_SUFFIX: &str = "delta";
@@ -32,21 +35,6 @@ const VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, base (crc, reserved, len),
 /// generation.
 const HEADER: usize = 8 + 4 + 4 + 16 + 4 + 4 + 8 + 8;
-
-/// What updates changed since the build (or the last compaction).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpdateLog {
-    /// Updates applied.
-    pub updates: u64,
-    /// Documents added (a replaced document counts once here).
-    pub added: u64,
-    /// Documents removed (a replaced document counts once here too).
-    pub removed: u64,
-    /// Leaf clusters split because they outgrew the branching limit.
-    pub splits: u64,
-    /// Leaf clusters merged into a sibling, or removed when emptied.
-    pub merges: u64,
-}
 
 /// The change of the passage statistics.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -102,16 +90,7 @@ pub(crate) fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<()> {
     };
     let bytes = postcard::to_stdvec(delta).map_err(|e| Error::Encode(e.to_string()))?;
     let header_of = |hash: u128, _len: u64| {
-        let mut h = Vec::with_capacity(HEADER);
-        h.extend_from_slice(MAGIC);
-        h.extend_from_slice(&VERSION.to_le_bytes());
-        h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&hash.to_le_bytes());
-        h.extend_from_slice(&base.crc.to_le_bytes());
-        h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&base.len.to_le_bytes());
-        h.extend_from_slice(&delta.generation.to_le_bytes());
-        h
+        crate::vectors::paired_header(MAGIC, VERSION, hash, base, &[delta.generation])
     };
     let body = |out: &mut dyn Write| out.write_all(&bytes).map_err(io);
     write_atomically(path, HEADER, body, header_of).map(|_| ())
@@ -124,25 +103,13 @@ fn peek(path: &Path) -> Result<Option<(BaseId, u64)>> {
         return Ok(None);
     }
     let (source, len) = FileAt::open(path, &crate::store::SIDE_FILE)?;
-    let bad = |problem: String| Error::BadFile {
-        path: path.to_path_buf(),
-        problem,
-    };
-    if len < HEADER as u64 {
-        return Err(bad("truncated: shorter than its header".into()));
-    }
-    let mut head = [0u8; HEADER];
-    source
-        .read_at(0, &mut head)
-        .map_err(|e| bad(e.to_string()))?;
-    if &head[..8] != MAGIC || head[8..12] != VERSION.to_le_bytes() {
-        return Err(bad("not a treenav delta file of layout 1".into()));
-    }
-    let crc = u32::from_le_bytes([head[32], head[33], head[34], head[35]]);
-    let base = BaseId {
-        crc,
-        len: crate::store::u64_at(&head, 40),
-    };
+    let (head, base): ([u8; HEADER], BaseId) =
+        crate::vectors::read_paired_header(&source, len, (MAGIC, VERSION, "delta")).map_err(
+            |problem| Error::BadFile {
+                path: path.to_path_buf(),
+                problem,
+            },
+        )?;
     Ok(Some((base, crate::store::u64_at(&head, 48))))
 }
 
@@ -153,21 +120,10 @@ fn read(path: &Path) -> Result<Delta> {
         problem,
     };
     let (source, len) = FileAt::open(path, &crate::store::SIDE_FILE)?;
-    let body_len = usize::try_from(len.saturating_sub(HEADER as u64))
-        .map_err(|_| bad("too large for this machine".into()))?;
-    let mut head = [0u8; HEADER];
-    source
-        .read_at(0, &mut head)
-        .map_err(|e| bad(e.to_string()))?;
-    let mut body = vec![0u8; body_len];
-    source
-        .read_at(HEADER as u64, &mut body)
-        .map_err(|e| bad(e.to_string()))?;
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&head[16..32]);
-    if twox_hash::XxHash3_128::oneshot(&body) != u128::from_le_bytes(hash) {
-        return Err(bad("checksum mismatch: the file is corrupted".into()));
-    }
+    let (head, _): ([u8; HEADER], BaseId) =
+        crate::vectors::read_paired_header(&source, len, (MAGIC, VERSION, "delta"))
+            .map_err(&bad)?;
+    let body = crate::vectors::read_checked_body(&source, &head, len).map_err(&bad)?;
     let delta: Delta =
         postcard::from_bytes(&body).map_err(|e| bad(format!("cannot decode: {e}")))?;
     if delta.generation != crate::store::u64_at(&head, 48) {
@@ -202,6 +158,74 @@ pub(crate) fn current(tree: &Path, base: BaseId, generation: u64) -> Result<Opti
             "the lexical index is at update generation {generation}, and no delta of that generation for this tree file is beside it: restore the tree's files together"
         ),
     })
+}
+
+/// Which saved tree file bytes are: their payload's checksum and length.
+pub fn base_of(bytes: &[u8]) -> BaseId {
+    let mut len = [0u8; 8];
+    let mut crc = [0u8; 4];
+    if let (Some(l), Some(c)) = (bytes.get(16..24), bytes.get(24..28)) {
+        len.copy_from_slice(l);
+        crc.copy_from_slice(c);
+    }
+    BaseId {
+        crc: u32::from_le_bytes(crc),
+        len: u64::from_le_bytes(len),
+    }
+}
+
+/// Applies a delta read beside a tree file to the tree loaded from it.
+pub(crate) fn apply(tree: &mut Tree, delta: Delta) -> Result<()> {
+    let changed: Vec<u32> = delta.nodes.iter().map(|(i, _)| *i).collect();
+    let changed_lists: Vec<u32> = delta.neighbours.iter().map(|(i, _)| *i).collect();
+    let (nodes, lists) = tree.parts_mut();
+    if delta.base_nodes as usize != nodes.len() {
+        return Err(Error::InvalidTree(format!(
+            "the delta was written for a tree of {} nodes, the tree file has {}",
+            delta.base_nodes,
+            nodes.len()
+        )));
+    }
+    for (id, node) in delta.nodes {
+        let i = id as usize;
+        match i.cmp(&nodes.len()) {
+            std::cmp::Ordering::Less => nodes[i] = node,
+            std::cmp::Ordering::Equal => nodes.push(node),
+            std::cmp::Ordering::Greater => {
+                return Err(Error::InvalidTree(format!(
+                    "the delta adds node {i} after {} nodes",
+                    nodes.len()
+                )))
+            }
+        }
+    }
+    if !lists.is_empty() {
+        lists.resize(nodes.len(), Vec::new());
+        for (id, list) in delta.neighbours {
+            if let Some(slot) = lists.get_mut(id as usize) {
+                *slot = list;
+            }
+        }
+    }
+    if let Some(lexical) = tree.lexical_mut() {
+        apply_stats(Arc::make_mut(&mut lexical.stats), &delta.stats);
+    }
+    tree.set_updates(Some(delta.log));
+    tree.validate_around(&changed, &changed_lists)
+}
+
+fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChange) {
+    let total = stats.mean_terms * stats.documents as f64 + change.terms as f64;
+    stats.documents = (stats.documents as i64 + change.documents).max(0) as u64;
+    stats.mean_terms = (total / stats.documents.max(1) as f64).max(0.0);
+    for (term, n) in &change.df {
+        let now = stats.df.get(term).copied().unwrap_or(0) as i64 + n;
+        if now > 0 {
+            stats.df.insert(term.clone(), now as u64);
+        } else {
+            stats.df.remove(term);
+        }
+    }
 }
 
 impl Delta {
