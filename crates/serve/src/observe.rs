@@ -90,6 +90,10 @@ fn describe() {
         "Tree reloads, by outcome (ok, refused)."
     );
     describe_counter!(
+        "treenav_updates_total",
+        "Updates of a served tree's documents (POST or DELETE /v1/trees/{name}/documents) that landed."
+    );
+    describe_counter!(
         "treenav_overloaded_total",
         "Requests shed with 503 because the queue was full."
     );
