@@ -170,8 +170,14 @@ fn file_round_trip_and_atomic_write() {
     names.sort();
     assert_eq!(
         names,
-        vec!["t.tree", "t.tree.lexical", "t.tree.tantivy", "t.tree.texts"],
-        "the tree, its side files and index folder, and no temporary file left behind"
+        vec![
+            "t.tree",
+            "t.tree.lexical",
+            "t.tree.tantivy",
+            "t.tree.texts",
+            "t.tree.vectors"
+        ],
+        "the tree, its side files (the build's vectors for updates too) and index folder, and no temporary file left behind"
     );
 }
 

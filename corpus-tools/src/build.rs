@@ -640,6 +640,14 @@ fn save_and_report(
         bytes: folder_size(&folder),
         path: folder,
     });
+    // The build's vectors, kept for `treenav add` (not written by a merge).
+    let vectors = tree::update::vectors_path(output);
+    if vectors.exists() {
+        side_files.push(SideFileReport {
+            bytes: size(&vectors),
+            path: vectors,
+        });
+    }
     let stats = tree.level_stats();
     let clusters: usize = stats
         .iter()
