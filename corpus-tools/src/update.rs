@@ -172,18 +172,7 @@ pub fn run_compact(args: &CompactArgs) -> Result<()> {
     let start = Instant::now();
     let done = update::compact(&args.tree)?;
     if args.json {
-        #[derive(serde::Serialize)]
-        struct Out<'a> {
-            tree: &'a Path,
-            #[serde(flatten)]
-            done: &'a update::Compacted,
-            seconds: f64,
-        }
-        return emit(&json_text(&Out {
-            tree: &args.tree,
-            done: &done,
-            seconds: start.elapsed().as_secs_f64(),
-        })?);
+        return emit_json(&args.tree, &done, start);
     }
     let folded = done.updates.as_ref().map_or(0, |u| u.updates);
     emit(&format!(
@@ -195,21 +184,26 @@ pub fn run_compact(args: &CompactArgs) -> Result<()> {
     ))
 }
 
+/// `--json`: the tree, what was done, and the seconds it took.
+fn emit_json(tree: &Path, done: &impl serde::Serialize, start: Instant) -> Result<()> {
+    #[derive(serde::Serialize)]
+    struct Out<'a, T> {
+        tree: &'a Path,
+        #[serde(flatten)]
+        done: &'a T,
+        seconds: f64,
+    }
+    emit(&json_text(&Out {
+        tree,
+        done,
+        seconds: start.elapsed().as_secs_f64(),
+    })?)
+}
+
 fn print_report(tree: &Path, report: &update::Report, start: Instant, json: bool) -> Result<()> {
     let seconds = start.elapsed().as_secs_f64();
     if json {
-        #[derive(serde::Serialize)]
-        struct Out<'a> {
-            tree: &'a Path,
-            #[serde(flatten)]
-            report: &'a update::Report,
-            seconds: f64,
-        }
-        return emit(&json_text(&Out {
-            tree,
-            report,
-            seconds,
-        })?);
+        return emit_json(tree, report, start);
     }
     let mut o = String::new();
     out!(

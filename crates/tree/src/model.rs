@@ -850,33 +850,18 @@ impl Tree {
                 self.check_edge(id, c, &seen)?;
             }
         }
-        if self.neighbours.is_empty() {
-            return Ok(());
-        }
-        if self.neighbours.len() != self.nodes.len() {
-            return invalid(format!(
-                "{} neighbour lists for {} nodes",
-                self.neighbours.len(),
-                self.nodes.len()
-            ));
-        }
+        self.lists_sized()?;
         let is_doc = |n: NodeId| {
             self.get(n)
                 .is_some_and(|x| matches!(x.kind, NodeKind::Document { .. }) && x.parent.is_some())
         };
-        for &i in lists {
-            let list = self.neighbours(NodeId(i));
-            if !list.is_empty() && !is_doc(NodeId(i)) {
-                return invalid(format!("node {i} is not a document but has neighbours"));
-            }
-            if let Some(n) = list.iter().find(|n| n.0 == i || !is_doc(**n)) {
-                return invalid(format!(
-                    "document {i} lists node {} as a neighbour, which is not another document",
-                    n.0
-                ));
-            }
+        match lists
+            .iter()
+            .find_map(|&i| self.list_problem(i as usize, is_doc))
+        {
+            Some(message) => invalid(message),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// One parent → child edge: the child exists, is reached once, names the
@@ -915,17 +900,7 @@ impl Tree {
     /// Neighbour lists: none at all, or one per node, listing only other
     /// document nodes, and only for document nodes.
     fn validate_neighbours(&self) -> Result<()> {
-        let invalid = |msg: String| Err(Error::InvalidTree(msg));
-        if self.neighbours.is_empty() {
-            return Ok(());
-        }
-        if self.neighbours.len() != self.nodes.len() {
-            return invalid(format!(
-                "{} neighbour lists for {} nodes",
-                self.neighbours.len(),
-                self.nodes.len()
-            ));
-        }
+        self.lists_sized()?;
         // Which nodes are documents, in 1 byte each: the lists point all
         // over the arena, and this fits in cache where the nodes do not.
         let is_doc: Vec<bool> = self
@@ -933,26 +908,46 @@ impl Tree {
             .iter()
             .map(|n| matches!(n.kind, NodeKind::Document { .. }) && n.parent.is_some())
             .collect();
-        let wrong = |i: usize| -> Option<String> {
-            let list = &self.neighbours[i];
-            if !is_doc[i] && !list.is_empty() {
-                return Some(format!("node {i} is not a document but has neighbours"));
-            }
-            list.iter()
-                .find(|n| n.index() == i || !is_doc.get(n.index()).copied().unwrap_or(false))
-                .map(|n| {
-                    format!(
-                        "document {i} lists node {} as a neighbour, which is not another document",
-                        n.0
-                    )
-                })
-        };
+        let is_doc = |n: NodeId| is_doc.get(n.index()).copied().unwrap_or(false);
         use rayon::prelude::*;
         // The first wrong list in node order, so the message is the same
         // whatever the thread count.
-        if let Some(message) = (0..self.nodes.len()).into_par_iter().find_map_first(wrong) {
-            return invalid(message);
+        match (0..self.neighbours.len())
+            .into_par_iter()
+            .find_map_first(|i| self.list_problem(i, is_doc))
+        {
+            Some(message) => Err(Error::InvalidTree(message)),
+            None => Ok(()),
+        }
+    }
+
+    /// Neighbour lists: none at all, or one per node.
+    fn lists_sized(&self) -> Result<()> {
+        if !self.neighbours.is_empty() && self.neighbours.len() != self.nodes.len() {
+            return Err(Error::InvalidTree(format!(
+                "{} neighbour lists for {} nodes",
+                self.neighbours.len(),
+                self.nodes.len()
+            )));
         }
         Ok(())
+    }
+
+    /// What is wrong with node `i`'s neighbour list, if anything: a list on
+    /// a node that is not a (live) document, or an entry that is not
+    /// another document.
+    fn list_problem(&self, i: usize, is_doc: impl Fn(NodeId) -> bool) -> Option<String> {
+        let list = self.neighbours.get(i)?;
+        if !list.is_empty() && !is_doc(NodeId(i as u32)) {
+            return Some(format!("node {i} is not a document but has neighbours"));
+        }
+        list.iter()
+            .find(|n| n.index() == i || !is_doc(**n))
+            .map(|n| {
+                format!(
+                    "document {i} lists node {} as a neighbour, which is not another document",
+                    n.0
+                )
+            })
     }
 }
