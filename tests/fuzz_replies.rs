@@ -121,6 +121,7 @@ fn judge_with(backend: Backend, max_reply_bytes: u64) -> Judge {
             endpoint,
             model: "m".into(),
             api_key_env: None,
+            api: Default::default(),
         },
     };
     let dispatch = DispatchOptions {

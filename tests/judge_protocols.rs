@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use treenav::judge::{
-    BackendOptions, Candidate, DispatchOptions, ErrorKind, Judge, JudgeOptions, Scale,
+    BackendOptions, Candidate, DispatchOptions, ErrorKind, Judge, JudgeOptions, LogprobsApi, Scale,
 };
 
 /// The scripted server (tests/support/scripted.rs) and its fault counter.
@@ -71,6 +71,7 @@ async fn openai_logprobs_emulation() {
             endpoint: base,
             model: "m".into(),
             api_key_env: None,
+            api: Default::default(),
         },
         DispatchOptions::default(),
     );
@@ -95,8 +96,46 @@ async fn openai_logprobs_emulation() {
     assert!(g.grades[1].expected > 3.9 && g.grades[0].expected < 0.1);
     let mut vague = cands();
     vague.push(Candidate::new("m", "mumble mumble"));
+    vague.push(Candidate::new("s", "silence"));
     let v = j.judge(q, &vague).await.expect("judge vague");
-    assert_eq!(v.usage.low_confidence, 1, "label mass below 0.5 is flagged");
+    assert_eq!(v.usage.low_confidence, 2, "label mass below 0.5 is flagged");
+    // No label among the top tokens: an even answer, flagged, not an error.
+    assert_eq!(v.probabilities[4], 0.5);
+}
+
+/// The plain-text routes, in the shapes llama.cpp answers: the same
+/// decisions, leading-space tokens read, cached prompt tokens counted.
+#[tokio::test]
+async fn openai_logprobs_text_routes() {
+    let (base, _) = serve().await;
+    for api in [LogprobsApi::Completions, LogprobsApi::Llama] {
+        let j = judge(
+            BackendOptions::OpenaiLogprobs {
+                endpoint: format!("{base}/v1"),
+                model: "m".into(),
+                api_key_env: None,
+                api,
+            },
+            DispatchOptions::default(),
+        );
+        let q = "what lowers glucose";
+        let p = j.judge(q, &cands()).await.expect("judge");
+        assert!(
+            p.probabilities[1] > 0.85 && p.probabilities[0] < 0.1,
+            "{api:?}"
+        );
+        assert_eq!(
+            (p.usage.input_tokens, p.usage.cached_input_tokens),
+            (150, 120),
+            "{api:?}"
+        );
+        assert_eq!(j.choose(q, &cands()).await.expect("choose").best, 1);
+        let g = j
+            .grade(q, &cands(), &Scale::pruning())
+            .await
+            .expect("grade");
+        assert!(g.grades[1].expected > 3.9 && g.grades[0].expected < 0.1);
+    }
 }
 
 fn faulty(base: &str, scenario: &str, dispatch: DispatchOptions) -> Judge {

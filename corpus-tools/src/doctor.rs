@@ -34,6 +34,9 @@ pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
             u.latency_ms,
             u.cost_usd
         );
+        if let Some(p) = &report.llm {
+            llm_lines(&mut o, p);
+        }
         if report.warnings.is_empty() {
             out!(o, "ok        answers look right");
         }
@@ -42,4 +45,47 @@ pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
         }
     }
     crate::emit(&o)
+}
+
+/// What the LLM probe found, a line each.
+fn llm_lines(o: &mut String, p: &treenav::judge::LlmProbe) {
+    let top: Vec<String> = p
+        .top_tokens
+        .iter()
+        .take(6)
+        .map(|(t, prob)| format!("{t:?} {prob:.3}"))
+        .collect();
+    out!(
+        o,
+        "llm       route {} · log-probabilities {}",
+        p.api,
+        if p.logprobs { "yes" } else { "no" }
+    );
+    out!(o, "  first token   {}", top.join(", "));
+    out!(
+        o,
+        "  yes/no spelt  {} ({:.0}% of the first token)",
+        if p.yes_no_tokens.is_empty() {
+            "(none among the top tokens)".to_string()
+        } else {
+            format!("{:?}", p.yes_no_tokens)
+        },
+        100.0 * p.label_mass
+    );
+    out!(o, "  generated     {:?}", p.generated);
+    out!(
+        o,
+        "  before answer {}",
+        p.before_answer
+            .as_deref()
+            .map(|b| format!("{b:?}"))
+            .unwrap_or_else(|| "nothing".into())
+    );
+    out!(
+        o,
+        "  prefix cache  {}",
+        p.cached_prompt_tokens
+            .map(|n| format!("{n} prompt tokens reused on a repeated context"))
+            .unwrap_or_else(|| "not reported by the server".into())
+    );
 }

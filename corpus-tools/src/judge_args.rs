@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use std::path::PathBuf;
-use treenav::judge::{defaults, BackendOptions, DispatchOptions, JudgeOptions};
+use treenav::judge::{defaults, BackendOptions, DispatchOptions, JudgeOptions, LogprobsApi};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JudgeKind {
@@ -17,6 +17,27 @@ pub enum JudgeKind {
     OpenaiLogprobs,
     /// ms-marco MiniLM cross-encoder in-process (build with --features cross-encoder).
     CrossEncoder,
+}
+
+/// `--llm-api`: [`LogprobsApi`] on the command line.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LlmApi {
+    /// POST /v1/chat/completions (logprobs, top_logprobs).
+    Chat,
+    /// POST /v1/completions (logprobs) on a plain-text prompt.
+    Completions,
+    /// llama.cpp's native POST /completion (n_probs) on a plain-text prompt.
+    Llama,
+}
+
+impl From<LlmApi> for LogprobsApi {
+    fn from(a: LlmApi) -> LogprobsApi {
+        match a {
+            LlmApi::Chat => LogprobsApi::Chat,
+            LlmApi::Completions => LogprobsApi::Completions,
+            LlmApi::Llama => LogprobsApi::Llama,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -35,6 +56,11 @@ pub struct JudgeArgs {
     /// Model id (pin a version, e.g. jev-1.13.0).
     #[arg(long)]
     pub model: Option<String>,
+    /// openai-logprobs: the route asked: chat (/v1/chat/completions, the
+    /// model's chat template), completions (/v1/completions) or llama
+    /// (llama.cpp's native /completion with n_probs).
+    #[arg(long, value_enum, default_value_t = LlmApi::Chat)]
+    pub llm_api: LlmApi,
     /// Environment variable holding the API key (none sent when not given).
     #[arg(long)]
     pub api_key_env: Option<String>,
@@ -118,6 +144,7 @@ impl JudgeArgs {
                 endpoint: need(&self.endpoint, "--endpoint URL")?,
                 model: need(&self.model, "--model NAME")?,
                 api_key_env: self.api_key_env.clone(),
+                api: self.llm_api.into(),
             },
             JudgeKind::CrossEncoder => BackendOptions::CrossEncoder {
                 model_dir: self.model_dir.clone(),

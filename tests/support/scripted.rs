@@ -11,6 +11,11 @@
 //!   `badlabel`, `slow` = 5 s); anything else answers `noul` 0.5.
 //! * `/v1/decisions`, `/v1/chat/completions`: the OpenAI shapes; a
 //!   candidate is relevant when its line mentions insulin.
+//! * `/v1/completions`, `/completion`: the plain-text routes in the shapes
+//!   llama.cpp's server really answers (tests/llama_server.rs runs the real
+//!   one): chat-style `logprobs.content` on `/v1/completions`,
+//!   `completion_probabilities` and `timings` on `/completion`, tokens with
+//!   their leading space (` Yes`), cached prompt tokens reported.
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -71,7 +76,9 @@ pub async fn start(delay: Duration) -> Scripted {
             ),
         )
         .route("/v1/decisions", post(decisions))
-        .route("/v1/chat/completions", post(chat));
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/completion", post(completions));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -186,60 +193,74 @@ async fn decisions(Json(body): Json<Value>) -> Json<Value> {
     )
 }
 
-async fn chat(Json(body): Json<Value>) -> Json<Value> {
-    let prompt = body["messages"][1]["content"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    let state = prompt
-        .split("\nQuestion: ")
-        .next()
-        .unwrap_or("")
-        .to_string();
-    let question = prompt
-        .split("\nQuestion: ")
-        .nth(1)
-        .unwrap_or("")
-        .to_string();
-    let top: Vec<Value> = if question.starts_with("Which candidate") {
-        let n = (1..30).find(|i| relevant(&state, *i)).unwrap_or(1);
-        vec![
-            json!({"token": n.to_string(), "logprob": -0.1}),
-            json!({"token": "1", "logprob": -3.0}),
-            json!({"token": "The", "logprob": -4.0}),
-        ]
+/// The top tokens a scripted model puts first after `prompt` (a rendered
+/// state, `\nQuestion: `, the question), each token prefixed by `space`.
+fn top_tokens(prompt: &str, space: &str) -> Vec<Value> {
+    let state = prompt.split("\nQuestion: ").next().unwrap_or("");
+    let question = prompt.split("\nQuestion: ").nth(1).unwrap_or("");
+    let t =
+        |token: &str, logprob: f64| json!({"token": format!("{space}{token}"), "logprob": logprob});
+    if question.starts_with("Which candidate") {
+        let n = (1..30).find(|i| relevant(state, *i)).unwrap_or(1);
+        vec![t(&n.to_string(), -0.1), t("1", -3.0), t("The", -4.0)]
     } else if question.starts_with("How much") {
-        let n = number_after(&question, "candidate [");
-        let best = if relevant(&state, n) { "5" } else { "1" };
-        vec![
-            json!({"token": best, "logprob": -0.05}),
-            json!({"token": "3", "logprob": -3.5}),
-        ]
+        let n = number_after(question, "candidate [");
+        let best = if relevant(state, n) { "5" } else { "1" };
+        vec![t(best, -0.05), t("3", -3.5)]
     } else {
-        let n = number_after(&question, "candidate [");
-        if candidate_line(&state, n).contains("mumble") {
+        let n = number_after(question, "candidate [");
+        if candidate_line(state, n).contains("mumble") {
             // Label mass below one half: must be flagged.
+            vec![t("Maybe", -0.2), t("Yes", -2.0), t("No", -2.5)]
+        } else if candidate_line(state, n).contains("silence") {
+            // No label at all among the top tokens.
+            vec![t("Hmm", -0.1), t("The", -2.5)]
+        } else if relevant(state, n) {
             vec![
-                json!({"token": "Maybe", "logprob": -0.2}),
-                json!({"token": "Yes", "logprob": -2.0}),
-                json!({"token": "No", "logprob": -2.5}),
-            ]
-        } else if relevant(&state, n) {
-            vec![
-                json!({"token": "Yes", "logprob": -0.1}),
+                t("Yes", -0.1),
                 json!({"token": " yes", "logprob": -3.0}),
-                json!({"token": "No", "logprob": -2.6}),
+                t("No", -2.6),
             ]
         } else {
-            vec![
-                json!({"token": "No", "logprob": -0.05}),
-                json!({"token": "Yes", "logprob": -3.2}),
-            ]
+            vec![t("No", -0.05), t("Yes", -3.2)]
         }
-    };
+    }
+}
+
+async fn chat(Json(body): Json<Value>) -> Json<Value> {
+    let prompt = body["messages"][1]["content"].as_str().unwrap_or("");
+    let top = top_tokens(prompt, "");
     Json(json!({
         "choices": [{"message": {"role": "assistant", "content": top[0]["token"]}, "logprobs": {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}]}}],
         "usage": {"prompt_tokens": 50, "completion_tokens": 1}
+    }))
+}
+
+/// `/v1/completions` and `/completion` as llama.cpp answers them: the
+/// prompt ends in `Answer:` (tokens then start with a space) or `Answer: [`
+/// (a number follows the bracket); 40 of 50 prompt tokens cached.
+async fn completions(uri: axum::http::Uri, Json(body): Json<Value>) -> Json<Value> {
+    let prompt = body["prompt"].as_str().unwrap_or("");
+    let space = if prompt.ends_with('[') { "" } else { " " };
+    let top = top_tokens(prompt, space);
+    let timings = json!({"cache_n": 40, "prompt_n": 10, "predicted_n": 1});
+    if uri.path() == "/completion" {
+        assert!(
+            body["n_probs"].as_u64().is_some_and(|n| n >= 2),
+            "n_probs asked"
+        );
+        return Json(json!({
+            "content": top[0]["token"],
+            "completion_probabilities": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}],
+            "tokens_evaluated": 50,
+            "tokens_cached": 51,
+            "timings": timings,
+        }));
+    }
+    Json(json!({
+        "choices": [{"text": top[0]["token"], "logprobs": {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}]}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 40}},
+        "timings": timings,
     }))
 }
 

@@ -34,6 +34,9 @@ pub struct SystemReport {
     pub titles_read: f64,
     /// Input tokens per query.
     pub input_tokens: f64,
+    /// Of those, tokens the judge's server served from its prefix cache
+    /// (as it reports them; 0 when it reports none).
+    pub cached_input_tokens: f64,
     /// Estimated cost per query in USD.
     pub cost_usd: f64,
     /// Mean wall time per query in seconds.
@@ -169,6 +172,7 @@ pub(crate) fn summarize(
         cache_hits: mean(&|o| f64::from(o.usage.cache_hits)),
         titles_read: mean(&|o| o.titles_read),
         input_tokens: mean(&|o| o.usage.input_tokens as f64),
+        cached_input_tokens: mean(&|o| o.usage.cached_input_tokens as f64),
         cost_usd: mean(&|o| o.usage.cost_usd),
         seconds_per_query: mean(&|o| o.latency_ms) / 1000.0,
         latency_p50_ms: quantile(&latencies, 0.5),

@@ -120,6 +120,10 @@ impl ErrorKind {
             413 => ErrorKind::TooLarge,
             429 => ErrorKind::RateLimited,
             503 | 529 => ErrorKind::Overloaded,
+            // Not implemented: the server will not do it however often
+            // asked (llama.cpp's /v1/systemone for a model that is not a
+            // decision model).
+            501 | 505 => ErrorKind::InvalidRequest,
             500..=599 => ErrorKind::Server,
             _ => ErrorKind::InvalidRequest,
         }
@@ -839,6 +843,7 @@ mod tests {
         assert_eq!(ErrorKind::from_status(422), ErrorKind::InvalidRequest);
         assert_eq!(ErrorKind::from_status(529), ErrorKind::Overloaded);
         assert_eq!(ErrorKind::from_status(502), ErrorKind::Server);
+        assert!(!ErrorKind::from_status(501).retryable());
         assert!(ErrorKind::from_status(408).retryable());
         assert!(!ErrorKind::from_status(404).retryable());
     }

@@ -143,6 +143,22 @@ impl Judge {
         self.inner.backend.uses_corpus_stats()
     }
 
+    /// For an LLM behind the logprobs protocol, what its endpoint returns
+    /// to one yes/no question about `candidates` ([`crate::LlmProbe`]);
+    /// `None` for other backends. Bypasses the cache and the limits.
+    pub async fn probe_llm(
+        &self,
+        query: &str,
+        candidates: &[crate::Candidate],
+    ) -> Option<Result<crate::LlmProbe>> {
+        let state = crate::render::render_state(query, candidates);
+        let question = candidates
+            .first()
+            .map(|c| crate::render::judge_question(0, c))
+            .unwrap_or_default();
+        self.inner.backend.probe_llm(&state, &question).await
+    }
+
     /// The backend kind (`lexical`, `systemone`, …).
     pub fn kind(&self) -> &'static str {
         self.inner.kind
@@ -458,6 +474,7 @@ impl Judge {
             output_tokens: raw.output_tokens,
             cost_usd,
             low_confidence: raw.low_confidence,
+            cached_input_tokens: raw.cached_input_tokens.min(input_tokens),
             ..Usage::default()
         };
         if let Some(cache) = &self.inner.cache {
@@ -485,7 +502,8 @@ fn check_reported_usage(backend: &'static str, raw: Raw) -> Result<Raw> {
         tokens.clone(),
     )
     .map_err(malformed)?;
-    checked::count("output_tokens", raw.output_tokens, tokens).map_err(malformed)?;
+    checked::count("output_tokens", raw.output_tokens, tokens.clone()).map_err(malformed)?;
+    checked::count("cached_tokens", raw.cached_input_tokens, tokens).map_err(malformed)?;
     if let Some(cost) = raw.cost_usd {
         checked::usd("cost", cost).map_err(malformed)?;
     }

@@ -48,13 +48,13 @@ pub mod session;
 
 pub use backend::{
     bm25_scores, cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
-    onnx_runtime_build, CorpusStats, Profile, PROFILES,
+    onnx_runtime_build, CorpusStats, LlmProbe, Profile, PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
-pub use options::{defaults, BackendOptions, DispatchOptions, JudgeOptions, Limits};
+pub use options::{defaults, BackendOptions, DispatchOptions, JudgeOptions, Limits, LogprobsApi};
 pub use render::{estimate_tokens, render_state};
 pub use session::{Ranking, Scored, Session, SessionOptions};
 
@@ -131,6 +131,11 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Output tokens reported.
     pub output_tokens: u64,
+    /// Of the input tokens, those the server reports it served from its
+    /// prefix cache (llama.cpp's `cache_n`, OpenAI's and vLLM's
+    /// `cached_tokens`): prefill the shared context saved.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub cached_input_tokens: u64,
     /// Wall time of the operation in milliseconds.
     pub latency_ms: f64,
     /// Cost in USD (reported by the server, else tokens × configured price).
@@ -147,6 +152,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 impl Usage {
     /// Adds another operation's usage to this one (latencies add up).
     pub fn add(&mut self, other: &Usage) {
@@ -154,6 +163,9 @@ impl Usage {
         self.cache_hits = self.cache_hits.saturating_add(other.cache_hits);
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
         self.latency_ms += other.latency_ms;
         self.cost_usd += other.cost_usd;
         self.low_confidence = self.low_confidence.saturating_add(other.low_confidence);

@@ -118,7 +118,49 @@ pub enum BackendOptions {
         /// Environment variable holding the key; none sent when unset.
         #[serde(default)]
         api_key_env: Option<String>,
+        /// Which of the server's routes to ask. By default, `chat`.
+        #[serde(default)]
+        api: LogprobsApi,
     },
+}
+
+/// The route an `openai-logprobs` judge asks: the three ways servers expose
+/// next-token log-probabilities.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogprobsApi {
+    /// `POST /v1/chat/completions` with `logprobs: true, top_logprobs: 20`:
+    /// the model's chat template wraps the prompt (OpenAI, vLLM, llama.cpp,
+    /// Ollama).
+    #[default]
+    Chat,
+    /// `POST /v1/completions` with `logprobs: 20` on a plain-text prompt
+    /// that ends in `Answer:` (no chat template; vLLM, llama.cpp).
+    Completions,
+    /// llama.cpp's native `POST /completion` with `n_probs: 20` and
+    /// `cache_prompt: true` on the same plain-text prompt: the leanest
+    /// request on llama.cpp.
+    Llama,
+}
+
+impl LogprobsApi {
+    /// The path below the endpoint.
+    pub fn path(self) -> &'static str {
+        match self {
+            LogprobsApi::Chat => "/v1/chat/completions",
+            LogprobsApi::Completions => "/v1/completions",
+            LogprobsApi::Llama => "/completion",
+        }
+    }
+
+    /// The name used in config and on the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogprobsApi::Chat => "chat",
+            LogprobsApi::Completions => "completions",
+            LogprobsApi::Llama => "llama",
+        }
+    }
 }
 
 impl Default for BackendOptions {

@@ -77,6 +77,8 @@ class Usage:
     latency_ms: float = 0.0
     cost_usd: float = 0.0
     low_confidence: int = 0
+    #: Input tokens the judge's server served from its prefix cache.
+    cached_input_tokens: int = 0
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Usage":
@@ -88,6 +90,7 @@ class Usage:
             latency_ms=float(d.get("latency_ms", 0.0)),
             cost_usd=float(d.get("cost_usd", 0.0)),
             low_confidence=int(d.get("low_confidence", 0)),
+            cached_input_tokens=int(d.get("cached_input_tokens", 0)),
         )
 
 

@@ -97,6 +97,7 @@ impl Lexical {
             output_tokens: 0,
             cost_usd: Some(0.0),
             low_confidence: 0,
+            cached_input_tokens: 0,
         }
     }
 }

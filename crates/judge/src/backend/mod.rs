@@ -16,6 +16,8 @@ pub use cross_encoder::{
 };
 pub(crate) use lexical::text_key;
 pub use lexical::{bm25_scores, CorpusStats};
+pub use logprobs::LlmProbe;
+pub(crate) use logprobs::MIN_LABEL_MASS;
 pub(crate) use op::{Op, OpKind, Raw, Values};
 
 use crate::error::Result;
@@ -140,9 +142,22 @@ impl Backend {
                 endpoint,
                 model,
                 api_key_env,
+                api,
             } => {
-                let remote = remote(endpoint, model, api_key_env, logprobs::PATH)?;
-                (Backend::Logprobs(logprobs::Logprobs(remote)), model.clone())
+                // llama.cpp's native route has no `/v1`: a base given with
+                // one (as the OpenAI routes want) still finds it.
+                let base = match api {
+                    crate::LogprobsApi::Llama => endpoint
+                        .trim_end_matches('/')
+                        .strip_suffix("/v1")
+                        .unwrap_or(endpoint),
+                    _ => endpoint,
+                };
+                let remote = remote(base, model, api_key_env, api.path())?;
+                (
+                    Backend::Logprobs(logprobs::Logprobs { remote, api: *api }),
+                    model.clone(),
+                )
             }
             BackendOptions::CrossEncoder {
                 model_dir,
@@ -184,6 +199,15 @@ impl Backend {
             Backend::Decisions(b) => b.call(op).await,
             Backend::Logprobs(b) => b.call(op).await,
             Backend::CrossEncoder(b) => b.call(op).await,
+        }
+    }
+
+    /// What an LLM endpoint returns ([`LlmProbe`]); `None` for backends
+    /// that are not language models behind the logprobs protocol.
+    pub(crate) async fn probe_llm(&self, state: &str, question: &str) -> Option<Result<LlmProbe>> {
+        match self {
+            Backend::Logprobs(b) => Some(b.probe(state, question).await),
+            _ => None,
         }
     }
 

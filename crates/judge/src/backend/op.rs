@@ -43,4 +43,6 @@ pub(crate) struct Raw {
     /// Reported cost (`None`: tokens × price).
     pub(crate) cost_usd: Option<f64>,
     pub(crate) low_confidence: u32,
+    /// Input tokens the server reports served from its prefix cache.
+    pub(crate) cached_input_tokens: u64,
 }

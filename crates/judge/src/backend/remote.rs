@@ -80,6 +80,7 @@ impl ReplyUsage {
             output_tokens: self.output_tokens.unwrap_or(0),
             cost_usd: self.cost,
             low_confidence: 0,
+            cached_input_tokens: 0,
         }
     }
 }
