@@ -122,7 +122,8 @@ fn llm_warnings(p: &LlmProbe) -> Vec<String> {
     if let Some(before) = &p.before_answer {
         if before.contains("<think>") || before.contains("<|think") {
             w.push("llm: the model thinks before answering (`<think>`): use a non-thinking model or turn thinking off in its chat template (e.g. llama.cpp --reasoning-budget 0, Qwen3 `/no_think`)".into());
-        } else if !before.trim().is_empty() {
+        } else {
+            // `before_answer` is never white space alone.
             w.push(format!(
                 "llm: the model writes {before:?} before its answer; the first-token probabilities then measure that, not the answer"
             ));

@@ -421,11 +421,10 @@ impl Logprobs {
         };
         let again = self.read(state, question, instruction, 1).await?;
         let labels = ["yes".to_string(), "no".to_string()];
-        let is_label = |t: &str| labels.iter().any(|l| *l == t.trim().to_lowercase());
         let yes_no_tokens = r
             .top
             .iter()
-            .filter(|(t, _)| is_label(t))
+            .filter(|(t, _)| label_of(t, &labels).is_some())
             .map(|(t, _)| t.clone())
             .collect();
         let label_mass = label_mass(&r.top, &labels)?.iter().sum();
@@ -469,12 +468,18 @@ fn label_mass(top: &[(String, f64)], labels: &[String]) -> Result<Vec<f64>> {
                 format!("log-probability {logprob} of token {token:?} is not ≤ 0"),
             ));
         }
-        let token = token.trim().trim_start_matches('[').to_lowercase();
-        if let Some(i) = labels.iter().position(|l| *l == token) {
+        if let Some(i) = label_of(token, labels) {
             mass[i] += logprob.exp();
         }
     }
     Ok(mass)
+}
+
+/// The label a token spells, if any: trimmed, a leading `[` dropped,
+/// lowercased (`" Yes"`, `"YES"` and `"[2"` spell `yes`, `yes` and `2`).
+fn label_of(token: &str, labels: &[String]) -> Option<usize> {
+    let token = token.trim().trim_start_matches('[').to_lowercase();
+    labels.iter().position(|l| *l == token)
 }
 
 /// What a generation holds before its first word `yes` or `no` (any
