@@ -245,6 +245,7 @@ async fn at_concurrency(
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let mut first: Option<(f64, serde_json::Value)> = None;

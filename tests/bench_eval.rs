@@ -221,6 +221,7 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
@@ -309,6 +310,7 @@ async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Resul
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
@@ -343,6 +345,7 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
@@ -429,6 +432,7 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let one = bench::run(&d, &setup, &NoProgress).await?;
@@ -482,6 +486,7 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let err = bench::run(&d, &setup(foreign.clone()), &NoProgress)
@@ -551,6 +556,7 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
         concurrency: 1,
         run_dir: Some(runs.path().to_path_buf()),
         fusion_weights: Vec::new(),
+        share_scores: false,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;

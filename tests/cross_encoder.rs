@@ -167,3 +167,45 @@ async fn a_call_dropped_at_its_deadline_stops_its_inference() {
         .expect("the model is free again");
     assert!(p.probabilities[0] > p.probabilities[1]);
 }
+
+/// Judges made with `sharing_scores` run a pair through the model once:
+/// the second judge's score of a pair is the first one's to the bit, even
+/// in a batch of another shape (where an independent judge's int8 score
+/// moves with the padding), and its usage still counts the pair's tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judges_sharing_scores_score_a_pair_once() {
+    let (Some(base), Some(independent)) = (judge(16), judge(16)) else {
+        return;
+    };
+    let first = base
+        .sharing_scores()
+        .expect("a cross-encoder shares scores");
+    let second = first.sharing_scores().expect("shares again");
+    let (query, gold, others) = CASES[0];
+    let long = Candidate::new(
+        "long",
+        format!("{} {}", others[0], "Blood glucose ".repeat(40)),
+    );
+    let padded = vec![Candidate::new("gold", gold), long];
+    let alone = vec![Candidate::new("gold", gold)];
+
+    let a = first.judge(query, &padded).await.expect("first");
+    let b = second.judge(query, &alone).await.expect("second");
+    assert_eq!(
+        a.probabilities[0].to_bits(),
+        b.probabilities[0].to_bits(),
+        "the shared score is reused"
+    );
+    let c = independent.judge(query, &alone).await.expect("independent");
+    assert_ne!(
+        a.probabilities[0].to_bits(),
+        c.probabilities[0].to_bits(),
+        "without sharing, the padding moves the score (else this test shows nothing)"
+    );
+    // Each judge's usage counts the tokens of what it asked.
+    assert_eq!(b.usage.input_tokens, c.usage.input_tokens);
+    assert!(a.usage.input_tokens > b.usage.input_tokens);
+    // Other backends do not share.
+    let lexical = Judge::new(&JudgeOptions::default()).expect("lexical");
+    assert!(lexical.sharing_scores().is_none());
+}

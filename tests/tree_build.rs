@@ -317,8 +317,9 @@ fn side_files_missing_or_from_another_build_are_refused() {
     assert_eq!(tree::file::load(&pa).expect("load"), a);
 }
 
-/// A save killed mid-write leaves `.t.tree.tmp-PID`; the next save of that
-/// file removes it once the process is gone, and leaves other files alone.
+/// A save killed mid-write leaves `.t.tree.tmp-PID` (and the index's
+/// `.t.tree.tantivy.tmp-PID-new`/`-old` folders); the next save removes them
+/// once the process is gone, and leaves other files alone.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_save_removes_temp_files_of_dead_saves() {
@@ -331,10 +332,22 @@ fn a_save_removes_temp_files_of_dead_saves() {
     for f in [&stale, &other, &mine] {
         std::fs::write(f, b"half a tree").expect("write");
     }
+    // The lexical index's folders of a dead save (written, or moved aside).
+    let stale_index = dir.path().join(".t.tree.tantivy.tmp-4294967000-new");
+    let stale_old = dir.path().join(".t.tree.tantivy.tmp-4294967000-old");
+    let other_index = dir.path().join(".t.tree.tantivy.tmp-4294967000-mine");
+    for d in [&stale_index, &stale_old, &other_index] {
+        std::fs::create_dir(d).expect("mkdir");
+        std::fs::write(d.join("meta.json"), b"{}").expect("write");
+    }
     tree::file::save(&tree, &dir.path().join("t.tree")).expect("save");
     assert!(!stale.exists(), "the dead save's temp file is gone");
     assert!(
-        other.exists() && mine.exists(),
+        !stale_index.exists() && !stale_old.exists(),
+        "the dead save's index folders are gone"
+    );
+    assert!(
+        other.exists() && mine.exists() && other_index.exists(),
         "only our own pattern is removed"
     );
 }

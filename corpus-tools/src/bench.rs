@@ -80,6 +80,12 @@ pub struct BenchArgs {
     /// base rows' judgments, so a grid costs no judge call.
     #[arg(long, value_delimiter = ',')]
     pub fusion_weights: Vec<f64>,
+    /// With --judge-budgets and the cross-encoder: score each (query,
+    /// passage) pair once for all systems and budgets. Same figures, a
+    /// faster sweep; each system's seconds then count only the pairs no
+    /// system before it scored.
+    #[arg(long)]
+    pub share_scores: bool,
     /// The analyzer of the bm25 baseline (and of hybrid and rerank, built
     /// on it): en-stem, simple or words (no stemming, as before tantivy).
     #[arg(long, default_value = "en-stem", value_parser = ["en-stem", "simple", "words"])]
@@ -304,6 +310,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         "passage_words": args.passage_words,
         "judge_budgets": args.judge_budgets,
         "concurrency": concurrency,
+        "share_scores": args.share_scores,
     });
     let setup = BenchSetup {
         systems,
@@ -321,6 +328,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         concurrency,
         run_dir: args.run_dir.clone(),
         fusion_weights: args.fusion_weights.clone(),
+        share_scores: args.share_scores,
         analyzer: args.analyzer.parse().map_err(anyhow::Error::msg)?,
     };
     let report = bench::run(&data, &setup, &bars).await?;

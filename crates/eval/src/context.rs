@@ -32,6 +32,9 @@ pub(crate) struct Context {
     /// The tree's passage nodes and BM25 over its documents, for fusing a
     /// judged list's order with the tree's evidence (built when first asked).
     fusion_index: std::sync::OnceLock<(Arc<TreeIndex>, Option<Arc<DocumentIndex>>)>,
+    /// With `share_scores`, the judge every system's judge shares scored
+    /// pairs with.
+    shared_judge: Option<Judge>,
 }
 
 /// The first stage of a judged list: what a user would deploy before a reranker.
@@ -108,6 +111,16 @@ impl Context {
             .enumerate()
             .map(|(i, d)| (d.clone(), i))
             .collect();
+        let shared_judge = match setup.share_scores {
+            true => Judge::new(&setup.judge)
+                .map_err(|source| Error::Judge {
+                    system: "-".into(),
+                    query: "-".into(),
+                    source,
+                })?
+                .sharing_scores(),
+            false => None,
+        };
         Ok(Context {
             setup: setup.clone(),
             queries: sampled.queries,
@@ -119,12 +132,15 @@ impl Context {
             tree_stats: std::sync::OnceLock::new(),
             document_index,
             fusion_index: std::sync::OnceLock::new(),
+            shared_judge,
         })
     }
 
     /// A fresh judge (no system reads another's cache).
     pub(crate) fn judge(&self, system: &str) -> Result<Judge> {
-        Judge::new(&self.setup.judge)
+        let shared = self.shared_judge.as_ref().and_then(Judge::sharing_scores);
+        shared
+            .map_or_else(|| Judge::new(&self.setup.judge), Ok)
             .and_then(|j| j.with_corpus_stats(self.stats.clone()))
             .map_err(|source| Error::Judge {
                 system: system.into(),

@@ -3,7 +3,7 @@
 use crate::{Error, Result};
 use serde::Serialize;
 use std::sync::Arc;
-use treenav_judge::JudgeOptions;
+use treenav_judge::{BackendOptions, JudgeOptions};
 use treenav_navigator::ValidConfig;
 use treenav_tree::{Embedder, Tree};
 
@@ -119,6 +119,12 @@ pub struct BenchSetup {
     /// navigator's `fusion`, when above 0); each reuses its base row's
     /// judgments, so a grid costs no judge call.
     pub fusion_weights: Vec<f64>,
+    /// Score each (query, passage) pair once for all the sweep's systems
+    /// and budgets ([`treenav_judge::Judge::sharing_scores`]; the
+    /// cross-encoder only). The figures are the same; each system's usage
+    /// still counts its own judgments, but its seconds only the pairs no
+    /// system before it scored.
+    pub share_scores: bool,
     /// The analyzer of the `bm25` baseline's index (and of the stages built
     /// on it: hybrid, rerank).
     pub analyzer: treenav_text::analyzer::Analyzer,
@@ -163,6 +169,12 @@ impl BenchSetup {
             )
             .map_err(config)?;
         }
+        if self.share_scores && !matches!(self.judge.backend, BackendOptions::CrossEncoder { .. }) {
+            return Err(Error::Config(format!(
+                "--share-scores needs the cross-encoder judge (a pair's score must depend on that pair alone), not {}",
+                self.judge.backend.kind()
+            )));
+        }
         if self.embedder.is_none() && self.systems.iter().any(|s| s.uses_embedder()) {
             return Err(Error::Config(
                 "dense and hybrid need an embedder (--embedder bge-small, minilm built with --features minilm, or openai)".into(),
@@ -195,6 +207,7 @@ mod tests {
             concurrency: 1,
             run_dir: None,
             fusion_weights: Vec::new(),
+            share_scores: false,
             analyzer: Default::default(),
         }
     }
@@ -204,7 +217,7 @@ mod tests {
     fn check_names_the_bad_setting() {
         assert!(setup().check().is_ok());
         type Spoil = fn(&mut BenchSetup);
-        let bad: [(Spoil, &str); 7] = [
+        let bad: [(Spoil, &str); 8] = [
             (|s| s.systems.clear(), "no system"),
             (
                 |s| s.concurrency = 0,
@@ -218,6 +231,10 @@ mod tests {
                 "(--judge-budgets) must be in",
             ),
             (|s| s.systems = vec![SystemKind::Dense], "need an embedder"),
+            (
+                |s| s.share_scores = true,
+                "--share-scores needs the cross-encoder judge",
+            ),
         ];
         for (spoil, says) in bad {
             let mut s = setup();

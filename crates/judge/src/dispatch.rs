@@ -78,6 +78,11 @@ fn check_dispatch(d: &crate::options::DispatchOptions) -> Result<CheckedDispatch
     })
 }
 
+/// The answer cache `d` asks for (none at capacity 0).
+fn new_cache(d: &crate::options::DispatchOptions) -> Option<moka::future::Cache<u128, Arc<Raw>>> {
+    (d.cache_capacity > 0).then(|| moka::future::Cache::new(d.cache_capacity))
+}
+
 impl Judge {
     /// Checks the options and builds the judge. A missing endpoint, model or
     /// API key (when a key variable is named) fails here, saying what to set.
@@ -101,7 +106,6 @@ impl Judge {
         };
         let kind = options.backend.kind();
         let (backend, model) = Backend::new(&options.backend, &client)?;
-        let cache = (d.cache_capacity > 0).then(|| moka::future::Cache::new(d.cache_capacity));
         Ok(Judge {
             inner: Arc::new(Inner {
                 options: options.clone(),
@@ -110,7 +114,7 @@ impl Judge {
                 model,
                 limits,
                 semaphore: Semaphore::new(d.concurrency),
-                cache,
+                cache: new_cache(d),
                 deadline: checked.deadline,
                 price_in: d
                     .price_per_million_input
@@ -128,14 +132,44 @@ impl Judge {
         let Some(backend) = self.inner.backend.with_corpus_stats(stats) else {
             return Ok(self.clone());
         };
-        let fresh = Judge::new(&self.inner.options)?;
-        let mut inner = Arc::try_unwrap(fresh.inner)
-            .map_err(|_| Error::config("a freshly built judge is shared"))?;
-        inner.backend = backend;
-        inner.model = format!("{} with corpus statistics", inner.model);
-        Ok(Judge {
-            inner: Arc::new(inner),
-        })
+        Ok(self.fresh(
+            backend,
+            format!("{} with corpus statistics", self.inner.model),
+        ))
+    }
+
+    /// A judge with this one's options and loaded model but a cache and
+    /// concurrency limit of its own, whose cross-encoder shares scored
+    /// (query, text) pairs with this judge and every judge made from it
+    /// this way: a pair one of them scored is not run through the model
+    /// again (its tokens are still counted in the asking judge's usage).
+    /// For a sweep that compares systems on the same pairs; their seconds
+    /// then show what each added. `None` for other backends, whose answer
+    /// to a candidate depends on the call it is in.
+    pub fn sharing_scores(&self) -> Option<Judge> {
+        let backend = self.inner.backend.sharing_scores()?;
+        Some(self.fresh(backend, self.inner.model.clone()))
+    }
+
+    /// A judge with this one's settings, `backend` and `model`, and a new
+    /// cache and concurrency limit.
+    fn fresh(&self, backend: Backend, model: String) -> Judge {
+        let i = &self.inner;
+        let d = &i.options.dispatch;
+        Judge {
+            inner: Arc::new(Inner {
+                options: i.options.clone(),
+                backend,
+                kind: i.kind,
+                model,
+                limits: i.limits,
+                semaphore: Semaphore::new(d.concurrency),
+                cache: new_cache(d),
+                deadline: i.deadline,
+                price_in: i.price_in,
+                price_out: i.price_out,
+            }),
+        }
     }
 
     /// Whether the backend reads corpus statistics ([`Judge::with_corpus_stats`]).

@@ -414,7 +414,8 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
     dir.join(format!(".{file_name}.tmp-{}", std::process::id()))
 }
 
-/// Removes `.{file_name}.tmp-{pid}` files left by saves that were killed
+/// Removes `.{file_name}.tmp-{pid}` files, and the `-new`/`-old` folders
+/// of the lexical index beside them, left by saves that were killed
 /// (kill -9, power loss): ours by name, and only when that process is gone
 /// (checked in `/proc`, so only on Linux; elsewhere they are left alone).
 fn remove_stale_temp_files(dir: &Path, file_name: &str) {
@@ -430,13 +431,23 @@ fn remove_stale_temp_files(dir: &Path, file_name: &str) {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix(&prefix))
+            .map(|p| {
+                p.strip_suffix("-new")
+                    .or(p.strip_suffix("-old"))
+                    .unwrap_or(p)
+            })
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
         };
         let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
         if !alive {
-            match std::fs::remove_file(entry.path()) {
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+            match removed {
                 Ok(()) => {
                     tracing::info!(file = %entry.path().display(), "removed a stale temp file")
                 }

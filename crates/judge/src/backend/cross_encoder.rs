@@ -17,7 +17,10 @@
 
 use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::error::{Error, ErrorKind, Result};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use treenav_text::fingerprint;
 
 const NAME: &str = "cross-encoder";
 
@@ -112,7 +115,7 @@ mod engine {
 
     /// The loaded model (shared by clones of the judge).
     #[derive(Debug)]
-    pub(crate) struct CrossEncoder {
+    pub(crate) struct Engine {
         encoder: Arc<Encoder>,
         batch_size: usize,
     }
@@ -125,7 +128,7 @@ mod engine {
         Error::new(ErrorKind::Server, NAME, e.to_string())
     }
 
-    impl CrossEncoder {
+    impl Engine {
         /// Loads the model and tokenizer from `model_dir` with the runtime in `library`.
         pub(crate) fn load(
             model_dir: &Path,
@@ -133,16 +136,16 @@ mod engine {
             threads: usize,
             batch_size: usize,
             max_tokens: usize,
-        ) -> Result<CrossEncoder> {
+        ) -> Result<Engine> {
             let encoder = Encoder::load(model_dir, library, threads, max_tokens).map_err(setup)?;
-            Ok(CrossEncoder {
+            Ok(Engine {
                 encoder: Arc::new(encoder),
                 batch_size: batch_size.max(1),
             })
         }
 
-        /// One logit per (query, text) pair and the tokens read, on the
-        /// blocking pool. Dropping the future (a request past its
+        /// One logit per (query, text) pair and the tokens each read, on
+        /// the blocking pool. Dropping the future (a request past its
         /// deadline) cancels the work: it stops before its next batch, so
         /// a timed-out request does not keep the model busy for the
         /// requests after it.
@@ -150,7 +153,7 @@ mod engine {
             &self,
             query: &str,
             texts: Vec<String>,
-        ) -> Result<(Vec<f64>, u64)> {
+        ) -> Result<(Vec<f64>, Vec<u64>)> {
             let encoder = self.encoder.clone();
             let batch_size = self.batch_size;
             let query = query.to_string();
@@ -186,9 +189,9 @@ mod engine {
         texts: &[String],
         batch_size: usize,
         cancelled: &AtomicBool,
-    ) -> Result<(Vec<f64>, u64)> {
+    ) -> Result<(Vec<f64>, Vec<u64>)> {
         let encodings = encoder.encode_pairs(query, texts).map_err(failed)?;
-        let tokens: u64 = encodings.iter().map(|e| e.len() as u64).sum();
+        let tokens: Vec<u64> = encodings.iter().map(|e| e.len() as u64).collect();
         let mut logits = vec![0.0; encodings.len()];
         encoder
             .run(&encodings, batch_size, |batch| {
@@ -226,16 +229,10 @@ mod engine {
     /// Stand-in when the `cross-encoder` feature is off: construction fails
     /// and says how to get the real backend.
     #[derive(Debug)]
-    pub(crate) struct CrossEncoder;
+    pub(crate) struct Engine;
 
-    impl CrossEncoder {
-        pub(crate) fn load(
-            _: &Path,
-            _: &Path,
-            _: usize,
-            _: usize,
-            _: usize,
-        ) -> Result<CrossEncoder> {
+    impl Engine {
+        pub(crate) fn load(_: &Path, _: &Path, _: usize, _: usize, _: usize) -> Result<Engine> {
             Err(Error::new(
                 ErrorKind::Config,
                 NAME,
@@ -243,7 +240,7 @@ mod engine {
             ))
         }
 
-        pub(crate) async fn logits(&self, _: &str, _: Vec<String>) -> Result<(Vec<f64>, u64)> {
+        pub(crate) async fn logits(&self, _: &str, _: Vec<String>) -> Result<(Vec<f64>, Vec<u64>)> {
             Err(Error::new(
                 ErrorKind::Config,
                 NAME,
@@ -253,8 +250,52 @@ mod engine {
     }
 }
 
-pub(crate) use engine::CrossEncoder;
+use engine::Engine;
 pub use engine::{cancelled_calls, onnx_runtime_build};
+
+/// Scored (query, text) pairs shared by the judges made with
+/// [`crate::Judge::sharing_scores`]: a pair one of them scored is not run
+/// through the model again. Keyed by the pair's fingerprint; the value is
+/// its logit and the tokens it read (reported again on a reuse, so each
+/// judge's usage counts what it asked for).
+#[derive(Debug, Default)]
+struct ScoreMemo(std::sync::Mutex<HashMap<u128, (f64, u64)>>);
+
+impl ScoreMemo {
+    fn get(&self, keys: &[u128]) -> Vec<Option<(f64, u64)>> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        keys.iter().map(|k| map.get(k).copied()).collect()
+    }
+
+    fn put(&self, pairs: impl IntoIterator<Item = (u128, (f64, u64))>) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.extend(pairs);
+    }
+}
+
+/// The key of a (query, text) pair in a [`ScoreMemo`].
+fn pair_key(query: &str, text: &str) -> u128 {
+    let mut bytes = Vec::with_capacity(query.len() + text.len() + 1);
+    bytes.extend_from_slice(query.as_bytes());
+    // 0xFF never occurs in UTF-8: the boundary is unambiguous.
+    bytes.push(0xFF);
+    bytes.extend_from_slice(text.as_bytes());
+    fingerprint(&bytes)
+}
+
+/// The backend: the loaded model, and the scores it shares with other
+/// judges when made to ([`CrossEncoder::sharing_scores`]).
+#[derive(Debug, Clone)]
+pub(crate) struct CrossEncoder {
+    engine: Arc<Engine>,
+    memo: Option<Arc<ScoreMemo>>,
+}
 
 impl CrossEncoder {
     /// Checks the options and loads the model (default folder and library
@@ -270,7 +311,50 @@ impl CrossEncoder {
             .map_err(|e| Error::new(ErrorKind::Config, NAME, e.to_string()))?;
         let dir = model_dir.map_or_else(default_model_dir, Path::to_path_buf);
         let library = ort_library.map_or_else(default_ort_library, Path::to_path_buf);
-        CrossEncoder::load(&dir, &library, threads, batch_size, max_tokens)
+        Ok(CrossEncoder {
+            engine: Arc::new(Engine::load(
+                &dir, &library, threads, batch_size, max_tokens,
+            )?),
+            memo: None,
+        })
+    }
+
+    /// The same loaded model, sharing scored pairs with this backend (a
+    /// new shared memo when it has none).
+    pub(crate) fn sharing_scores(&self) -> CrossEncoder {
+        CrossEncoder {
+            engine: self.engine.clone(),
+            memo: Some(self.memo.clone().unwrap_or_default()),
+        }
+    }
+
+    /// One logit per pair and the tokens read: from the shared memo where a
+    /// pair was scored before, from the model for the rest.
+    async fn logits(&self, query: &str, texts: Vec<String>) -> Result<(Vec<f64>, u64)> {
+        let Some(memo) = &self.memo else {
+            let (logits, tokens) = self.engine.logits(query, texts).await?;
+            return Ok((logits, tokens.iter().sum()));
+        };
+        let keys: Vec<u128> = texts.iter().map(|t| pair_key(query, t)).collect();
+        let mut known = memo.get(&keys);
+        let missing: Vec<usize> = (0..texts.len()).filter(|i| known[*i].is_none()).collect();
+        if !missing.is_empty() {
+            let asked = missing.iter().map(|i| texts[*i].clone()).collect();
+            let (logits, tokens) = self.engine.logits(query, asked).await?;
+            if logits.len() != missing.len() || tokens.len() != missing.len() {
+                return Err(Error::malformed(NAME, "the model returned a missing score"));
+            }
+            let scored: Vec<(f64, u64)> = logits.into_iter().zip(tokens).collect();
+            memo.put(missing.iter().map(|i| keys[*i]).zip(scored.iter().copied()));
+            for (i, s) in missing.into_iter().zip(scored) {
+                known[i] = Some(s);
+            }
+        }
+        let pairs: Vec<(f64, u64)> = known.into_iter().flatten().collect();
+        Ok((
+            pairs.iter().map(|p| p.0).collect(),
+            pairs.iter().map(|p| p.1).sum(),
+        ))
     }
 
     pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {

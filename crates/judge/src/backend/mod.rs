@@ -224,6 +224,16 @@ impl Backend {
             _ => None,
         }
     }
+
+    /// This backend sharing its scored pairs with the backends made from
+    /// it the same way, when a pair's score depends on that pair alone and
+    /// costs a model run (the cross-encoder); `None` for the others.
+    pub(crate) fn sharing_scores(&self) -> Option<Backend> {
+        match self {
+            Backend::CrossEncoder(c) => Some(Backend::CrossEncoder(c.sharing_scores())),
+            _ => None,
+        }
+    }
 }
 
 /// Candidate text a lexical call scores on the async worker itself.
