@@ -81,9 +81,10 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     pub fusion_weights: Vec<f64>,
     /// With --judge-budgets and the cross-encoder: score each (query,
-    /// passage) pair once for all systems and budgets. Same figures, a
-    /// faster sweep; each system's seconds then count only the pairs no
-    /// system before it scored.
+    /// passage) pair once for all systems and budgets: a faster sweep whose
+    /// figures agree with one without it up to the int8 model's padding
+    /// noise; each system's seconds then count only the pairs no system
+    /// before it scored.
     #[arg(long)]
     pub share_scores: bool,
     /// The analyzer of the bm25 baseline (and of hybrid and rerank, built

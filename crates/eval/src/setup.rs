@@ -121,9 +121,10 @@ pub struct BenchSetup {
     pub fusion_weights: Vec<f64>,
     /// Score each (query, passage) pair once for all the sweep's systems
     /// and budgets ([`treenav_judge::Judge::sharing_scores`]; the
-    /// cross-encoder only). The figures are the same; each system's usage
-    /// still counts its own judgments, but its seconds only the pairs no
-    /// system before it scored.
+    /// cross-encoder only). The figures agree with a run without it up to
+    /// the int8 model's padding noise (a pair keeps the score of the first
+    /// batch that ran it); each system's usage still counts its own
+    /// judgments, but its seconds only the pairs no system before it scored.
     pub share_scores: bool,
     /// The analyzer of the `bm25` baseline's index (and of the stages built
     /// on it: hybrid, rerank).
