@@ -198,101 +198,16 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     if args.prune && !args.judge_budgets.is_empty() {
         bail!("--prune and --judge-budgets measure different things: run them separately");
     }
-    if args.curve_png.is_some() && !args.prune && args.judge_budgets.is_empty() {
-        bail!("--curve-png needs --prune or --judge-budgets");
-    }
-    if args.curve_csv.is_some() || args.curve_png.is_some() {
-        for path in [&args.curve_csv, &args.curve_png].into_iter().flatten() {
-            if let Some(dir) = path.parent() {
-                if !dir.as_os_str().is_empty() && !dir.is_dir() {
-                    bail!("folder {} does not exist", dir.display());
-                }
-            }
-        }
-    }
     let judge = args.judge.options()?;
     // Ranges are checked once, by `BenchSetup::check`.
     let concurrency = args
         .concurrency
         .unwrap_or_else(|| default_concurrency(&judge));
     let embedder_opts = embedder_options(args)?;
-    if let Some(dir) = args.json.as_deref().and_then(Path::parent) {
-        if !dir.as_os_str().is_empty() && !dir.is_dir() {
-            bail!("--json: folder {} does not exist", dir.display());
-        }
-    }
-    if let Some(dir) = &args.run_dir {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("--run-dir: cannot make {}", dir.display()))?;
-    }
-    let data = dataset::load(
-        &args.dataset,
-        &DatasetOptions {
-            split: args.split.clone(),
-            passage_words: args.passage_words,
-            skip_bad: args.skip_bad,
-        },
-    )?;
-    if !args.quiet && !data.corpus.skipped.is_empty() {
-        eprintln!("skipped {} bad corpus records:", data.corpus.skipped.len());
-        for s in data.corpus.skipped.iter().take(20) {
-            eprintln!("  {}", crate::printable(&s.to_string()));
-        }
-    }
-    if !args.quiet {
-        eprintln!(
-            "{}: {} documents, {} passages, {} queries{}",
-            data.name,
-            data.corpus.documents.len(),
-            data.corpus.passage_count(),
-            data.queries.len(),
-            if data.dangling_qrels > 0 {
-                format!(
-                    " ({} qrels lines name a missing query or document)",
-                    data.dangling_qrels
-                )
-            } else {
-                String::new()
-            }
-        );
-    }
+    check_outputs(args)?;
+    let data = load_data(args)?;
     let bars = crate::progress::Bars::new(args.quiet);
-    let params = TreeParams::default().seed(args.seed).check()?;
-    let needs_tree = if args.prune {
-        args.prune_retriever == PruneRetriever::Tree
-    } else {
-        systems.contains(&SystemKind::Tree)
-            || systems.contains(&SystemKind::Gar)
-            || !args.judge_budgets.is_empty()
-    };
-    let (tree, tree_source) = if needs_tree {
-        match &args.tree {
-            Some(path) => (
-                Some(Arc::new(tree::file::load(path)?)),
-                path.display().to_string(),
-            ),
-            None => {
-                let embedder = tree::Embedder::new(&EmbedderOptions::default(), params.seed())?;
-                let summarizer = tree::Summarizer::new(&SummarizerOptions::Extractive)?;
-                let built = tree::build_tree(
-                    data.corpus.clone(),
-                    &data.name,
-                    &params,
-                    &embedder,
-                    &summarizer,
-                    &bars,
-                )
-                .await?;
-                bars.finish();
-                (
-                    Some(Arc::new(built)),
-                    format!("built in memory (tfidf, extractive, seed {})", args.seed),
-                )
-            }
-        }
-    } else {
-        (None, String::new())
-    };
+    let (tree, tree_source) = bench_tree(args, &systems, &data, &bars).await?;
     if args.prune {
         return run_prune(args, data, tree, navigator, judge, &bars).await;
     }
@@ -345,6 +260,113 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
     }
     crate::emit(&report.markdown())
+}
+
+/// The output paths' folders exist (and `--run-dir` is made), before any work.
+fn check_outputs(args: &BenchArgs) -> Result<()> {
+    if args.curve_png.is_some() && !args.prune && args.judge_budgets.is_empty() {
+        bail!("--curve-png needs --prune or --judge-budgets");
+    }
+    for path in [&args.curve_csv, &args.curve_png].into_iter().flatten() {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.is_dir() {
+                bail!("folder {} does not exist", dir.display());
+            }
+        }
+    }
+    if let Some(dir) = args.json.as_deref().and_then(Path::parent) {
+        if !dir.as_os_str().is_empty() && !dir.is_dir() {
+            bail!("--json: folder {} does not exist", dir.display());
+        }
+    }
+    if let Some(dir) = &args.run_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--run-dir: cannot make {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// The dataset, with what was skipped and its size said on stderr.
+fn load_data(args: &BenchArgs) -> Result<dataset::Dataset> {
+    let data = dataset::load(
+        &args.dataset,
+        &DatasetOptions {
+            split: args.split.clone(),
+            passage_words: args.passage_words,
+            skip_bad: args.skip_bad,
+        },
+    )?;
+    if !args.quiet && !data.corpus.skipped.is_empty() {
+        eprintln!("skipped {} bad corpus records:", data.corpus.skipped.len());
+        for s in data.corpus.skipped.iter().take(20) {
+            eprintln!("  {}", crate::printable(&s.to_string()));
+        }
+    }
+    if !args.quiet {
+        eprintln!(
+            "{}: {} documents, {} passages, {} queries{}",
+            data.name,
+            data.corpus.documents.len(),
+            data.corpus.passage_count(),
+            data.queries.len(),
+            if data.dangling_qrels > 0 {
+                format!(
+                    " ({} qrels lines name a missing query or document)",
+                    data.dangling_qrels
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(data)
+}
+
+/// The tree the systems need: `--tree`, or one built in memory with the
+/// defaults; none when no system navigates. Also how it was got, for the
+/// report's config.
+async fn bench_tree(
+    args: &BenchArgs,
+    systems: &[SystemKind],
+    data: &dataset::Dataset,
+    bars: &crate::progress::Bars,
+) -> Result<(Option<Arc<tree::Tree>>, String)> {
+    let params = TreeParams::default().seed(args.seed).check()?;
+    let needs_tree = if args.prune {
+        args.prune_retriever == PruneRetriever::Tree
+    } else {
+        systems.contains(&SystemKind::Tree)
+            || systems.contains(&SystemKind::Gar)
+            || !args.judge_budgets.is_empty()
+    };
+    Ok(if needs_tree {
+        match &args.tree {
+            Some(path) => (
+                Some(Arc::new(tree::file::load(path)?)),
+                path.display().to_string(),
+            ),
+            None => {
+                let embedder = tree::Embedder::new(&EmbedderOptions::default(), params.seed())?;
+                let summarizer = tree::Summarizer::new(&SummarizerOptions::Extractive)?;
+                let built = tree::build_tree(
+                    data.corpus.clone(),
+                    &data.name,
+                    &params,
+                    &embedder,
+                    &summarizer,
+                    bars,
+                )
+                .await?;
+                bars.finish();
+                (
+                    Some(Arc::new(built)),
+                    format!("built in memory (tfidf, extractive, seed {})", args.seed),
+                )
+            }
+        }
+    } else {
+        (None, String::new())
+    })
 }
 
 /// Queries at once by default: the cores for a judge that runs in this
