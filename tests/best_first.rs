@@ -125,16 +125,20 @@ fn config(budget: usize, neighbours: bool, clusters: bool) -> NavigatorConfig {
         .strategy(Strategy::BestFirst)
         .shortlist(3)
         .returned_passages(10)
-        .best_first(BestFirstConfig {
-            judge_budget: budget,
-            slate_size: 4,
-            rounds: 2,
-            neighbours,
-            clusters,
-            // The budget as a hard cap: these tests watch the search itself.
-            widen: false,
-            ..BestFirstConfig::default()
-        })
+        .best_first(settings(budget, neighbours, clusters))
+}
+
+fn settings(budget: usize, neighbours: bool, clusters: bool) -> BestFirstConfig {
+    BestFirstConfig {
+        judge_budget: budget,
+        slate_size: 4,
+        rounds: 2,
+        neighbours,
+        clusters,
+        // The budget as a hard cap: these tests watch the search itself.
+        widen: false,
+        ..BestFirstConfig::default()
+    }
 }
 
 async fn run(tree: Tree, config: NavigatorConfig) -> Retrieval {
@@ -206,6 +210,66 @@ async fn evidence_flows_up_to_the_cluster_and_down_to_its_members() {
     assert!(!judged(&found, &tree)
         .iter()
         .any(|(d, _, _)| *d == d_sibling));
+}
+
+/// The known tree with a second passage in d_match that shares no query
+/// word: only the graph frontier (as d_match's sibling passage) reaches it.
+fn with_second_passage(tree: &Tree, d_match: NodeId) -> (Tree, NodeId) {
+    let mut nodes = tree.nodes().to_vec();
+    let mut lists: Vec<Vec<NodeId>> = (0..nodes.len())
+        .map(|i| tree.neighbours(NodeId(i as u32)).to_vec())
+        .collect();
+    let id = NodeId(nodes.len() as u32);
+    nodes.push(Node {
+        kind: NodeKind::Passage {
+            id: "match#1".into(),
+            text: "Measured correlations between distant spins.".into(),
+        },
+        parent: Some(d_match),
+        children: Vec::new(),
+    });
+    nodes[d_match.index()].children.push(id);
+    lists.push(Vec::new());
+    let tree = Tree::with_neighbours(tree.meta().clone(), nodes, lists).expect("valid tree");
+    (tree, id)
+}
+
+#[tokio::test]
+async fn a_judged_document_is_read_on_before_its_neighbours_are_tried() {
+    let (tree, d_match, ..) = known_tree(true);
+    let (tree, second) = with_second_passage(&tree, d_match);
+    // The first candidate the graph frontier gives (the lexical list holds
+    // d_match's first passage and the fillers, never its second).
+    let first_from_graph = |found: &Retrieval| {
+        found
+            .trace
+            .rounds
+            .iter()
+            .flat_map(|r| r.candidates.iter())
+            .find(|c| !matches!(c.route, Route::Lexical | Route::Reference))
+            .map(|c| (c.node, c.route, c.via))
+    };
+    let at = |sibling_weight: f64| {
+        config(8, true, false).best_first(BestFirstConfig {
+            sibling_weight,
+            ..settings(8, true, false)
+        })
+    };
+    // β = γ: d_match's other passage ties with its nearest neighbour and
+    // wins the tie on d_match's BM25 score.
+    let found = run(tree.clone(), at(0.6)).await;
+    assert_eq!(
+        first_from_graph(&found),
+        Some((second, Route::Evidence, Some(d_match))),
+        "{:?}",
+        judged(&found, &tree)
+    );
+    // β = 0: only the path score α · own = 0.5 · own, below the neighbour's
+    // γ · own = 0.6 · own: the neighbour comes first.
+    let found = run(tree.clone(), at(0.0)).await;
+    let (node, route, via) = first_from_graph(&found).expect("the graph gave a candidate");
+    assert_ne!(node, second);
+    assert_eq!((route, via), (Route::Neighbour, Some(d_match)));
 }
 
 #[tokio::test]
@@ -360,6 +424,10 @@ fn best_first_settings_are_checked() {
     }));
     assert!(bad(BestFirstConfig {
         neighbour_weight: 1.5,
+        ..d()
+    }));
+    assert!(bad(BestFirstConfig {
+        sibling_weight: -0.1,
         ..d()
     }));
     assert!(!bad(d()));

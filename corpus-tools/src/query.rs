@@ -116,6 +116,10 @@ pub struct NavArgs {
     /// best-first: a neighbour's priority is this times its source's score.
     #[arg(long, default_value_t = BestFirstConfig::default().neighbour_weight)]
     pub neighbour_weight: f64,
+    /// best-first: a judged document's other passages get at least this
+    /// times its score as priority (0: only the path score, α times it).
+    #[arg(long, default_value_t = BestFirstConfig::default().sibling_weight)]
+    pub sibling_weight: f64,
     /// best-first: split each round between the lexical list and the graph by
     /// how well each scored so far, instead of one for one.
     #[arg(long)]
@@ -143,6 +147,7 @@ impl NavArgs {
             cards: self.cards,
             path_weight: self.path_weight,
             neighbour_weight: self.neighbour_weight,
+            sibling_weight: self.sibling_weight,
             adaptive_split: self.adaptive_split,
             fusion: self.fusion,
             widen: !self.no_widen,
@@ -176,7 +181,7 @@ impl NavArgs {
 
 /// A navigator error's field names as the flags that set them.
 fn as_flags(message: &str) -> String {
-    const FLAGS: [(&str, &str); 13] = [
+    const FLAGS: [(&str, &str); 14] = [
         ("returned_passages", "--top"),
         ("judge_budget", "--judge-budget"),
         ("batch_size", "--batch-size"),
@@ -184,6 +189,7 @@ fn as_flags(message: &str) -> String {
         ("rounds", "--rounds"),
         ("path_weight", "--path-weight"),
         ("neighbour_weight", "--neighbour-weight"),
+        ("sibling_weight", "--sibling-weight"),
         ("fusion", "--fusion"),
         ("lead_sentences", "--lead-sentences"),
         ("per_document", "--per-document"),

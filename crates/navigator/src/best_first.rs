@@ -18,9 +18,12 @@
 //!   is `path(n) = α · own(n) + (1 − α) · path(parent(n))`, `path(root) = 0`.
 //!   An unjudged passage's priority is the path score of its document (so an
 //!   unjudged document in a raised cluster gets `(1 − α) · path(cluster)`),
-//!   or `γ · own(d) · (1 − ½ · rank / k)` when it is the `rank`-th of the
-//!   `k` neighbours of a judged document `d` (nearest first),
-//!   whichever is higher; a card's priority is its parent's path score.
+//!   at least `β · own(d)` when another passage of its document `d` was
+//!   judged (so a document that scored well is read on before its
+//!   neighbours), or `γ · own(d) · (1 − ½ · rank / k)` when it is the
+//!   `rank`-th of the `k` neighbours of a judged document `d` (nearest
+//!   first), whichever is higher; a card's priority is its parent's path
+//!   score.
 //!   Ties go to the passage that best matches the query lexically.
 //! * **Rounds.** The budget (minus the shortlist rerank, which a pointwise
 //!   decider does not take) is spread over `rounds` rounds; each round is
@@ -491,7 +494,10 @@ impl Search<'_> {
         let docs = self.touched.clone();
         let mut open: Vec<(Pick, f64, f64)> = Vec::new();
         for doc in &docs {
-            let tree_prior = self.path(*doc);
+            let tree_prior = match self.evidence.get(doc) {
+                Some(e) => self.path(*doc).max(self.cfg.sibling_weight * e),
+                None => self.path(*doc),
+            };
             let (route, via) = if self.evidence.contains_key(doc) {
                 (Route::Evidence, Some(*doc))
             } else {
