@@ -494,16 +494,14 @@ impl Search<'_> {
         let docs = self.touched.clone();
         let mut open: Vec<(Pick, f64, f64)> = Vec::new();
         for doc in &docs {
-            let tree_prior = match self.evidence.get(doc) {
-                Some(e) => self.path(*doc).max(self.cfg.sibling_weight * e),
-                None => self.path(*doc),
+            // Another passage of `doc` judged: at least β times its score,
+            // via `doc`; else via the cluster that touched it.
+            let path = self.path(*doc);
+            let (tree_prior, via) = match self.evidence.get(doc) {
+                Some(e) => (path.max(self.cfg.sibling_weight * e), Some(*doc)),
+                None => (path, self.cluster_via.get(doc).copied()),
             };
-            let (route, via) = if self.evidence.contains_key(doc) {
-                (Route::Evidence, Some(*doc))
-            } else {
-                (Route::Evidence, self.cluster_via.get(doc).copied())
-            };
-            let (mut prior, mut route, mut via) = (tree_prior, route, via);
+            let (mut prior, mut route, mut via) = (tree_prior, Route::Evidence, via);
             if let Some((p, src)) = self.neighbour_prior.get(doc) {
                 if *p > prior {
                     (prior, route, via) = (*p, Route::Neighbour, Some(*src));
