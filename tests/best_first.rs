@@ -212,9 +212,8 @@ async fn evidence_flows_up_to_the_cluster_and_down_to_its_members() {
         .any(|(d, _, _)| *d == d_sibling));
 }
 
-/// The known tree with a second passage in d_match that shares no query
-/// word: only the graph frontier (as d_match's sibling passage) reaches it.
-fn with_second_passage(tree: &Tree, d_match: NodeId) -> (Tree, NodeId) {
+/// The known tree with a second passage in d_match reading `text`.
+fn with_second_passage(tree: &Tree, d_match: NodeId, text: &str) -> (Tree, NodeId) {
     let mut nodes = tree.nodes().to_vec();
     let mut lists: Vec<Vec<NodeId>> = (0..nodes.len())
         .map(|i| tree.neighbours(NodeId(i as u32)).to_vec())
@@ -223,7 +222,7 @@ fn with_second_passage(tree: &Tree, d_match: NodeId) -> (Tree, NodeId) {
     nodes.push(Node {
         kind: NodeKind::Passage {
             id: "match#1".into(),
-            text: "Measured correlations between distant spins.".into(),
+            text: text.into(),
         },
         parent: Some(d_match),
         children: Vec::new(),
@@ -237,9 +236,15 @@ fn with_second_passage(tree: &Tree, d_match: NodeId) -> (Tree, NodeId) {
 #[tokio::test]
 async fn a_judged_document_is_read_on_before_its_neighbours_are_tried() {
     let (tree, d_match, ..) = known_tree(true);
-    let (tree, second) = with_second_passage(&tree, d_match);
-    // The first candidate the graph frontier gives (the lexical list holds
-    // d_match's first passage and the fillers, never its second).
+    // A second passage sharing no query word: the lexical route holds it
+    // last, so only the graph frontier (as d_match's other passage)
+    // reaches it within the budget.
+    let (tree, second) = with_second_passage(
+        &tree,
+        d_match,
+        "Measured correlations between distant spins.",
+    );
+    // The first candidate the graph frontier gives.
     let first_from_graph = |found: &Retrieval| {
         found
             .trace
@@ -270,6 +275,58 @@ async fn a_judged_document_is_read_on_before_its_neighbours_are_tried() {
     let (node, route, via) = first_from_graph(&found).expect("the graph gave a candidate");
     assert_ne!(node, second);
     assert_eq!((route, via), (Route::Neighbour, Some(d_match)));
+}
+
+#[tokio::test]
+async fn the_lexical_route_reads_passages_not_documents() {
+    let (tree, d_match, ..) = known_tree(false);
+    // d_match's second passage matches the query better than any filler's:
+    // the lexical route offers it right after d_match's first, before the
+    // fillers (one passage per document would have offered a filler).
+    let (tree, second) = with_second_passage(
+        &tree,
+        d_match,
+        "Quantum lattice entanglement measured again along the chain.",
+    );
+    let found = run(tree.clone(), config(8, false, false)).await;
+    let lexical: Vec<NodeId> = found
+        .trace
+        .rounds
+        .iter()
+        .flat_map(|r| r.candidates.iter())
+        .filter(|c| c.route == Route::Lexical)
+        .map(|c| c.node)
+        .collect();
+    let first = tree.children(d_match)[0];
+    assert!(lexical.len() >= 3, "{:?}", judged(&found, &tree));
+    let mut top_two = lexical[..2].to_vec();
+    top_two.sort();
+    assert_eq!(top_two, vec![first, second]);
+}
+
+#[tokio::test]
+async fn a_judged_document_offers_several_passages_a_round() {
+    let (tree, d_match, ..) = known_tree(false);
+    let (tree, second) =
+        with_second_passage(&tree, d_match, "Measured correlations at a distance.");
+    let (tree, third) = with_second_passage(&tree, d_match, "Spins held apart for hours.");
+    // 10 judgments for two rounds: the first reads d_match's best passage
+    // and four fillers, the second's graph slots go to both of d_match's
+    // other passages (one a round would have left the second to the
+    // lexical route's tail).
+    let found = run(tree.clone(), config(13, false, false)).await;
+    let second_round: Vec<(NodeId, Route, Option<NodeId>)> = found.trace.rounds[1]
+        .candidates
+        .iter()
+        .filter(|c| c.route != Route::Reference)
+        .map(|c| (c.node, c.route, c.via))
+        .collect();
+    for passage in [second, third] {
+        assert!(
+            second_round.contains(&(passage, Route::Evidence, Some(d_match))),
+            "{second_round:?}"
+        );
+    }
 }
 
 #[tokio::test]

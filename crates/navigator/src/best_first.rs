@@ -6,8 +6,9 @@
 //! its best member, so evidence must flow up).
 //!
 //! * **Frontier.** Two sources, alternated slot by slot across rounds: the
-//!   *lexical list* (the tree's BM25 documents, best first; each shown as its
-//!   passage that best matches the query) and the *graph frontier*: unjudged
+//!   *lexical list* (the passages of the tree's top BM25 documents, best
+//!   passage BM25 score first, so a document whose passages all match
+//!   offers several) and the *graph frontier*: unjudged
 //!   passages of documents near the evidence (other passages of a judged
 //!   document, neighbours of a judged document from the tree's stored lists,
 //!   the other members of a judged document's leaf cluster) and, with
@@ -23,8 +24,10 @@
 //!   neighbours), or `γ · own(d) · (1 − ½ · rank / k)` when it is the
 //!   `rank`-th of the `k` neighbours of a judged document `d` (nearest
 //!   first), whichever is higher; a card's priority is its parent's path
-//!   score.
-//!   Ties go to the passage that best matches the query lexically.
+//!   score. A document offers its unjudged passages together, best lexical
+//!   first, the `j`-th of `m` at `(1 − ½ · j / m)` times that priority, so
+//!   a well-scored document can fill several slots of a round.
+//!   Ties go to the document that best matches the query lexically.
 //! * **Rounds.** The budget (minus the shortlist rerank, which a pointwise
 //!   decider does not take) is spread over `rounds` rounds; each round is
 //!   one [`Session::judge_round`]: slates of `slate_size` judged
@@ -76,7 +79,8 @@ struct Search<'a> {
     cluster_via: HashMap<NodeId, NodeId>,
     /// Unjudged cards on the frontier.
     cards: Vec<NodeId>,
-    /// The BM25 documents, best first, and how far the lexical side got.
+    /// The lexical route: the BM25 documents, then (once ordered) their
+    /// passages, best first; and how far the route got.
     lexical: Vec<NodeId>,
     lexical_next: usize,
     /// Lexical score of each passage of a document the lexical side showed.
@@ -107,6 +111,10 @@ struct Search<'a> {
 /// 0.02 and the walk uses the top `budget` only.
 const LEXICAL_DEPTH_PER_JUDGMENT: usize = 3;
 const LEXICAL_DEPTH_MIN: usize = 300;
+/// Passages of the lexical route's documents scored per query, at most (a
+/// few µs each): SQuAD dev's articles (up to 98 paragraphs, 48 articles)
+/// are read whole at every budget, a long book's first passages only.
+const LEXICAL_PASSAGES: usize = 8192;
 
 impl Navigator {
     /// BM25's top documents with their scores, as deep as a search of
@@ -188,6 +196,7 @@ impl Navigator {
             route_means: [None, None],
             rounds: Vec::new(),
         };
+        search.order_lexical();
         if cfg.cards {
             search.cards = self
                 .tree
@@ -396,33 +405,48 @@ impl Search<'_> {
         out
     }
 
-    /// The next BM25 document with no judged passage, as its best lexical
-    /// unjudged passage.
+    /// The passages of the BM25 documents, best lexical score first (equal
+    /// scores: the better document first): the lexical route's order. Each
+    /// document gives at most its first `LEXICAL_PASSAGES / documents`
+    /// passages, so a query scores a bounded number however long they are.
+    fn order_lexical(&mut self) {
+        let docs = std::mem::take(&mut self.lexical);
+        let per_document = (LEXICAL_PASSAGES / docs.len().max(1)).max(1);
+        let mut passages: Vec<(NodeId, usize)> = docs
+            .iter()
+            .enumerate()
+            .flat_map(|(rank, d)| {
+                let children = self.nav.tree.children(*d);
+                children[..children.len().min(per_document)]
+                    .iter()
+                    .map(move |p| (*p, rank))
+            })
+            .collect();
+        let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
+        self.score_passages(&ids);
+        passages.sort_by(|a, b| {
+            self.lex_of(b.0)
+                .total_cmp(&self.lex_of(a.0))
+                .then(a.1.cmp(&b.1))
+                .then(a.0.cmp(&b.0))
+        });
+        self.lexical = passages.into_iter().map(|(p, _)| p).collect();
+    }
+
+    /// The next passage of the lexical route not judged nor chosen.
     fn next_lexical(&mut self, chosen: &HashSet<NodeId>) -> Option<Pick> {
-        while let Some(&doc) = self.lexical.get(self.lexical_next) {
+        while let Some(&node) = self.lexical.get(self.lexical_next) {
             self.lexical_next += 1;
-            if self.evidence.contains_key(&doc) {
+            if self.judged.contains_key(&node) || chosen.contains(&node) || !self.scope.allows(node)
+            {
                 continue;
             }
-            self.score_passages(&[doc]);
-            let best = self
-                .nav
-                .tree
-                .children(doc)
-                .iter()
-                .copied()
-                .filter(|p| {
-                    !self.judged.contains_key(p) && !chosen.contains(p) && self.scope.allows(*p)
-                })
-                .max_by(|a, b| self.lex_of(*a).total_cmp(&self.lex_of(*b)).then(b.cmp(a)));
-            if let Some(node) = best {
-                return Some(Pick {
-                    node,
-                    route: Route::Lexical,
-                    via: None,
-                    priority: None,
-                });
-            }
+            return Some(Pick {
+                node,
+                route: Route::Lexical,
+                via: None,
+                priority: None,
+            });
         }
         None
     }
@@ -431,11 +455,11 @@ impl Search<'_> {
         self.lex.get(&passage).copied().unwrap_or(0.0)
     }
 
-    /// Lexical scores for the passages of `docs` not scored yet (one call).
-    fn score_passages(&mut self, docs: &[NodeId]) {
-        let todo: Vec<NodeId> = docs
+    /// Lexical scores for the `passages` not scored yet (one call).
+    fn score_passages(&mut self, passages: &[NodeId]) {
+        let todo: Vec<NodeId> = passages
             .iter()
-            .flat_map(|d| self.nav.tree.children(*d).iter().copied())
+            .copied()
             .filter(|p| !self.lex.contains_key(p))
             .collect();
         if todo.is_empty() {
@@ -507,26 +531,30 @@ impl Search<'_> {
                     (prior, route, via) = (*p, Route::Neighbour, Some(*src));
                 }
             }
-            // Within a priority, the document BM25 likes best first; within
-            // a document, its best lexical passage (when scored) or its
-            // first unjudged one: one candidate per document at a time.
+            // Within a document, its passages in lexical order (when
+            // scored; else in document order), the j-th of m at
+            // `prior · (1 − ½ · j / m)`; within a priority, the document
+            // BM25 likes best first.
             let doc_lex = self.doc_lex.get(doc).copied().unwrap_or(0.0);
-            let next = self
+            let mut unread: Vec<NodeId> = self
                 .nav
                 .tree
                 .children(*doc)
                 .iter()
                 .copied()
                 .filter(|p| !self.judged.contains_key(p) && self.scope.allows(*p))
-                .max_by(|a, b| self.lex_of(*a).total_cmp(&self.lex_of(*b)).then(b.cmp(a)));
-            if let Some(p) = next {
+                .collect();
+            unread.sort_by(|a, b| self.lex_of(*b).total_cmp(&self.lex_of(*a)).then(a.cmp(b)));
+            let m = unread.len() as f64;
+            for (j, p) in unread.into_iter().take(n).enumerate() {
+                let priority = prior * (1.0 - 0.5 * j as f64 / m);
                 let pick = Pick {
                     node: p,
                     route,
                     via,
-                    priority: Some(prior),
+                    priority: Some(priority),
                 };
-                open.push((pick, prior, doc_lex));
+                open.push((pick, priority, doc_lex));
             }
         }
         for card in &self.cards {
