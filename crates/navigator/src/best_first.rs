@@ -405,8 +405,9 @@ impl Search<'_> {
         out
     }
 
-    /// The passages of the BM25 documents, best lexical score first (equal
-    /// scores: the better document first): the lexical route's order. Each
+    /// The passages of the BM25 documents the filter lets through, best
+    /// lexical score first (equal scores: the better document first): the
+    /// lexical route's order. Each
     /// document gives at most its first `LEXICAL_PASSAGES / documents`
     /// passages, so a query scores a bounded number however long they are.
     fn order_lexical(&mut self) {
@@ -421,6 +422,7 @@ impl Search<'_> {
                     .iter()
                     .map(move |p| (*p, rank))
             })
+            .filter(|(p, _)| self.scope.allows(*p))
             .collect();
         let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
         self.score_passages(&ids);
@@ -437,8 +439,7 @@ impl Search<'_> {
     fn next_lexical(&mut self, chosen: &HashSet<NodeId>) -> Option<Pick> {
         while let Some(&node) = self.lexical.get(self.lexical_next) {
             self.lexical_next += 1;
-            if self.judged.contains_key(&node) || chosen.contains(&node) || !self.scope.allows(node)
-            {
+            if self.judged.contains_key(&node) || chosen.contains(&node) {
                 continue;
             }
             return Some(Pick {
