@@ -246,6 +246,7 @@ async fn at_concurrency(
         run_dir: None,
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let mut first: Option<(f64, serde_json::Value)> = None;

@@ -222,6 +222,7 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
         run_dir: None,
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
@@ -311,6 +312,7 @@ async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Resul
         run_dir: None,
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
@@ -346,6 +348,7 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
         run_dir: None,
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
@@ -433,6 +436,7 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
         run_dir: None,
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let one = bench::run(&d, &setup, &NoProgress).await?;
@@ -487,6 +491,7 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
         run_dir: None,
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let err = bench::run(&d, &setup(foreign.clone()), &NoProgress)
@@ -557,6 +562,7 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
         run_dir: Some(runs.path().to_path_buf()),
         fusion_weights: Vec::new(),
         share_scores: false,
+        score_file: None,
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;

@@ -12,6 +12,10 @@ use treenav::judge::{
 };
 
 fn judge(batch_size: usize) -> Option<Judge> {
+    judge_at(batch_size, 256)
+}
+
+fn judge_at(batch_size: usize, max_tokens: usize) -> Option<Judge> {
     let dir = default_model_dir();
     let lib = default_ort_library();
     if !dir.join("model.onnx").is_file() || !lib.is_file() {
@@ -32,7 +36,7 @@ fn judge(batch_size: usize) -> Option<Judge> {
             ort_library: None,
             threads: 2,
             batch_size,
-            max_tokens: 256,
+            max_tokens,
         },
         dispatch: DispatchOptions {
             cache_capacity: 0,
@@ -208,4 +212,50 @@ async fn judges_sharing_scores_score_a_pair_once() {
     // Other backends do not share.
     let lexical = Judge::new(&JudgeOptions::default()).expect("lexical");
     assert!(lexical.sharing_scores().is_none());
+}
+
+/// A score file carries shared scores from one run to the next: a fresh
+/// judge that reads it returns the first judge's score to the bit for a
+/// pair scored in a batch of another shape, and a judge with another token
+/// limit (whose scores differ) refuses the file, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_score_file_carries_scores_to_the_next_run() {
+    let (Some(base), Some(later), Some(other)) = (judge(16), judge(16), judge_at(16, 128)) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.scores");
+    let first = base.sharing_scores().expect("shares");
+    let (query, gold, others) = CASES[0];
+    let long = Candidate::new(
+        "long",
+        format!("{} {}", others[0], "Blood glucose ".repeat(40)),
+    );
+    let a = first
+        .judge(query, &[Candidate::new("gold", gold), long])
+        .await
+        .expect("first run");
+    assert_eq!(
+        treenav::eval::score_file::save(&path, &first).expect("saved"),
+        2
+    );
+
+    let next = later.sharing_scores().expect("shares");
+    assert_eq!(
+        treenav::eval::score_file::load(&path, &next).expect("read"),
+        2
+    );
+    let b = next
+        .judge(query, &[Candidate::new("gold", gold)])
+        .await
+        .expect("next run");
+    assert_eq!(a.probabilities[0].to_bits(), b.probabilities[0].to_bits());
+
+    let refused = treenav::eval::score_file::load(&path, &other.sharing_scores().expect("shares"))
+        .expect_err("another token limit");
+    let says = refused.to_string();
+    assert!(
+        says.contains("run.scores") && says.contains("max_tokens 256"),
+        "{says}"
+    );
 }

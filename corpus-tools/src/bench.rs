@@ -87,6 +87,13 @@ pub struct BenchArgs {
     /// before it scored.
     #[arg(long)]
     pub share_scores: bool,
+    /// Keep the cross-encoder's scores in FILE between runs (implies
+    /// --share-scores): read at the start when it exists, written after
+    /// each system and budget. A pair scored before is not run again, and
+    /// keeps its score from run to run. Refused if written for another
+    /// model file or --max-tokens.
+    #[arg(long, value_name = "FILE")]
+    pub score_file: Option<PathBuf>,
     /// The analyzer of the bm25 baseline (and of hybrid and rerank, built
     /// on it): en-stem, simple or words (no stemming, as before tantivy).
     #[arg(long, default_value = "en-stem", value_parser = ["en-stem", "simple", "words"])]
@@ -226,7 +233,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         "passage_words": args.passage_words,
         "judge_budgets": args.judge_budgets,
         "concurrency": concurrency,
-        "share_scores": args.share_scores,
+        "share_scores": args.share_scores || args.score_file.is_some(),
     });
     let setup = BenchSetup {
         systems,
@@ -244,7 +251,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         concurrency,
         run_dir: args.run_dir.clone(),
         fusion_weights: args.fusion_weights.clone(),
-        share_scores: args.share_scores,
+        share_scores: args.share_scores || args.score_file.is_some(),
+        score_file: args.score_file.clone(),
         analyzer: args.analyzer.parse().map_err(anyhow::Error::msg)?,
     };
     let report = bench::run(&data, &setup, &bars).await?;

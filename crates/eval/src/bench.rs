@@ -108,6 +108,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
         ctx.write_runs(system.name(), &outcomes, &summary)?;
         summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
         report.systems.insert(system.name().into(), summary);
+        ctx.save_scores()?;
     }
     report.judge_budgets = crate::sweep::run(&ctx, progress).await?;
     Ok(report)

@@ -121,6 +121,10 @@ impl Context {
                 .sharing_scores(),
             false => None,
         };
+        if let (Some(path), Some(judge)) = (&setup.score_file, &shared_judge) {
+            let n = crate::score_file::load(path, judge)?;
+            tracing::info!(pairs = n, file = %path.display(), "read scored pairs");
+        }
         Ok(Context {
             setup: setup.clone(),
             queries: sampled.queries,
@@ -134,6 +138,14 @@ impl Context {
             fusion_index: std::sync::OnceLock::new(),
             shared_judge,
         })
+    }
+
+    /// Writes the shared scores to the score file, if the run keeps one.
+    pub(crate) fn save_scores(&self) -> Result<()> {
+        if let (Some(path), Some(judge)) = (&self.setup.score_file, &self.shared_judge) {
+            crate::score_file::save(path, judge)?;
+        }
+        Ok(())
     }
 
     /// A fresh judge (no system reads another's cache).

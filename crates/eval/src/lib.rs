@@ -9,6 +9,7 @@
 //! * [`bench`] runs systems over the queries and gathers a [`bench::Report`],
 //!   whose JSON schema is documented on the type.
 //! * [`sweep`] runs `tree`, `rerank` and `gar` at equal judgment budgets.
+//! * [`score_file`] keeps the cross-encoder's scores between runs.
 //! * [`prune_curve`] measures the pruner: recall retention against compression.
 #![warn(missing_docs)]
 
@@ -22,6 +23,7 @@ mod outcome;
 pub mod prune_curve;
 mod report;
 pub mod runs;
+pub mod score_file;
 mod setup;
 pub mod sweep;
 
@@ -62,6 +64,14 @@ pub enum Error {
     /// The corpus could not be loaded.
     #[error(transparent)]
     Corpus(#[from] treenav_corpus::Error),
+    /// A score file (`--score-file`) is unusable.
+    #[error("score file {}: {problem}", path.display())]
+    ScoreFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
     /// A setting is not valid.
     #[error("invalid bench setting: {0}")]
     Config(String),

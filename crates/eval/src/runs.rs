@@ -49,7 +49,7 @@ pub(crate) fn per_query(outcomes: &[Outcome], golds: &[Gold], c: &Collection) ->
 }
 
 /// Writes `text` to `path` through a temporary file and a rename.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
     let tmp = path.with_extension("tmp-write");
     let io = |e: std::io::Error| Error::Io {
         path: path.to_path_buf(),

@@ -126,6 +126,10 @@ pub struct BenchSetup {
     /// batch that ran it); each system's usage still counts its own
     /// judgments, but its seconds only the pairs no system before it scored.
     pub share_scores: bool,
+    /// With `share_scores`: the score file the shared scores are read from
+    /// at the start (when it exists) and written to after each system and
+    /// each budget ([`crate::score_file`]).
+    pub score_file: Option<std::path::PathBuf>,
     /// The analyzer of the `bm25` baseline's index (and of the stages built
     /// on it: hybrid, rerank).
     pub analyzer: treenav_text::analyzer::Analyzer,
@@ -176,6 +180,11 @@ impl BenchSetup {
                 self.judge.backend.kind()
             )));
         }
+        if self.score_file.is_some() && !self.share_scores {
+            return Err(Error::Config(
+                "--score-file keeps shared scores: it needs --share-scores".into(),
+            ));
+        }
         if self.embedder.is_none() && self.systems.iter().any(|s| s.uses_embedder()) {
             return Err(Error::Config(
                 "dense and hybrid need an embedder (--embedder bge-small, minilm built with --features minilm, or openai)".into(),
@@ -209,6 +218,7 @@ mod tests {
             run_dir: None,
             fusion_weights: Vec::new(),
             share_scores: false,
+            score_file: None,
             analyzer: Default::default(),
         }
     }
@@ -218,7 +228,7 @@ mod tests {
     fn check_names_the_bad_setting() {
         assert!(setup().check().is_ok());
         type Spoil = fn(&mut BenchSetup);
-        let bad: [(Spoil, &str); 8] = [
+        let bad: [(Spoil, &str); 9] = [
             (|s| s.systems.clear(), "no system"),
             (
                 |s| s.concurrency = 0,
@@ -235,6 +245,10 @@ mod tests {
             (
                 |s| s.share_scores = true,
                 "--share-scores needs the cross-encoder judge",
+            ),
+            (
+                |s| s.score_file = Some("s.scores".into()),
+                "it needs --share-scores",
             ),
         ];
         for (spoil, says) in bad {

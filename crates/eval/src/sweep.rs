@@ -102,6 +102,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
             ctx.write_runs(&label, &outcomes, &summary)?;
             summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
             systems.insert(name.to_string(), summary);
+            ctx.save_scores()?;
         }
         out.push(BudgetReport { budget, systems });
     }

@@ -151,6 +151,37 @@ impl Judge {
         Some(self.fresh(backend, self.inner.model.clone()))
     }
 
+    /// What this judge's shared scores depend on beside the pair (the
+    /// model file and its token limit), and those scores: `None` unless
+    /// the judge shares scores ([`Judge::sharing_scores`]). For saving
+    /// them to a score file.
+    pub fn scored_pairs(&self) -> Option<(String, Vec<crate::ScoredPair>)> {
+        let c = self.inner.backend.cross_encoder()?;
+        Some((c.tag().to_string(), c.scored_pairs()?))
+    }
+
+    /// Adds pairs scored before (read from a score file written under
+    /// `tag`) to this judge's shared scores. Fails when the judge shares
+    /// none or `tag` is not this judge's: a score depends on the model
+    /// file and the token limit.
+    pub fn add_scored_pairs(&self, tag: &str, pairs: &[crate::ScoredPair]) -> Result<()> {
+        let c = self
+            .inner
+            .backend
+            .cross_encoder()
+            .ok_or_else(|| Error::config("only the cross-encoder's scores can be reused"))?;
+        if c.tag() != tag {
+            return Err(Error::config(format!(
+                "the scores were made by {tag:?}, this judge is {:?}",
+                c.tag()
+            )));
+        }
+        match c.add_scored_pairs(pairs) {
+            true => Ok(()),
+            false => Err(Error::config("this judge does not share scores")),
+        }
+    }
+
     /// A judge with this one's settings, `backend` and `model`, and a new
     /// cache and concurrency limit.
     fn fresh(&self, backend: Backend, model: String) -> Judge {

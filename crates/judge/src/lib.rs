@@ -48,7 +48,7 @@ pub mod session;
 
 pub use backend::{
     bm25_scores, cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
-    onnx_runtime_build, CorpusStats, LlmProbe, Profile, PROFILES,
+    onnx_runtime_build, CorpusStats, LlmProbe, Profile, ScoredPair, PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};

@@ -277,6 +277,36 @@ impl ScoreMemo {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         map.extend(pairs);
     }
+
+    /// Every scored pair, in key order (so a saved file is reproducible).
+    fn entries(&self) -> Vec<ScoredPair> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out: Vec<ScoredPair> = map
+            .iter()
+            .map(|(key, (logit, tokens))| ScoredPair {
+                key: *key,
+                logit: *logit,
+                tokens: *tokens,
+            })
+            .collect();
+        out.sort_by_key(|p| p.key);
+        out
+    }
+}
+
+/// One scored (query, text) pair of a shared memo, as a score file keeps
+/// it: the pair's fingerprint, the model's logit and the tokens it read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredPair {
+    /// The fingerprint of the (query, text) pair.
+    pub key: u128,
+    /// The cross-encoder's logit (finite).
+    pub logit: f64,
+    /// Tokens the pair read.
+    pub tokens: u64,
 }
 
 /// The key of a (query, text) pair in a [`ScoreMemo`].
@@ -295,6 +325,9 @@ fn pair_key(query: &str, text: &str) -> u128 {
 pub(crate) struct CrossEncoder {
     engine: Arc<Engine>,
     memo: Option<Arc<ScoreMemo>>,
+    /// What a score depends on beside the pair: the model file and the
+    /// token limit (a score file written under another is refused).
+    tag: Arc<str>,
 }
 
 impl CrossEncoder {
@@ -311,12 +344,33 @@ impl CrossEncoder {
             .map_err(|e| Error::new(ErrorKind::Config, NAME, e.to_string()))?;
         let dir = model_dir.map_or_else(default_model_dir, Path::to_path_buf);
         let library = ort_library.map_or_else(default_ort_library, Path::to_path_buf);
+        let engine = Engine::load(&dir, &library, threads, batch_size, max_tokens)?;
+        let model_bytes = std::fs::metadata(dir.join("model.onnx")).map_or(0, |m| m.len());
         Ok(CrossEncoder {
-            engine: Arc::new(Engine::load(
-                &dir, &library, threads, batch_size, max_tokens,
-            )?),
+            engine: Arc::new(engine),
             memo: None,
+            tag: format!("{MODEL}; model.onnx {model_bytes} bytes; max_tokens {max_tokens}").into(),
         })
+    }
+
+    /// What this backend's scores depend on beside the pair.
+    pub(crate) fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The shared memo's pairs; `None` when this backend shares none.
+    pub(crate) fn scored_pairs(&self) -> Option<Vec<ScoredPair>> {
+        self.memo.as_ref().map(|m| m.entries())
+    }
+
+    /// Adds pairs scored before (a score file) to the shared memo; false
+    /// when this backend shares none.
+    pub(crate) fn add_scored_pairs(&self, pairs: &[ScoredPair]) -> bool {
+        let Some(memo) = &self.memo else {
+            return false;
+        };
+        memo.put(pairs.iter().map(|p| (p.key, (p.logit, p.tokens))));
+        true
     }
 
     /// The same loaded model, sharing scored pairs with this backend (a
@@ -325,6 +379,7 @@ impl CrossEncoder {
         CrossEncoder {
             engine: self.engine.clone(),
             memo: Some(self.memo.clone().unwrap_or_default()),
+            tag: self.tag.clone(),
         }
     }
 

@@ -12,7 +12,7 @@ mod systemone;
 
 pub use cross_encoder::{
     cancelled_calls as cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
-    onnx_runtime_build,
+    onnx_runtime_build, ScoredPair,
 };
 pub(crate) use lexical::text_key;
 pub use lexical::{bm25_scores, CorpusStats};
@@ -231,6 +231,14 @@ impl Backend {
     pub(crate) fn sharing_scores(&self) -> Option<Backend> {
         match self {
             Backend::CrossEncoder(c) => Some(Backend::CrossEncoder(c.sharing_scores())),
+            _ => None,
+        }
+    }
+
+    /// The cross-encoder, for its shared scores; `None` for the others.
+    pub(crate) fn cross_encoder(&self) -> Option<&cross_encoder::CrossEncoder> {
+        match self {
+            Backend::CrossEncoder(c) => Some(c),
             _ => None,
         }
     }
