@@ -439,6 +439,12 @@ async fn run_prune(
     if let Some(path) = &args.json {
         write_atomic(path, &crate::json_text(&curve)?)?;
     }
+    crate::emit(&prune_tables(&curve, &title))
+}
+
+/// The pruning curve's two tables: every point, then each strategy's
+/// compression at 95% and 99% retention with its cost.
+fn prune_tables(curve: &treenav::eval::prune_curve::Curve, title: &str) -> String {
     let mut o = String::new();
     out!(o, "{title}");
     out!(
@@ -482,5 +488,5 @@ async fn run_prune(
             at(0.99)
         );
     }
-    crate::emit(&o)
+    o
 }
