@@ -120,9 +120,13 @@ pub struct NavArgs {
     /// times its score as priority (0: only the path score, α times it).
     #[arg(long, default_value_t = BestFirstConfig::default().sibling_weight)]
     pub sibling_weight: f64,
-    /// best-first: split each round between the lexical list and the graph by
-    /// how well each scored so far, instead of one for one.
+    /// best-first: alternate the lexical list and the graph one for one (as
+    /// GAR does) instead of splitting each round by how well each route's
+    /// picks scored in the last round (the default, within 20–80%).
     #[arg(long)]
+    pub alternate: bool,
+    /// The default now (kept so scripts that pass it still run).
+    #[arg(long, hide = true, conflicts_with = "alternate")]
     pub adaptive_split: bool,
     /// best-first: order the judged passages by the judge's score fused with
     /// the search's evidence (BM25 rank, judged neighbours), weight W on the
@@ -148,7 +152,7 @@ impl NavArgs {
             path_weight: self.path_weight,
             neighbour_weight: self.neighbour_weight,
             sibling_weight: self.sibling_weight,
-            adaptive_split: self.adaptive_split,
+            adaptive_split: !self.alternate,
             fusion: self.fusion,
             widen: !self.no_widen,
         };

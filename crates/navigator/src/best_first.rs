@@ -5,7 +5,9 @@
 //! relevance over a global frontier) and Zhuo et al. 2020 (a cluster is worth
 //! its best member, so evidence must flow up).
 //!
-//! * **Frontier.** Two sources, alternated slot by slot across rounds: the
+//! * **Frontier.** Two sources, sharing each round's slots (by how well
+//!   each one's picks scored in the last round, `graph_share`; or one for
+//!   one with `adaptive_split` off): the
 //!   *lexical list* (the passages of the tree's top BM25 documents, best
 //!   passage BM25 score first, so a document whose passages all match
 //!   offers several) and the *graph frontier*: unjudged
