@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use treenav::judge::{BackendOptions, DispatchOptions, Judge, JudgeOptions};
-use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Retrieval, Route, Strategy};
+use treenav::navigator::{
+    BestFirstConfig, Navigator, NavigatorConfig, Retrieval, Route, Strategy, TraceCandidate,
+};
 use treenav::tree::{file, Node, NodeId, NodeKind, Tree, TreeMeta};
 
 const QUERY: &str = "quantum lattice entanglement";
@@ -212,7 +214,12 @@ async fn evidence_flows_up_to_the_cluster_and_down_to_its_members() {
         .any(|(d, _, _)| *d == d_sibling));
 }
 
-/// The known tree with a second passage in d_match reading `text`.
+/// Every candidate of the trace, round after round.
+fn traced(found: &Retrieval) -> impl Iterator<Item = &TraceCandidate> {
+    found.trace.rounds.iter().flat_map(|r| r.candidates.iter())
+}
+
+/// The known tree with one more passage in d_match reading `text`.
 fn with_second_passage(tree: &Tree, d_match: NodeId, text: &str) -> (Tree, NodeId) {
     let mut nodes = tree.nodes().to_vec();
     let mut lists: Vec<Vec<NodeId>> = (0..nodes.len())
@@ -221,7 +228,7 @@ fn with_second_passage(tree: &Tree, d_match: NodeId, text: &str) -> (Tree, NodeI
     let id = NodeId(nodes.len() as u32);
     nodes.push(Node {
         kind: NodeKind::Passage {
-            id: "match#1".into(),
+            id: format!("match#{}", nodes[d_match.index()].children.len()),
             text: text.into(),
         },
         parent: Some(d_match),
@@ -246,11 +253,7 @@ async fn a_judged_document_is_read_on_before_its_neighbours_are_tried() {
     );
     // The first candidate the graph frontier gives.
     let first_from_graph = |found: &Retrieval| {
-        found
-            .trace
-            .rounds
-            .iter()
-            .flat_map(|r| r.candidates.iter())
+        traced(found)
             .find(|c| !matches!(c.route, Route::Lexical | Route::Reference))
             .map(|c| (c.node, c.route, c.via))
     };
@@ -289,11 +292,7 @@ async fn the_lexical_route_reads_passages_not_documents() {
         "Quantum lattice entanglement measured again along the chain.",
     );
     let found = run(tree.clone(), config(8, false, false)).await;
-    let lexical: Vec<NodeId> = found
-        .trace
-        .rounds
-        .iter()
-        .flat_map(|r| r.candidates.iter())
+    let lexical: Vec<NodeId> = traced(&found)
         .filter(|c| c.route == Route::Lexical)
         .map(|c| c.node)
         .collect();

@@ -81,8 +81,8 @@ struct Search<'a> {
     cluster_via: HashMap<NodeId, NodeId>,
     /// Unjudged cards on the frontier.
     cards: Vec<NodeId>,
-    /// The lexical route: the BM25 documents, then (once ordered) their
-    /// passages, best first; and how far the route got.
+    /// The lexical route (passages, best first; [`Search::order_lexical`])
+    /// and how far it got.
     lexical: Vec<NodeId>,
     lexical_next: usize,
     /// Lexical score of each passage of a document the lexical side showed.
@@ -187,7 +187,7 @@ impl Navigator {
             neighbour_prior: HashMap::new(),
             cluster_via: HashMap::new(),
             cards: Vec::new(),
-            lexical,
+            lexical: Vec::new(),
             lexical_next: 0,
             lex: HashMap::new(),
             doc_lex,
@@ -198,7 +198,7 @@ impl Navigator {
             route_means: [None, None],
             rounds: Vec::new(),
         };
-        search.order_lexical();
+        search.order_lexical(&lexical);
         if cfg.cards {
             search.cards = self
                 .tree
@@ -412,8 +412,7 @@ impl Search<'_> {
     /// lexical route's order. Each
     /// document gives at most its first `LEXICAL_PASSAGES / documents`
     /// passages, so a query scores a bounded number however long they are.
-    fn order_lexical(&mut self) {
-        let docs = std::mem::take(&mut self.lexical);
+    fn order_lexical(&mut self, docs: &[NodeId]) {
         let per_document = (LEXICAL_PASSAGES / docs.len().max(1)).max(1);
         let mut passages: Vec<(NodeId, usize)> = docs
             .iter()
