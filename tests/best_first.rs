@@ -254,7 +254,12 @@ async fn a_judged_document_is_read_on_before_its_neighbours_are_tried() {
     // The first candidate the graph frontier gives.
     let first_from_graph = |found: &Retrieval| {
         traced(found)
-            .find(|c| !matches!(c.route, Route::Lexical | Route::Reference))
+            .find(|c| {
+                !matches!(
+                    c.route,
+                    Route::Lexical | Route::LexicalDocument | Route::Reference
+                )
+            })
             .map(|c| (c.node, c.route, c.via))
     };
     let at = |sibling_weight: f64| {
@@ -301,6 +306,63 @@ async fn the_lexical_route_reads_passages_not_documents() {
     let mut top_two = lexical[..2].to_vec();
     top_two.sort();
     assert_eq!(top_two, vec![first, second]);
+}
+
+/// Round one of a search on the known tree where d_match has three
+/// passages that all match the query better than any filler: the
+/// documents it judged (d_match's passages counted once each) and routes.
+async fn first_round_over_a_deep_document(adaptive: bool) -> (Vec<NodeId>, Vec<Route>, NodeId) {
+    let (tree, d_match, ..) = known_tree(false);
+    let (tree, _) = with_second_passage(&tree, d_match, "Quantum lattice entanglement again.");
+    let (tree, _) = with_second_passage(&tree, d_match, "Quantum lattice entanglement once more.");
+    // 11 judgments, 3 of them the shortlist's: two rounds of four.
+    let config = config(11, false, false).best_first(BestFirstConfig {
+        adaptive_split: adaptive,
+        ..settings(11, false, false)
+    });
+    let found = run(tree.clone(), config).await;
+    let round: Vec<&TraceCandidate> = found.trace.rounds[0]
+        .candidates
+        .iter()
+        .filter(|c| c.route != Route::Reference)
+        .collect();
+    let docs = round
+        .iter()
+        .map(|c| tree.get(c.node).and_then(|n| n.parent).expect("a passage"))
+        .collect();
+    (docs, round.iter().map(|c| c.route).collect(), d_match)
+}
+
+#[tokio::test]
+async fn the_lexical_list_also_reaches_new_documents_in_their_bm25_order() {
+    // One for one (GAR's list): round one spends three of its four slots
+    // on d_match, whose passages all outscore the fillers'.
+    let (docs, routes, d_match) = first_round_over_a_deep_document(false).await;
+    assert_eq!(docs.len(), 4, "{docs:?}");
+    assert_eq!(
+        docs.iter().filter(|d| **d == d_match).count(),
+        3,
+        "{docs:?}"
+    );
+    assert!(routes.iter().all(|r| *r == Route::Lexical), "{routes:?}");
+    // The adaptive split shares the lexical slots with the document order
+    // (each document's best passage, by the document's BM25): half the
+    // round goes to documents the passage order had not reached yet.
+    let (docs, routes, d_match) = first_round_over_a_deep_document(true).await;
+    assert_eq!(docs.len(), 4, "{docs:?}");
+    assert_eq!(
+        docs.iter().filter(|d| **d == d_match).count(),
+        2,
+        "{docs:?}"
+    );
+    let by_document: Vec<NodeId> = docs
+        .iter()
+        .zip(&routes)
+        .filter(|(_, r)| **r == Route::LexicalDocument)
+        .map(|(d, _)| *d)
+        .collect();
+    assert_eq!(by_document.len(), 2, "{routes:?}");
+    assert!(by_document.iter().all(|d| *d != d_match), "{docs:?}");
 }
 
 #[tokio::test]

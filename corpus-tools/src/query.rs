@@ -120,9 +120,10 @@ pub struct NavArgs {
     /// times its score as priority (0: only the path score, α times it).
     #[arg(long, default_value_t = BestFirstConfig::default().sibling_weight)]
     pub sibling_weight: f64,
-    /// best-first: alternate the lexical list and the graph one for one (as
-    /// GAR does) instead of splitting each round by how well each route's
-    /// picks scored in the last round (the default, within 20–80%).
+    /// best-first: alternate the lexical list (passages by BM25) and the
+    /// graph one for one (as GAR does) instead of splitting each round by
+    /// how well each route's picks scored in the last round (the default,
+    /// within 20–80%, the lexical list's passage and document orders too).
     #[arg(long)]
     pub alternate: bool,
     /// The default now (kept so scripts that pass it still run).

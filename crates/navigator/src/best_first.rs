@@ -6,11 +6,14 @@
 //! its best member, so evidence must flow up).
 //!
 //! * **Frontier.** Two sources, sharing each round's slots (by how well
-//!   each one's picks scored in the last round, `graph_share`; or one for
+//!   each one's picks scored in the last round, [`Split`]; or one for
 //!   one with `adaptive_split` off): the
-//!   *lexical list* (the passages of the tree's top BM25 documents, best
-//!   passage BM25 score first, so a document whose passages all match
-//!   offers several) and the *graph frontier*: unjudged
+//!   *lexical list* and the *graph frontier*. The lexical list has two
+//!   orders, sharing its slots the same way: the passages of the tree's
+//!   top BM25 documents, best passage BM25 score first (depth: a document
+//!   whose passages all match offers several), and each document's best
+//!   passage in the documents' BM25 order (reach: a new document per slot;
+//!   adaptive split only). The graph frontier holds unjudged
 //!   passages of documents near the evidence (other passages of a judged
 //!   document, neighbours of a judged document from the tree's stored lists,
 //!   the other members of a judged document's leaf cluster) and, with
@@ -81,10 +84,13 @@ struct Search<'a> {
     cluster_via: HashMap<NodeId, NodeId>,
     /// Unjudged cards on the frontier.
     cards: Vec<NodeId>,
-    /// The lexical route (passages, best first; [`Search::order_lexical`])
-    /// and how far it got.
+    /// The lexical route in its two orders ([`Search::order_lexical`]):
+    /// passages by their own BM25, and each document's best passage in the
+    /// documents' BM25 order (adaptive split only); how far each got.
     lexical: Vec<NodeId>,
     lexical_next: usize,
+    by_document: Vec<NodeId>,
+    by_document_next: usize,
     /// Lexical score of each passage of a document the lexical side showed.
     lex: HashMap<NodeId, f64>,
     /// BM25 score of every document that matches the query.
@@ -97,12 +103,11 @@ struct Search<'a> {
     anchor: Option<NodeId>,
     /// Judgments left for the rounds (the shortlist's are set aside).
     left: usize,
-    /// Whether the next slot goes to the graph frontier (alternating).
-    graph_turn: bool,
-    /// Slots owed to the graph frontier (adaptive split).
-    graph_credit: f64,
-    /// Mean judged score of the last round's lexical and graph picks.
-    route_means: [Option<f64>; 2],
+    /// Lexical list (first) against graph frontier (second).
+    graph_split: Split,
+    /// Within the lexical list: passage order (first) against document
+    /// order (second).
+    order_split: Split,
     rounds: Vec<RoundTrace>,
 }
 
@@ -189,13 +194,14 @@ impl Navigator {
             cards: Vec::new(),
             lexical: Vec::new(),
             lexical_next: 0,
+            by_document: Vec::new(),
+            by_document_next: 0,
             lex: HashMap::new(),
             doc_lex,
             lexical_rank,
             anchor: None,
-            graph_turn: false,
-            graph_credit: 0.0,
-            route_means: [None, None],
+            graph_split: Split::default(),
+            order_split: Split::default(),
             rounds: Vec::new(),
         };
         search.order_lexical(&lexical);
@@ -372,27 +378,15 @@ impl Search<'_> {
     }
 
     /// Up to `n` candidates: the lexical list and the graph frontier
-    /// alternated slot by slot across rounds (GAR), each filling for the
-    /// other when it runs dry.
+    /// sharing the slots ([`Split`]), each filling for the other when it
+    /// runs dry.
     fn pick(&mut self, n: usize) -> Vec<Pick> {
         let mut graph = self.graph_frontier(n);
         graph.reverse();
         let mut out: Vec<Pick> = Vec::with_capacity(n);
         let mut chosen: HashSet<NodeId> = HashSet::new();
-        let share = graph_share(self.route_means);
         while out.len() < n {
-            let graph_slot = if self.cfg.adaptive_split {
-                self.graph_credit += share;
-                let slot = self.graph_credit >= 1.0;
-                if slot {
-                    self.graph_credit -= 1.0;
-                }
-                slot
-            } else {
-                let slot = self.graph_turn;
-                self.graph_turn = !slot;
-                slot
-            };
+            let graph_slot = self.graph_split.second(self.cfg.adaptive_split);
             let next = if graph_slot {
                 graph.pop().or_else(|| self.next_lexical(&chosen))
             } else {
@@ -409,7 +403,9 @@ impl Search<'_> {
 
     /// The passages of the BM25 documents the filter lets through, best
     /// lexical score first (equal scores: the better document first): the
-    /// lexical route's order. Each
+    /// lexical route's order; with the adaptive split, also each
+    /// document's best passage in the documents' order (reach: a new
+    /// document per slot, where the first order may read on in one). Each
     /// document gives at most its first `LEXICAL_PASSAGES / documents`
     /// passages, so a query scores a bounded number however long they are.
     fn order_lexical(&mut self, docs: &[NodeId]) {
@@ -427,6 +423,18 @@ impl Search<'_> {
             .collect();
         let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
         self.score_passages(&ids);
+        if self.cfg.adaptive_split {
+            let mut best: Vec<Option<(NodeId, f64)>> = vec![None; docs.len()];
+            for (p, rank) in &passages {
+                let score = self.lex_of(*p);
+                if let Some(slot) = best.get_mut(*rank) {
+                    if slot.is_none_or(|(_, b)| score > b) {
+                        *slot = Some((*p, score));
+                    }
+                }
+            }
+            self.by_document = best.into_iter().flatten().map(|(p, _)| p).collect();
+        }
         passages.sort_by(|a, b| {
             self.lex_of(b.0)
                 .total_cmp(&self.lex_of(a.0))
@@ -436,16 +444,33 @@ impl Search<'_> {
         self.lexical = passages.into_iter().map(|(p, _)| p).collect();
     }
 
-    /// The next passage of the lexical route not judged nor chosen.
+    /// The next passage of the lexical route not judged nor chosen: from
+    /// the order whose turn it is ([`Split`]), else from the other.
     fn next_lexical(&mut self, chosen: &HashSet<NodeId>) -> Option<Pick> {
-        while let Some(&node) = self.lexical.get(self.lexical_next) {
-            self.lexical_next += 1;
+        let orders = if self.order_split.second(self.cfg.adaptive_split) {
+            [Route::LexicalDocument, Route::Lexical]
+        } else {
+            [Route::Lexical, Route::LexicalDocument]
+        };
+        orders
+            .into_iter()
+            .find_map(|route| self.next_in_order(route, chosen))
+    }
+
+    /// The next passage of one lexical order not judged nor chosen.
+    fn next_in_order(&mut self, route: Route, chosen: &HashSet<NodeId>) -> Option<Pick> {
+        let (list, next) = match route {
+            Route::LexicalDocument => (&self.by_document, &mut self.by_document_next),
+            _ => (&self.lexical, &mut self.lexical_next),
+        };
+        while let Some(&node) = list.get(*next) {
+            *next += 1;
             if self.judged.contains_key(&node) || chosen.contains(&node) {
                 continue;
             }
             return Some(Pick {
                 node,
-                route: Route::Lexical,
+                route,
                 via: None,
                 priority: None,
             });
@@ -594,13 +619,22 @@ impl Search<'_> {
     /// round's trace (the anchor shown as a reference in its slates).
     fn record(&mut self, picks: &[Pick], scored: Scored) {
         let mut candidates = Vec::with_capacity(scored.shown);
+        // Sums of judged scores: lexical / graph, passage / document order.
         let mut sums = [(0.0, 0usize); 2];
+        let mut orders = [(0.0, 0usize); 2];
         for (b, call) in scored.calls.iter().enumerate() {
             for i in call.own.clone() {
                 let score = scored.scores[i];
-                let route = usize::from(picks[i].route != Route::Lexical);
-                sums[route].0 += score;
-                sums[route].1 += 1;
+                let order = match picks[i].route {
+                    Route::Lexical => Some(0),
+                    Route::LexicalDocument => Some(1),
+                    _ => None,
+                };
+                let side = &mut sums[usize::from(order.is_none())];
+                *side = (side.0 + score, side.1 + 1);
+                if let Some(o) = order {
+                    orders[o] = (orders[o].0 + score, orders[o].1 + 1);
+                }
                 self.absorb(picks[i].node, score);
                 candidates.push(self.trace_candidate(&picks[i], score, b, call.fallback));
             }
@@ -616,11 +650,8 @@ impl Search<'_> {
                 }
             }
         }
-        for (mean, (sum, n)) in self.route_means.iter_mut().zip(sums) {
-            if n > 0 {
-                *mean = Some(sum / n as f64);
-            }
-        }
+        self.graph_split.observe(sums);
+        self.order_split.observe(orders);
         self.left = self.left.saturating_sub(scored.shown);
         self.rounds.push(RoundTrace {
             round: self.rounds.len() + 1,
@@ -738,30 +769,73 @@ impl Search<'_> {
     }
 }
 
-/// The graph frontier's share of the next round's slots under the adaptive
-/// split, from the last mean judged score of the lexical and the graph
-/// picks: one half until both routes have been judged, then the graph's
-/// mean over both (smoothed), within 20–80% so neither route stops.
-fn graph_share(route_means: [Option<f64>; 2]) -> f64 {
-    match route_means {
-        [Some(lexical), Some(graph)] => ((graph + 0.05) / (graph + lexical + 0.1)).clamp(0.2, 0.8),
+/// Two sources sharing a round's slots: the lexical list and the graph
+/// frontier, or, within the lexical list, its passage and document orders.
+/// Adaptive (the default), each slot goes by the share [`second_share`]
+/// gives the second source from the last round's mean judged scores;
+/// otherwise one for one (GAR).
+#[derive(Debug, Default)]
+struct Split {
+    /// Mean judged score of the last round's picks from each source.
+    means: [Option<f64>; 2],
+    /// Slots owed to the second source (adaptive).
+    credit: f64,
+    /// The second source's turn (one for one).
+    turn: bool,
+}
+
+impl Split {
+    /// Whether the next slot goes to the second source.
+    fn second(&mut self, adaptive: bool) -> bool {
+        if adaptive {
+            self.credit += second_share(self.means);
+            let slot = self.credit >= 1.0;
+            if slot {
+                self.credit -= 1.0;
+            }
+            slot
+        } else {
+            let slot = self.turn;
+            self.turn = !slot;
+            slot
+        }
+    }
+
+    /// Takes in a round's (sum, count) of judged scores per source; a
+    /// source the round did not try keeps its last mean.
+    fn observe(&mut self, sums: [(f64, usize); 2]) {
+        for (mean, (sum, n)) in self.means.iter_mut().zip(sums) {
+            if n > 0 {
+                *mean = Some(sum / n as f64);
+            }
+        }
+    }
+}
+
+/// The second source's share of the next round's slots, from the last
+/// mean judged score of each source's picks: one half until both have been
+/// judged, then the second's mean over both (smoothed), within 20–80% so
+/// neither source stops.
+fn second_share(means: [Option<f64>; 2]) -> f64 {
+    match means {
+        [Some(first), Some(second)] => ((second + 0.05) / (second + first + 0.1)).clamp(0.2, 0.8),
         _ => 0.5,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::graph_share;
+    use super::second_share;
 
     #[test]
-    fn the_graph_gets_slots_as_its_picks_score() {
-        assert_eq!(graph_share([None, None]), 0.5);
-        assert_eq!(graph_share([Some(0.9), None]), 0.5);
-        assert!((graph_share([Some(0.4), Some(0.4)]) - 0.5).abs() < 1e-12);
+    fn a_source_gets_slots_as_its_picks_score() {
+        assert_eq!(second_share([None, None]), 0.5);
+        assert_eq!(second_share([Some(0.9), None]), 0.5);
+        assert!((second_share([Some(0.4), Some(0.4)]) - 0.5).abs() < 1e-12);
         // A strong lexical list keeps most slots, never all of them.
-        assert_eq!(graph_share([Some(0.95), Some(0.05)]), 0.2);
-        assert_eq!(graph_share([Some(0.0), Some(0.9)]), 0.8);
-        let mid = graph_share([Some(0.3), Some(0.6)]);
+        assert_eq!(second_share([Some(0.95), Some(0.05)]), 0.2);
+        assert_eq!(second_share([Some(0.0), Some(0.9)]), 0.8);
+        let mid = second_share([Some(0.3), Some(0.6)]);
         assert!(mid > 0.5 && mid < 0.8, "{mid}");
     }
 }

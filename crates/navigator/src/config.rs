@@ -83,9 +83,11 @@ pub struct BestFirstConfig {
     /// on before its neighbours are tried; its path score (α · own, plus the
     /// clusters' share with `clusters` on) counts when higher.
     pub sibling_weight: f64,
-    /// Split each round's slots between the lexical list and the graph by
+    /// Split each round's slots between the lexical list and the graph,
+    /// and the lexical slots between its passage and document orders, by
     /// how well each scored in the last round that tried it (within 20–80%;
-    /// the default); off, they alternate one for one (GAR).
+    /// the default); off, the graph and the passage order alternate one for
+    /// one (GAR).
     pub adaptive_split: bool,
     /// The final order's fusion weight `w`: judged passages are ordered by
     /// `σ(logit(P) + w · evidence)`, the evidence being the document's BM25

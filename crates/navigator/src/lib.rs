@@ -155,8 +155,12 @@ pub struct RankedPassage {
 pub enum Route {
     /// Reached by expanding a kept parent.
     Tree,
-    /// Added by the lexical entry (BM25 over documents).
+    /// Added by the lexical entry (BM25 over documents; best-first: the
+    /// passages of the top BM25 documents, by their own BM25 score).
     Lexical,
+    /// Best-first: a top BM25 document's best passage, in the documents'
+    /// BM25 order (the lexical list's second order).
+    LexicalDocument,
     /// Both.
     Both,
     /// Shown in every batch as a calibration reference.
