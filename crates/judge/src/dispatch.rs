@@ -157,7 +157,7 @@ impl Judge {
     /// them to a score file.
     pub fn scored_pairs(&self) -> Option<(String, Vec<crate::ScoredPair>)> {
         let c = self.inner.backend.cross_encoder()?;
-        Some((c.tag().to_string(), c.scored_pairs()?))
+        Some((c.tag()?.to_string(), c.scored_pairs()?))
     }
 
     /// Adds pairs scored before (read from a score file written under
@@ -170,10 +170,12 @@ impl Judge {
             .backend
             .cross_encoder()
             .ok_or_else(|| Error::config("only the cross-encoder's scores can be reused"))?;
-        if c.tag() != tag {
+        let own = c
+            .tag()
+            .ok_or_else(|| Error::config("this judge does not share scores"))?;
+        if own != tag {
             return Err(Error::config(format!(
-                "the scores were made by {tag:?}, this judge is {:?}",
-                c.tag()
+                "the scores were made by {tag:?}, this judge is {own:?}"
             )));
         }
         match c.add_scored_pairs(pairs) {

@@ -309,6 +309,18 @@ pub struct ScoredPair {
     pub tokens: u64,
 }
 
+/// What a cross-encoder's scores depend on beside the pair: the model
+/// name, the model file's content (XXH3-128, so two files of one size
+/// differ) and the token limit. A file that cannot be read gives a tag no
+/// score file matches.
+fn model_tag(model_file: &Path, max_tokens: usize) -> Arc<str> {
+    let model = match std::fs::read(model_file) {
+        Ok(bytes) => format!("model.onnx xxh3-128 {:032x}", fingerprint(&bytes)),
+        Err(e) => format!("model.onnx unreadable ({})", e.kind()),
+    };
+    format!("{MODEL}; {model}; max_tokens {max_tokens}").into()
+}
+
 /// The key of a (query, text) pair in a [`ScoreMemo`].
 fn pair_key(query: &str, text: &str) -> u128 {
     let mut bytes = Vec::with_capacity(query.len() + text.len() + 1);
@@ -325,9 +337,12 @@ fn pair_key(query: &str, text: &str) -> u128 {
 pub(crate) struct CrossEncoder {
     engine: Arc<Engine>,
     memo: Option<Arc<ScoreMemo>>,
-    /// What a score depends on beside the pair: the model file and the
-    /// token limit (a score file written under another is refused).
-    tag: Arc<str>,
+    /// What a score depends on beside the pair ([`model_tag`]; a score
+    /// file written under another is refused): made when the backend
+    /// starts sharing scores, so a plain judge never reads the model twice.
+    tag: Option<Arc<str>>,
+    model_file: Arc<Path>,
+    max_tokens: usize,
 }
 
 impl CrossEncoder {
@@ -345,17 +360,19 @@ impl CrossEncoder {
         let dir = model_dir.map_or_else(default_model_dir, Path::to_path_buf);
         let library = ort_library.map_or_else(default_ort_library, Path::to_path_buf);
         let engine = Engine::load(&dir, &library, threads, batch_size, max_tokens)?;
-        let model_bytes = std::fs::metadata(dir.join("model.onnx")).map_or(0, |m| m.len());
         Ok(CrossEncoder {
             engine: Arc::new(engine),
             memo: None,
-            tag: format!("{MODEL}; model.onnx {model_bytes} bytes; max_tokens {max_tokens}").into(),
+            tag: None,
+            model_file: dir.join("model.onnx").into(),
+            max_tokens,
         })
     }
 
-    /// What this backend's scores depend on beside the pair.
-    pub(crate) fn tag(&self) -> &str {
-        &self.tag
+    /// What this backend's shared scores depend on beside the pair; `None`
+    /// when it shares none.
+    pub(crate) fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
     }
 
     /// The shared memo's pairs; `None` when this backend shares none.
@@ -376,10 +393,16 @@ impl CrossEncoder {
     /// The same loaded model, sharing scored pairs with this backend (a
     /// new shared memo when it has none).
     pub(crate) fn sharing_scores(&self) -> CrossEncoder {
+        let tag = self
+            .tag
+            .clone()
+            .unwrap_or_else(|| model_tag(&self.model_file, self.max_tokens));
         CrossEncoder {
             engine: self.engine.clone(),
             memo: Some(self.memo.clone().unwrap_or_default()),
-            tag: self.tag.clone(),
+            tag: Some(tag),
+            model_file: self.model_file.clone(),
+            max_tokens: self.max_tokens,
         }
     }
 
@@ -446,5 +469,19 @@ mod tests {
         assert!((sigmoid(0.0) - 0.5).abs() < 1e-12);
         let s = softmax(&[1.0, 2.0, 3.0]);
         assert!(s[2] > s[1] && s[1] > s[0]);
+    }
+
+    #[test]
+    fn the_tag_follows_the_model_files_content_and_the_token_limit() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (a, b) = (dir.path().join("a.onnx"), dir.path().join("b.onnx"));
+        std::fs::write(&a, b"weights one").expect("write");
+        std::fs::write(&b, b"weights two").expect("write");
+        // Same size, other bytes: another tag.
+        assert_ne!(model_tag(&a, 128), model_tag(&b, 128));
+        assert_eq!(model_tag(&a, 128), model_tag(&a, 128));
+        assert_ne!(model_tag(&a, 128), model_tag(&a, 256));
+        let missing = model_tag(&dir.path().join("none.onnx"), 128);
+        assert!(missing.contains("unreadable"), "{missing}");
     }
 }
