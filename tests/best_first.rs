@@ -309,8 +309,8 @@ async fn the_lexical_route_reads_passages_not_documents() {
 }
 
 /// Round one of a search on the known tree where d_match has three
-/// passages that all match the query better than any filler: the
-/// documents it judged (d_match's passages counted once each) and routes.
+/// passages that all match the query better than any filler: the document
+/// and the route of each candidate judged, and d_match.
 async fn first_round_over_a_deep_document(adaptive: bool) -> (Vec<NodeId>, Vec<Route>, NodeId) {
     let (tree, d_match, ..) = known_tree(false);
     let (tree, _) = with_second_passage(&tree, d_match, "Quantum lattice entanglement again.");

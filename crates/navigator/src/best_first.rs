@@ -360,7 +360,10 @@ impl Search<'_> {
             self.anchor = Some(picks[0].node);
         }
         let judge_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let lexical = picks.iter().filter(|p| p.route == Route::Lexical).count();
+        let lexical = picks
+            .iter()
+            .filter(|p| lexical_order(p.route).is_some())
+            .count();
         tracing::debug!(
             round = self.rounds.len() + 1,
             picked = picks.len(),
@@ -625,11 +628,7 @@ impl Search<'_> {
         for (b, call) in scored.calls.iter().enumerate() {
             for i in call.own.clone() {
                 let score = scored.scores[i];
-                let order = match picks[i].route {
-                    Route::Lexical => Some(0),
-                    Route::LexicalDocument => Some(1),
-                    _ => None,
-                };
+                let order = lexical_order(picks[i].route);
                 let side = &mut sums[usize::from(order.is_none())];
                 *side = (side.0 + score, side.1 + 1);
                 if let Some(o) = order {
@@ -766,6 +765,16 @@ impl Search<'_> {
                 _ => {}
             }
         }
+    }
+}
+
+/// Which of the lexical list's orders a route is (0: passages, 1:
+/// documents); `None` for the graph's routes.
+fn lexical_order(route: Route) -> Option<usize> {
+    match route {
+        Route::Lexical => Some(0),
+        Route::LexicalDocument => Some(1),
+        _ => None,
     }
 }
 

@@ -336,13 +336,21 @@ fn pair_key(query: &str, text: &str) -> u128 {
 #[derive(Debug, Clone)]
 pub(crate) struct CrossEncoder {
     engine: Arc<Engine>,
-    memo: Option<Arc<ScoreMemo>>,
+    /// The scores shared with other judges; `None` when this one shares
+    /// none.
+    shared: Option<Shared>,
+    model_file: Arc<Path>,
+    max_tokens: usize,
+}
+
+/// Scores shared between judges of one loaded model.
+#[derive(Debug, Clone)]
+struct Shared {
+    memo: Arc<ScoreMemo>,
     /// What a score depends on beside the pair ([`model_tag`]; a score
     /// file written under another is refused): made when the backend
     /// starts sharing scores, so a plain judge never reads the model twice.
-    tag: Option<Arc<str>>,
-    model_file: Arc<Path>,
-    max_tokens: usize,
+    tag: Arc<str>,
 }
 
 impl CrossEncoder {
@@ -362,8 +370,7 @@ impl CrossEncoder {
         let engine = Engine::load(&dir, &library, threads, batch_size, max_tokens)?;
         Ok(CrossEncoder {
             engine: Arc::new(engine),
-            memo: None,
-            tag: None,
+            shared: None,
             model_file: dir.join("model.onnx").into(),
             max_tokens,
         })
@@ -372,35 +379,36 @@ impl CrossEncoder {
     /// What this backend's shared scores depend on beside the pair; `None`
     /// when it shares none.
     pub(crate) fn tag(&self) -> Option<&str> {
-        self.tag.as_deref()
+        self.shared.as_ref().map(|s| &*s.tag)
     }
 
     /// The shared memo's pairs; `None` when this backend shares none.
     pub(crate) fn scored_pairs(&self) -> Option<Vec<ScoredPair>> {
-        self.memo.as_ref().map(|m| m.entries())
+        self.shared.as_ref().map(|s| s.memo.entries())
     }
 
     /// Adds pairs scored before (a score file) to the shared memo; false
     /// when this backend shares none.
     pub(crate) fn add_scored_pairs(&self, pairs: &[ScoredPair]) -> bool {
-        let Some(memo) = &self.memo else {
+        let Some(shared) = &self.shared else {
             return false;
         };
-        memo.put(pairs.iter().map(|p| (p.key, (p.logit, p.tokens))));
+        shared
+            .memo
+            .put(pairs.iter().map(|p| (p.key, (p.logit, p.tokens))));
         true
     }
 
     /// The same loaded model, sharing scored pairs with this backend (a
     /// new shared memo when it has none).
     pub(crate) fn sharing_scores(&self) -> CrossEncoder {
-        let tag = self
-            .tag
-            .clone()
-            .unwrap_or_else(|| model_tag(&self.model_file, self.max_tokens));
+        let shared = self.shared.clone().unwrap_or_else(|| Shared {
+            memo: Arc::default(),
+            tag: model_tag(&self.model_file, self.max_tokens),
+        });
         CrossEncoder {
             engine: self.engine.clone(),
-            memo: Some(self.memo.clone().unwrap_or_default()),
-            tag: Some(tag),
+            shared: Some(shared),
             model_file: self.model_file.clone(),
             max_tokens: self.max_tokens,
         }
@@ -409,7 +417,7 @@ impl CrossEncoder {
     /// One logit per pair and the tokens read: from the shared memo where a
     /// pair was scored before, from the model for the rest.
     async fn logits(&self, query: &str, texts: Vec<String>) -> Result<(Vec<f64>, u64)> {
-        let Some(memo) = &self.memo else {
+        let Some(Shared { memo, .. }) = &self.shared else {
             let (logits, tokens) = self.engine.logits(query, texts).await?;
             return Ok((logits, tokens.iter().sum()));
         };
