@@ -7,7 +7,11 @@ use treenav::judge::{defaults, BackendOptions, DispatchOptions, JudgeOptions, Lo
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JudgeKind {
-    /// BM25-style, offline, deterministic (the default).
+    /// The tree's own embedder: cosine of stored passage vectors with the
+    /// query, calibrated (the default; falls back to lexical on a tree
+    /// without vectors or whose embedder is not here).
+    Embedding,
+    /// BM25-style, offline, deterministic.
     Lexical,
     /// System One format: TypeSafe Jev, OpenRouter, llama.cpp, Ollama, laya-serve.
     Systemone,
@@ -44,7 +48,7 @@ impl From<LlmApi> for LogprobsApi {
 #[command(next_help_heading = "Judge")]
 pub struct JudgeArgs {
     /// The decision model backend.
-    #[arg(long = "judge", value_enum, default_value_t = JudgeKind::Lexical)]
+    #[arg(long = "judge", value_enum, default_value_t = JudgeKind::Embedding)]
     pub kind: JudgeKind,
     /// A JSON file with the whole judge configuration
     /// ({"backend": {"kind": …}, "dispatch": {…}}); overrides --judge.
@@ -129,6 +133,7 @@ impl JudgeArgs {
         };
         let backend = match self.kind {
             JudgeKind::Lexical => BackendOptions::default(),
+            JudgeKind::Embedding => BackendOptions::Embedding {},
             JudgeKind::Systemone => BackendOptions::Systemone {
                 endpoint: need(&self.endpoint, "--endpoint URL")?,
                 model: need(&self.model, "--model NAME")?,

@@ -8,6 +8,9 @@ use treenav::navigator::{
     BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
 };
 
+/// Vectors the embedding judge scores per query by default (`--explore-budget`).
+pub const DEFAULT_EXPLORE_BUDGET: usize = 300;
+
 /// A query with a word in it: an empty one is a usage error (exit 2).
 fn non_empty(s: &str) -> std::result::Result<String, String> {
     if s.trim().is_empty() {
@@ -134,6 +137,23 @@ pub struct NavArgs {
     /// logit scale (0: the judge's score alone).
     #[arg(long, default_value_t = BestFirstConfig::default().fusion)]
     pub fusion: f64,
+    /// best-first: the cascade's first stage, vectors the embedding judge
+    /// scores per query (the tree's own embedder: the query embedded once,
+    /// stored passage vectors read; BM25's list, a descent of the clusters
+    /// by centroid and the neighbour lists). With --judge embedding (the
+    /// default) the only stage; with another judge, that judge then spends
+    /// --judge-budget on what it ranked best. 0 turns it off.
+    #[arg(long, default_value_t = DEFAULT_EXPLORE_BUDGET)]
+    pub explore_budget: usize,
+    /// best-first: the exploration's final order, the embedding judge's
+    /// score fused with BM25's rank and the judged neighbours (weight on the
+    /// logit scale; 0: the embedding alone).
+    #[arg(long, default_value_t = BestFirstConfig::default().explore_fusion)]
+    pub explore_fusion: f64,
+    /// best-first, cascade: how much the exploration's score counts beside
+    /// the judge's in the final order (weight on the logit scale).
+    #[arg(long, default_value_t = BestFirstConfig::default().explore_weight)]
+    pub explore_weight: f64,
     /// best-first: never judge past --judge-budget, even when it leaves
     /// fewer than --top passages (by default the search widens until it has
     /// --top).
@@ -155,6 +175,9 @@ impl NavArgs {
             sibling_weight: self.sibling_weight,
             adaptive_split: !self.alternate,
             fusion: self.fusion,
+            explore_budget: self.explore_budget,
+            explore_fusion: self.explore_fusion,
+            explore_weight: self.explore_weight,
             widen: !self.no_widen,
         };
         let config = NavigatorConfig::default()
@@ -186,7 +209,10 @@ impl NavArgs {
 
 /// A navigator error's field names as the flags that set them.
 fn as_flags(message: &str) -> String {
-    const FLAGS: [(&str, &str); 14] = [
+    const FLAGS: [(&str, &str); 17] = [
+        ("explore_budget", "--explore-budget"),
+        ("explore_fusion", "--explore-fusion"),
+        ("explore_weight", "--explore-weight"),
         ("returned_passages", "--top"),
         ("judge_budget", "--judge-budget"),
         ("batch_size", "--batch-size"),
@@ -278,6 +304,17 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
         t.latency_ms,
         t.titles_read * 100.0
     );
+    match (t.explore_budget, t.judge_budget) {
+        (Some(e), Some(j)) => out!(o,
+            "cascade: the embedding judge explored ({e} budget, {} vectors scored), the judge spent {j}",
+            t.usage.vectors_scored
+        ),
+        (Some(e), None) => out!(o,
+            "the embedding judge: {} vectors scored (budget {e}), the query embedded once",
+            t.usage.vectors_scored
+        ),
+        _ => {}
+    }
     if trace {
         print_rounds(&mut o, t);
         for level in &t.levels {
@@ -321,8 +358,9 @@ fn print_rounds(o: &mut String, t: &treenav::navigator::Trace) {
     for round in &t.rounds {
         out!(
             o,
-            "\nround {}: {} shown in {} slates, {} judgments left",
+            "\nround {} ({}): {} shown in {} slates, {} judgments left",
             round.round,
+            round.stage,
             round.candidates.len(),
             round.slates,
             round.budget_left

@@ -56,6 +56,12 @@ pub trait Decide: Send + Sync + std::fmt::Debug {
     fn with_corpus_stats(&self, _stats: Arc<CorpusStats>) -> Result<Option<Arc<dyn Decide>>> {
         Ok(None)
     }
+
+    /// This decider reading stored vectors from `source`, when it scores
+    /// from vectors (the embedding judge); `None` when it reads none.
+    fn with_vectors(&self, _source: Arc<dyn crate::VectorSource>) -> Option<Arc<dyn Decide>> {
+        None
+    }
 }
 
 /// The three questions, each forwarded to `$recv` (whose method of the same
@@ -104,6 +110,9 @@ impl Decide for Judge {
         }
         Ok(Some(Arc::new(Judge::with_corpus_stats(self, stats)?)))
     }
+    fn with_vectors(&self, source: Arc<dyn crate::VectorSource>) -> Option<Arc<dyn Decide>> {
+        Judge::with_vectors(self, source).map(|j| Arc::new(j) as Arc<dyn Decide>)
+    }
 }
 
 impl From<Judge> for Arc<dyn Decide> {
@@ -125,6 +134,9 @@ impl<D: Decide + ?Sized> Decide for Arc<D> {
     forward_questions!(|self| (**self));
     fn with_corpus_stats(&self, stats: Arc<CorpusStats>) -> Result<Option<Arc<dyn Decide>>> {
         (**self).with_corpus_stats(stats)
+    }
+    fn with_vectors(&self, source: Arc<dyn crate::VectorSource>) -> Option<Arc<dyn Decide>> {
+        (**self).with_vectors(source)
     }
 }
 

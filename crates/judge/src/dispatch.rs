@@ -138,6 +138,19 @@ impl Judge {
         ))
     }
 
+    /// A judge like this one whose embedding backend reads vectors from
+    /// `source` (a navigator's, over a tree); `None` for the other
+    /// backends, which read none. The judge returned has a cache of its own.
+    pub fn with_vectors(&self, source: Arc<dyn crate::VectorSource>) -> Option<Judge> {
+        let backend = self.inner.backend.with_vectors(source.clone())?;
+        Some(self.fresh(backend, source.embedder()))
+    }
+
+    /// Whether the backend scores from stored vectors (the embedding judge).
+    pub fn uses_vectors(&self) -> bool {
+        self.inner.backend.uses_vectors()
+    }
+
     /// A judge with this one's options and loaded model but a cache and
     /// concurrency limit of its own, whose cross-encoder shares scored
     /// (query, text) pairs with this judge and every judge made from it
@@ -542,6 +555,7 @@ impl Judge {
             cost_usd,
             low_confidence: raw.low_confidence,
             cached_input_tokens: raw.cached_input_tokens.min(input_tokens),
+            vectors_scored: raw.vectors_scored,
             ..Usage::default()
         };
         if let Some(cache) = &self.inner.cache {

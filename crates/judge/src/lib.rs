@@ -47,8 +47,9 @@ mod render;
 pub mod session;
 
 pub use backend::{
-    bm25_scores, cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
-    onnx_runtime_build, CorpusStats, LlmProbe, Profile, ScoredPair, PROFILES,
+    bm25_scores, calibration_for, cross_encoder_cancelled_calls, default_model_dir,
+    default_ort_library, onnx_runtime_build, CorpusStats, LlmProbe, Platt, Profile, ScoredPair,
+    Similarities, VectorSource, PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};
@@ -146,6 +147,10 @@ pub struct Usage {
     /// ([`WithFallback`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub fallbacks: u32,
+    /// Stored vectors the embedding judge read to score candidates (one
+    /// per candidate scored; the query is embedded once).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub vectors_scored: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -170,6 +175,7 @@ impl Usage {
         self.cost_usd += other.cost_usd;
         self.low_confidence = self.low_confidence.saturating_add(other.low_confidence);
         self.fallbacks = self.fallbacks.saturating_add(other.fallbacks);
+        self.vectors_scored = self.vectors_scored.saturating_add(other.vectors_scored);
     }
 }
 

@@ -61,6 +61,11 @@ pub enum BackendOptions {
         #[serde(default = "b")]
         b: f64,
     },
+    /// The tree's own embedder: the query embedded once, each candidate
+    /// scored by the cosine of its stored vector (calibrated to a
+    /// probability). In-process, pointwise, the cheap stage of the
+    /// cascade; it needs a navigator over a tree built with an embedder.
+    Embedding {},
     /// The System One format (`POST {endpoint}/v1/systemone`): TypeSafe Jev,
     /// llama.cpp server, Ollama, laya-serve; OpenRouter with
     /// `path = "/api/alpha/decisions"`.

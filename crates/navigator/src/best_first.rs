@@ -65,6 +65,14 @@ struct Pick {
 /// The state of one best-first search.
 struct Search<'a> {
     nav: &'a Navigator,
+    /// Which stage this search is ([`STAGE_EXPLORE`] or [`STAGE_JUDGE`]).
+    stage: &'static str,
+    /// Its budget, slate size and final fusion weight.
+    budget: usize,
+    slate_size: usize,
+    fusion: f64,
+    /// Vectors the descent by centroid read before the search.
+    descent_reads: u64,
     /// What the query's filter lets through: nothing else is picked.
     scope: &'a Scope,
     session: Session<'a>,
@@ -123,6 +131,80 @@ const LEXICAL_DEPTH_MIN: usize = 300;
 /// are read whole at every budget, a long book's first passages only.
 const LEXICAL_PASSAGES: usize = 8192;
 
+/// Leaf clusters the descent by centroid reaches (the best this many
+/// clusters kept at each level).
+const DESCENT_BEAM: usize = 2;
+/// The stages' names in the trace.
+pub(crate) const STAGE_EXPLORE: &str = "explore";
+pub(crate) const STAGE_JUDGE: &str = "judge";
+
+/// What BM25 says of a query: its top documents, each one's score and rank.
+struct Lexicon {
+    docs: Vec<NodeId>,
+    doc_lex: HashMap<NodeId, f64>,
+    lexical_rank: HashMap<NodeId, usize>,
+}
+
+/// One stage's spending: its name, budget, rounds, slate size and final
+/// fusion weight.
+#[derive(Debug, Clone, Copy)]
+struct StageSpec {
+    stage: &'static str,
+    budget: usize,
+    rounds: usize,
+    slate_size: usize,
+    fusion: f64,
+}
+
+impl StageSpec {
+    /// The judge's stage: `--judge-budget` over `--rounds` slates of `--slate-size`.
+    fn judge(cfg: &BestFirstConfig) -> StageSpec {
+        StageSpec {
+            stage: STAGE_JUDGE,
+            budget: cfg.judge_budget,
+            rounds: cfg.rounds,
+            slate_size: cfg.slate_size,
+            fusion: cfg.fusion,
+        }
+    }
+
+    /// The embedding judge's exploration: `budget` vectors in rounds of
+    /// [`EXPLORE_SLATE`] (a round is sub-millisecond: many rounds let the
+    /// graph be followed as far as the budget goes).
+    fn explore(cfg: &BestFirstConfig, budget: usize) -> StageSpec {
+        StageSpec {
+            stage: STAGE_EXPLORE,
+            budget,
+            rounds: budget.div_ceil(EXPLORE_SLATE).clamp(1, 100),
+            slate_size: EXPLORE_SLATE,
+            fusion: cfg.explore_fusion,
+        }
+    }
+}
+
+/// Candidates per round of the exploration.
+const EXPLORE_SLATE: usize = 25;
+
+/// `a` and `b` taken in turn, each once, up to `depth` in all.
+fn interleave(a: &[NodeId], b: &[NodeId], depth: usize) -> Vec<NodeId> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(depth);
+    let (mut i, mut j) = (0, 0);
+    while out.len() < depth && (i < a.len() || j < b.len()) {
+        let next = if (out.len() % 2 == 0 && i < a.len()) || j >= b.len() {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
+        if seen.insert(next) {
+            out.push(next);
+        }
+    }
+    out
+}
+
 impl Navigator {
     /// BM25's top documents with their scores, as deep as a search of
     /// `budget` judgments can use them: the list it walks, the priors of
@@ -162,96 +244,85 @@ impl Navigator {
         lexical.extend(rest);
     }
 
-    /// Best-first navigation under the judgment budget (see the module docs).
+    /// Best-first navigation under the judgment budget (see the module
+    /// docs); with the tree's vectors, the cascade: the embedding judge
+    /// explores first, and the judge (when it is another) spends its
+    /// budget on what the exploration ranked best and their neighbours.
     pub(crate) async fn best_first(&self, query: &str, scope: &Scope) -> Result<Retrieval> {
         let cfg = self.config.best_first();
-        let decider = self.decider();
-        let session = self.session(decider.as_ref());
-        let scored = self.lexical_list(query, cfg.judge_budget, scope)?;
-        let depth = cfg.judge_budget.max(self.config.returned_passages());
-        let mut lexical: Vec<NodeId> = scored.iter().take(depth).map(|(id, _)| *id).collect();
-        self.fill_from_scope(scope, &mut lexical, depth);
+        let explore = self.explore_budget();
+        let scored = self.lexical_list(query, cfg.judge_budget.max(explore), scope)?;
         let lexical_rank: HashMap<NodeId, usize> = scored
             .iter()
             .enumerate()
             .map(|(rank, (doc, _))| (*doc, rank))
             .collect();
-        let doc_lex: HashMap<NodeId, f64> = scored.into_iter().collect();
-        let mut search = Search {
-            nav: self,
-            scope,
-            left: cfg.judge_budget.saturating_sub(session.shortlist_cost()),
-            session,
-            query,
-            cfg,
-            neighbours: cfg.neighbours && self.tree.has_neighbours(),
-            judged: HashMap::new(),
-            evidence: HashMap::new(),
-            touched: Vec::new(),
-            touched_set: HashSet::new(),
-            neighbour_prior: HashMap::new(),
-            cluster_via: HashMap::new(),
-            cards: Vec::new(),
-            lexical: Vec::new(),
-            lexical_next: 0,
-            by_document: Vec::new(),
-            by_document_next: 0,
-            lex: HashMap::new(),
+        let doc_lex: HashMap<NodeId, f64> = scored.iter().copied().collect();
+        let lexical = Lexicon {
+            docs: scored.iter().map(|(id, _)| *id).collect(),
             doc_lex,
             lexical_rank,
-            anchor: None,
-            graph_split: Split::default(),
-            order_split: Split::default(),
-            rounds: Vec::new(),
         };
-        search.order_lexical(&lexical);
-        if cfg.cards {
-            search.cards = self
-                .tree
-                .children(self.tree.root())
-                .iter()
-                .copied()
-                .filter(|c| {
-                    scope.allows(*c)
-                        && matches!(
-                            self.tree.get(*c).map(|n| &n.kind),
-                            Some(NodeKind::Cluster { .. })
-                        )
-                })
-                .collect();
+        let (Some(explorer), Some(vectors)) = (self.explorer(), self.vectors.clone()) else {
+            let decider = self.decider();
+            let depth = cfg.judge_budget.max(self.config.returned_passages());
+            let mut docs: Vec<NodeId> = lexical.docs.iter().take(depth).copied().collect();
+            self.fill_from_scope(scope, &mut docs, depth);
+            let spec = StageSpec::judge(cfg);
+            let mut search = Search::new(self, scope, query, decider.as_ref(), spec, &lexical);
+            search.order_lexical(&docs);
+            search.run(cfg.rounds).await?;
+            return self.conclude(search, None).await;
+        };
+        let q = vectors
+            .query_vector(query)
+            .await
+            .map_err(|source| Error::Judge {
+                level: 1,
+                kind: crate::Judging::BestFirstRound,
+                batch: 0,
+                source,
+            })?;
+        let (near, read) = vectors.descend(&q, scope, DESCENT_BEAM);
+        let depth = explore.max(self.config.returned_passages());
+        let mut docs = interleave(&lexical.docs, &near, depth);
+        self.fill_from_scope(scope, &mut docs, depth);
+        let spec = StageSpec::explore(cfg, explore);
+        let mut first = Search::new(self, scope, query, explorer.as_ref(), spec, &lexical);
+        first.descent_reads = read;
+        first.order_lexical(&docs);
+        first.run(spec.rounds).await?;
+        if !self.cascade() {
+            return self.conclude(first, None).await;
         }
-        for round in 0..cfg.rounds {
-            if search.left == 0 {
-                break;
-            }
-            let share = search.left.div_ceil(cfg.rounds - round);
-            if !search.round(share).await? {
-                break;
-            }
-        }
-        if cfg.widen {
-            search.widen().await?;
-        }
-        self.conclude(search).await
+        let ranked = first.ranked();
+        let decider = self.decider();
+        let mut second = Search::new(
+            self,
+            scope,
+            query,
+            decider.as_ref(),
+            StageSpec::judge(cfg),
+            &lexical,
+        );
+        second.seed(&ranked);
+        second.run(cfg.rounds).await?;
+        self.conclude(second, Some(first)).await
     }
 
-    /// The judged passages, best first, through the shortlist rerank.
-    async fn conclude(&self, mut search: Search<'_>) -> Result<Retrieval> {
+    /// The judged passages, best first, through the shortlist rerank;
+    /// after a cascade (`explored`: the first stage), the judge's scores
+    /// fused with the exploration's.
+    async fn conclude(
+        &self,
+        mut search: Search<'_>,
+        explored: Option<Search<'_>>,
+    ) -> Result<Retrieval> {
         let r = self.config.returned_passages();
-        let mut passages: Vec<(NodeId, f64)> = search
-            .judged
-            .iter()
-            .filter(|(id, _)| self.is_passage(**id) && search.scope.allows(**id))
-            .map(|(id, p)| (*id, *p))
-            .collect();
-        let fused = crate::fusion::fused_scores(
-            &self.tree,
-            &search.lexical_rank,
-            &passages,
-            search.cfg.fusion,
-        );
-        for ((_, p), f) in passages.iter_mut().zip(fused) {
-            *p = f;
+        let mut passages = search.fused();
+        if let Some(first) = &explored {
+            let prior = first.fused_map();
+            crate::fusion::add_prior(&mut passages, &prior, search.cfg.explore_weight);
         }
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.collapse(&mut passages);
@@ -269,25 +340,43 @@ impl Navigator {
         let (ranked, rerank) = self
             .finish(&mut search.session, search.query, &passages, &probabilities)
             .await?;
-        let docs_read: HashSet<NodeId> = search
+        let mut docs_read: HashSet<NodeId> = search
             .judged
             .keys()
             .filter_map(|id| self.document_of(*id))
             .collect();
+        let mut usage = search.session.usage().clone();
+        usage.vectors_scored = usage.vectors_scored.saturating_add(search.descent_reads);
+        let mut judged = search.session.shown();
+        let mut rounds = Vec::new();
+        let mut explore_budget = None;
+        if let Some(first) = explored {
+            docs_read.extend(first.judged.keys().filter_map(|id| self.document_of(*id)));
+            usage.add(first.session.usage());
+            usage.vectors_scored = usage.vectors_scored.saturating_add(first.descent_reads);
+            judged += first.session.shown();
+            explore_budget = Some(first.budget);
+            rounds = first.rounds;
+        }
+        if search.stage == STAGE_EXPLORE {
+            explore_budget = Some(search.budget);
+        }
+        rounds.extend(search.rounds);
         Ok(Retrieval {
             query: search.query.to_string(),
             exhausted: ranked.len() < r,
             passages: ranked,
             trace: Trace {
                 strategy: "best-first",
-                judge_budget: Some(search.cfg.judge_budget),
+                judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
+                explore_budget,
                 neighbourhoods: search.neighbours,
                 levels: Vec::new(),
-                rounds: search.rounds,
+                rounds,
                 rerank,
-                usage: search.session.usage().clone(),
+                usage,
                 titles_read: docs_read.len() as f64 / self.documents.max(1) as f64,
-                candidates_judged: search.session.shown(),
+                candidates_judged: judged,
                 latency_ms: 0.0,
             },
         })
@@ -309,7 +398,126 @@ impl Navigator {
     }
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    /// A search of one stage, before its first round.
+    fn new(
+        nav: &'a Navigator,
+        scope: &'a Scope,
+        query: &'a str,
+        decider: &'a dyn treenav_judge::Decide,
+        spec: StageSpec,
+        lexicon: &Lexicon,
+    ) -> Search<'a> {
+        let cfg = nav.config.best_first();
+        let session = nav.session(decider);
+        Search {
+            nav,
+            stage: spec.stage,
+            budget: spec.budget,
+            slate_size: spec.slate_size,
+            fusion: spec.fusion,
+            descent_reads: 0,
+            scope,
+            left: spec.budget.saturating_sub(session.shortlist_cost()),
+            session,
+            query,
+            cfg,
+            neighbours: cfg.neighbours && nav.tree.has_neighbours(),
+            judged: HashMap::new(),
+            evidence: HashMap::new(),
+            touched: Vec::new(),
+            touched_set: HashSet::new(),
+            neighbour_prior: HashMap::new(),
+            cluster_via: HashMap::new(),
+            cards: Vec::new(),
+            lexical: Vec::new(),
+            lexical_next: 0,
+            by_document: Vec::new(),
+            by_document_next: 0,
+            lex: HashMap::new(),
+            doc_lex: lexicon.doc_lex.clone(),
+            lexical_rank: lexicon.lexical_rank.clone(),
+            anchor: None,
+            graph_split: Split::default(),
+            order_split: Split::default(),
+            rounds: Vec::new(),
+        }
+    }
+
+    /// The rounds: the budget spread over `rounds`, then widening.
+    async fn run(&mut self, rounds: usize) -> Result<()> {
+        if self.cfg.cards {
+            let tree = &self.nav.tree;
+            self.cards = tree
+                .children(tree.root())
+                .iter()
+                .copied()
+                .filter(|c| {
+                    self.scope.allows(*c)
+                        && matches!(
+                            tree.get(*c).map(|n| &n.kind),
+                            Some(NodeKind::Cluster { .. })
+                        )
+                })
+                .collect();
+        }
+        for round in 0..rounds {
+            if self.left == 0 {
+                break;
+            }
+            let share = self.left.div_ceil(rounds - round);
+            if !self.round(share).await? {
+                break;
+            }
+        }
+        if self.cfg.widen {
+            self.widen().await?;
+        }
+        Ok(())
+    }
+
+    /// The judged passages in scope with their final scores (the stage's
+    /// fusion of the judge's score with the search's evidence), unordered.
+    fn fused(&self) -> Vec<(NodeId, f64)> {
+        let mut passages: Vec<(NodeId, f64)> = self
+            .judged
+            .iter()
+            .filter(|(id, _)| self.nav.is_passage(**id) && self.scope.allows(**id))
+            .map(|(id, p)| (*id, *p))
+            .collect();
+        let fused =
+            crate::fusion::fused_scores(&self.nav.tree, &self.lexical_rank, &passages, self.fusion);
+        for ((_, p), f) in passages.iter_mut().zip(fused) {
+            *p = f;
+        }
+        passages
+    }
+
+    /// [`Search::fused`] by node.
+    fn fused_map(&self) -> HashMap<NodeId, f64> {
+        self.fused().into_iter().collect()
+    }
+
+    /// The judged passages, best fused score first.
+    fn ranked(&self) -> Vec<NodeId> {
+        let mut passages = self.fused();
+        passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        passages.into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// The next stage's lists: `ranked` (an earlier stage's order) in place
+    /// of the lexical list's passages, and each document's best passage in
+    /// that order in place of its documents.
+    fn seed(&mut self, ranked: &[NodeId]) {
+        let mut seen = HashSet::new();
+        self.by_document = ranked
+            .iter()
+            .copied()
+            .filter(|p| self.nav.document_of(*p).is_some_and(|d| seen.insert(d)))
+            .collect();
+        self.lexical = ranked.to_vec();
+    }
+
     /// `top` is k: more rounds past the budget until `returned_passages`
     /// passages are judged or nothing is left to judge.
     async fn widen(&mut self) -> Result<()> {
@@ -328,7 +536,7 @@ impl Search<'_> {
             }
             // Room for the calibration anchor in each slate.
             let missing = wanted - have;
-            let share = missing + missing.div_ceil(self.cfg.slate_size.max(2) - 1);
+            let share = missing + missing.div_ceil(self.slate_size.max(2) - 1);
             if !self.round(share).await? {
                 return Ok(());
             }
@@ -339,7 +547,7 @@ impl Search<'_> {
     /// counted), picked, judged through the session, taken in. `false`
     /// when nothing was left to judge.
     async fn round(&mut self, share: usize) -> Result<bool> {
-        let wanted = self.session.round_capacity(share, self.cfg.slate_size);
+        let wanted = self.session.round_capacity(share, self.slate_size);
         let picks = self.pick(wanted);
         if picks.is_empty() {
             return Ok(false);
@@ -348,7 +556,7 @@ impl Search<'_> {
         let started = Instant::now();
         let scored = self
             .session
-            .judge_round(self.query, &candidates, self.cfg.slate_size)
+            .judge_round(self.query, &candidates, self.slate_size)
             .await
             .map_err(|e| Error::Judge {
                 level: self.rounds.len() + 1,
@@ -654,6 +862,7 @@ impl Search<'_> {
         self.left = self.left.saturating_sub(scored.shown);
         self.rounds.push(RoundTrace {
             round: self.rounds.len() + 1,
+            stage: self.stage,
             slates: scored.calls.len(),
             candidates,
             budget_left: self.left,

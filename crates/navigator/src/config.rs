@@ -94,6 +94,21 @@ pub struct BestFirstConfig {
     /// rank and its neighbours' judged scores ([`crate::fusion`]). 0: the
     /// judge's score alone. By default, 4 (measured on SciFact and XQuAD).
     pub fusion: f64,
+    /// The cascade's first stage: vectors the embedding judge scores per
+    /// query when the tree's embedder is available (stored passage
+    /// vectors, the query embedded once), in rounds of 25 over BM25's list,
+    /// the documents a descent of the clusters by centroid reaches, and
+    /// the neighbour lists. 0 turns the stage off. With the embedding judge
+    /// as `--judge`, the only stage. By default, 0 in the library (the CLI,
+    /// `serve` and the bench set 300).
+    pub explore_budget: usize,
+    /// The exploration's final order: the embedding judge's score fused
+    /// with the search's evidence (as `fusion`). By default, 1.
+    pub explore_fusion: f64,
+    /// The cascade's final order adds this times the exploration's logit
+    /// (centred) to the judge's fused logit: how much the embedding's
+    /// opinion counts beside the judge's. By default, 1.
+    pub explore_weight: f64,
     /// `top` is k: when the budget judged fewer passages than
     /// `returned_passages`, judge more (past the budget) until there are
     /// enough or nothing is left. Off, the budget is a hard cap (the bench's
@@ -137,6 +152,9 @@ impl Default for BestFirstConfig {
             // within 0.6 points; 8 gained more on SciFact but is that set's
             // last point.
             fusion: 4.0,
+            explore_budget: 0,
+            explore_fusion: 1.0,
+            explore_weight: 1.0,
             widen: true,
         }
     }
@@ -326,6 +344,9 @@ impl NavigatorConfig {
             checked::within(name, w, 0.0..=1.0).map_err(out_of_range)?;
         }
         checked::within("fusion", bf.fusion, 0.0..=20.0).map_err(out_of_range)?;
+        checked::within("explore_fusion", bf.explore_fusion, 0.0..=20.0).map_err(out_of_range)?;
+        checked::within("explore_weight", bf.explore_weight, 0.0..=20.0).map_err(out_of_range)?;
+        checked::count("explore_budget", bf.explore_budget, 0..=100_000).map_err(out_of_range)?;
         checked::count("batch_size", self.batch_size, 1..=200).map_err(out_of_range)?;
         for &k in &self.retention_budgets {
             checked::at_least("a retention budget", k, 1).map_err(out_of_range)?;

@@ -90,6 +90,29 @@ pub fn fused_scores(
         .collect()
 }
 
+/// Adds an earlier stage's opinion to fused scores: each passage's logit
+/// gets `weight · (logit(prior) − mean)`, the mean over the passages with a
+/// prior (a passage without one counts as that mean): the cascade's
+/// exploration weighed beside the judge, the scale still the judge's.
+pub fn add_prior(scores: &mut [(NodeId, f64)], prior: &HashMap<NodeId, f64>, weight: f64) {
+    if weight == 0.0 || scores.is_empty() {
+        return;
+    }
+    let mut known: Vec<f64> = scores
+        .iter()
+        .filter_map(|(p, _)| prior.get(p).map(|x| logit(*x)))
+        .collect();
+    if known.is_empty() {
+        return;
+    }
+    known.sort_by(f64::total_cmp);
+    let mean = known.iter().sum::<f64>() / known.len() as f64;
+    for (p, score) in scores.iter_mut() {
+        let shift = prior.get(p).map_or(0.0, |x| logit(*x) - mean);
+        *score = sigmoid(logit(*score) + weight * shift);
+    }
+}
+
 /// Each judged document's graph support: the best decayed score of another
 /// judged document linked to it by a neighbour list, either way.
 fn graph_support(tree: &Tree, judged: &HashMap<NodeId, f64>) -> HashMap<NodeId, f64> {

@@ -278,6 +278,7 @@ impl Navigator {
             trace: Trace {
                 strategy: "levels",
                 judge_budget: None,
+                explore_budget: None,
                 neighbourhoods: false,
                 levels: walk.levels,
                 rounds: Vec::new(),

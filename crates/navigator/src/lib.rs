@@ -44,12 +44,15 @@
 #![warn(missing_docs)]
 
 mod best_first;
+#[cfg(test)]
+mod cascade_tests;
 mod config;
 #[cfg(test)]
 mod filter_tests;
 pub mod fusion;
 mod levels;
 mod navigate;
+mod semantic;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -203,6 +206,8 @@ pub struct TraceCandidate {
 pub struct RoundTrace {
     /// 1-based round.
     pub round: usize,
+    /// The cascade's stage: `explore` (the embedding judge) or `judge`.
+    pub stage: &'static str,
     /// Judge calls (slates) of the round, run concurrently.
     pub slates: usize,
     /// Every candidate shown, references included, in the order shown;
@@ -276,8 +281,12 @@ pub struct LevelTrace {
 pub struct Trace {
     /// `levels` or `best-first`.
     pub strategy: &'static str,
-    /// Best-first: the judgment budget.
+    /// Best-first: the judge's budget (`None` when the embedding judge
+    /// explored alone).
     pub judge_budget: Option<usize>,
+    /// Best-first: the exploration's budget (vectors), when the embedding
+    /// judge explored first.
+    pub explore_budget: Option<usize>,
     /// Best-first: whether the tree's neighbour lists were followed (off
     /// for trees built without them).
     pub neighbourhoods: bool,

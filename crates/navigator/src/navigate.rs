@@ -2,6 +2,7 @@
 //! both strategies (the shortlist rerank, ranked passages).
 
 use crate::config::{OnJudgeError, Strategy, ValidConfig};
+use crate::semantic::TreeVectors;
 use crate::view::{self, Probabilities};
 use crate::{Error, RankedPassage, Result, Retrieval};
 use std::sync::Arc;
@@ -70,6 +71,12 @@ pub struct Navigator {
     metadata: Arc<OnceLock<MetadataTable>>,
     /// The scopes of the last filters asked (by their JSON form).
     scopes: Arc<ScopeCache>,
+    /// The tree's stored vectors and query embedder, when it has both.
+    pub(crate) vectors: Option<Arc<TreeVectors>>,
+    /// The embedding judge over them: the cascade's first stage.
+    pub(crate) embedding: Option<Arc<dyn Decide>>,
+    /// Whether the judge is the embedding judge itself (one stage).
+    pub(crate) judge_is_embedding: bool,
 }
 
 /// Recent filters' scopes: a filter asked again (a tenant's, a source's)
@@ -144,6 +151,29 @@ impl Navigator {
                 .and_then(|j| j.with_corpus_stats(stats.clone()))
                 .map_err(Error::JudgeSetup)?,
         );
+        let vectors = tree_vectors(&tree);
+        let embedding = match &vectors {
+            Some(v) => Judge::new(&JudgeOptions {
+                backend: treenav_judge::BackendOptions::Embedding {},
+                ..JudgeOptions::default()
+            })
+            .map_err(Error::JudgeSetup)?
+            .with_vectors(v.clone())
+            .map(|j| Arc::new(j) as Arc<dyn Decide>),
+            None => None,
+        };
+        let judge_is_embedding = judge.kind() == "embedding";
+        let judge = match (judge_is_embedding, &vectors) {
+            (false, _) => judge,
+            (true, Some(v)) => judge.with_vectors(v.clone()).unwrap_or(judge),
+            (true, None) => {
+                tracing::warn!(
+                    "the embedding judge needs a tree built with an embedder available here; judging with the lexical judge"
+                );
+                fallback.clone()
+            }
+        };
+        let judge_is_embedding = judge_is_embedding && vectors.is_some();
         let mut navigator = Navigator {
             tree,
             judge,
@@ -155,6 +185,9 @@ impl Navigator {
             labels: Arc::new(Vec::new()),
             metadata: Arc::new(OnceLock::new()),
             scopes: Arc::new(ScopeCache::new(SCOPES_KEPT)),
+            vectors,
+            embedding,
+            judge_is_embedding,
         };
         if navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -183,6 +216,9 @@ impl Navigator {
             labels: self.labels.clone(),
             metadata: self.metadata.clone(),
             scopes: self.scopes.clone(),
+            vectors: self.vectors.clone(),
+            embedding: self.embedding.clone(),
+            judge_is_embedding: self.judge_is_embedding,
         };
         if navigator.index.is_none() && navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -191,6 +227,40 @@ impl Navigator {
             navigator.labels = navigator.empty_labels();
         }
         Ok(navigator)
+    }
+
+    /// The cascade's first stage for a query, when there is one: the
+    /// embedding judge itself, or the embedding judge before another
+    /// judge when `explore_budget` is above 0.
+    pub(crate) fn explorer(&self) -> Option<Arc<dyn Decide>> {
+        if self.judge_is_embedding {
+            return Some(self.judge.clone());
+        }
+        match self.config.best_first().explore_budget {
+            0 => None,
+            _ => self.embedding.clone(),
+        }
+    }
+
+    /// Whether a judge stage follows the exploration.
+    pub(crate) fn cascade(&self) -> bool {
+        !self.judge_is_embedding
+    }
+
+    /// The exploration's budget: `explore_budget`, or the judge budget
+    /// when the embedding judge is the judge and no exploration budget is set.
+    pub(crate) fn explore_budget(&self) -> usize {
+        let cfg = self.config.best_first();
+        match (self.judge_is_embedding, cfg.explore_budget) {
+            (true, 0) => cfg.judge_budget,
+            (_, n) => n,
+        }
+    }
+
+    /// Whether a query would embed itself (the tree has vectors and an
+    /// embedder here, and the embedding judge takes part).
+    pub fn embeds_queries(&self) -> bool {
+        self.explorer().is_some() && self.vectors.is_some()
     }
 
     /// Whether the settings use the BM25 index over documents.
@@ -289,6 +359,7 @@ impl Navigator {
             trace: crate::Trace {
                 strategy: self.config.strategy().name(),
                 judge_budget: None,
+                explore_budget: None,
                 neighbourhoods: false,
                 levels: Vec::new(),
                 rounds: Vec::new(),
@@ -335,15 +406,10 @@ impl Navigator {
     }
 
     pub(crate) fn candidate(&self, id: NodeId) -> Candidate {
-        let node_id = match self.tree.get(id).map(|n| &n.kind) {
-            Some(NodeKind::Document { id: doc, part, .. }) => match part {
-                Some((i, _)) => format!("{doc}#part{i}"),
-                None => doc.clone(),
-            },
-            Some(NodeKind::Passage { id: p, .. }) => p.clone(),
-            _ => format!("cluster-{}", id.0),
-        };
-        Candidate::new(node_id, self.label(id))
+        Candidate::new(
+            crate::semantic::candidate_id(&self.tree, id),
+            self.label(id),
+        )
     }
 
     /// The decider a query asks: the judge, backed by the lexical fallback
@@ -503,6 +569,18 @@ impl Navigator {
             rerank_probability: None,
             metadata,
         }))
+    }
+}
+
+/// The tree's vectors with its query embedder, when it holds vectors and
+/// its embedder can be made here (a missing model is said once, in the log).
+fn tree_vectors(tree: &Arc<Tree>) -> Option<Arc<TreeVectors>> {
+    match treenav_tree::QueryEmbedder::for_tree(tree)? {
+        Ok(embedder) => Some(Arc::new(TreeVectors::new(tree.clone(), embedder))),
+        Err(e) => {
+            tracing::warn!(error = %e, "the tree's embedder cannot be loaded: no embedding judge");
+            None
+        }
     }
 }
 

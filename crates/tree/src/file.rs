@@ -605,8 +605,12 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
         FORMAT_VERSION,
         payload_v4(tree, Some(texts), Some(lexical))?,
     );
+    let base = crate::delta::base_of(&bytes);
     if let Some(vectors) = tree.vectors() {
-        crate::vectors::write(vectors, path, crate::delta::base_of(&bytes))?;
+        crate::vectors::write(vectors, path, base)?;
+    }
+    if let Some(vectors) = tree.passage_vectors() {
+        crate::vectors::write_to(vectors, &crate::vectors::passage_vectors_path(path), base)?;
     }
     write_file(&bytes, path)?;
     for stale in [
@@ -662,7 +666,15 @@ pub fn load(path: &Path) -> Result<Tree> {
 pub(crate) fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
     let (_, len) = open_tree_file(path)?;
     let bytes = read_parallel(path, len)?;
-    from_bytes_with_room(&bytes, path, room)
+    let mut tree = from_bytes_with_room(&bytes, path, room)?;
+    // The build's vectors, when saved beside this very tree file: what the
+    // embedding judge and the descent by centroid read at query time.
+    let base = crate::delta::base_of(&bytes);
+    let documents = crate::update::kept_vectors(path, &tree)?;
+    let passages = crate::vectors::read_from(&crate::vectors::passage_vectors_path(path), base)?;
+    tree.set_vectors(documents.map(std::sync::Arc::new));
+    tree.set_passage_vectors(passages.map(std::sync::Arc::new));
+    Ok(tree)
 }
 
 /// Reads a file of `len` bytes whole, in blocks read by positioned reads in

@@ -55,10 +55,12 @@ pub mod update;
 pub mod vectors;
 
 pub use build::{
-    build_tree, default_clusters, Clustering, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
+    build_tree, default_clusters, passage_label, Clustering, TreeParams, ValidTreeParams,
+    DEFAULT_SAMPLE,
 };
 pub use embed::{
     bge_small_available, default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling,
+    QueryEmbedder,
 };
 pub use id::NodeId;
 pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};

@@ -197,6 +197,11 @@ pub struct Tree {
     /// (written beside the tree when it is saved).
     #[serde(skip)]
     vectors: Option<Arc<crate::vectors::UnitVectors>>,
+    /// The build embedding of every passage node (its document's title and
+    /// its own text), what the embedding judge scores at query time
+    /// (written beside the tree when it is saved).
+    #[serde(skip)]
+    passage_vectors: Option<Arc<crate::vectors::UnitVectors>>,
     /// What updates since the build changed (none for a tree as built).
     #[serde(skip)]
     updates: Option<UpdateLog>,
@@ -279,6 +284,7 @@ impl Tree {
             lexical: None,
             analyzer: Default::default(),
             vectors: None,
+            passage_vectors: None,
             updates: None,
         };
         tree.validate()?;
@@ -584,6 +590,25 @@ impl Tree {
         self.vectors = vectors;
     }
 
+    /// The build embedding of the documents (title and lead), when the
+    /// tree was built or loaded with it.
+    pub fn document_vectors(&self) -> Option<&Arc<crate::vectors::UnitVectors>> {
+        self.vectors.as_ref()
+    }
+
+    /// The build embedding of the passages (title and text), when the tree
+    /// was built or loaded with it: what the embedding judge scores.
+    pub fn passage_vectors(&self) -> Option<&Arc<crate::vectors::UnitVectors>> {
+        self.passage_vectors.as_ref()
+    }
+
+    pub(crate) fn set_passage_vectors(
+        &mut self,
+        vectors: Option<Arc<crate::vectors::UnitVectors>>,
+    ) {
+        self.passage_vectors = vectors;
+    }
+
     /// What updates since the build changed (`None` for a tree as built
     /// or compacted).
     pub fn updates(&self) -> Option<&UpdateLog> {
@@ -640,6 +665,10 @@ impl Tree {
         let mut tree = Tree::with_neighbours(self.meta.clone(), nodes, neighbours)?;
         tree.analyzer = self.analyzer();
         tree.vectors = self.vectors.as_ref().map(|v| Arc::new(v.renumbered(map)));
+        tree.passage_vectors = self
+            .passage_vectors
+            .as_ref()
+            .map(|v| Arc::new(v.renumbered(map)));
         Ok(tree)
     }
 

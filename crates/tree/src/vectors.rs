@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 /// The suffix of the vectors file: `T.tree` → `T.tree.vectors`.
 pub const VECTORS_SUFFIX: &str = "vectors";
+/// The suffix of the passage vectors file: `T.tree` → `T.tree.passage-vectors`.
+pub const PASSAGE_VECTORS_SUFFIX: &str = "passage-vectors";
 const MAGIC: &[u8; 8] = b"TRNVVECS";
 const VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, base tree (crc, reserved, len),
@@ -243,6 +245,15 @@ impl UnitVectors {
         Some(sum as f32 * self.scales[r] * probe.scale)
     }
 
+    /// The dot product of a full-precision `v` with node `id`'s row
+    /// (dequantised on the fly: only the row is rounded, not `v`).
+    pub fn dot_exact(&self, id: NodeId, v: &[f32]) -> Option<f32> {
+        let r = self.row_of.get(id.0)? as usize;
+        let row = &self.data[r * self.dims..(r + 1) * self.dims];
+        let sum: f32 = row.iter().zip(v).map(|(a, b)| f32::from(*a) * b).sum();
+        Some(sum * self.scales[r])
+    }
+
     /// Adds node `id`'s row to `acc` (for sums of members).
     pub fn add_to(&self, id: NodeId, acc: &mut [f32]) -> bool {
         let Some(r) = self.row_of.get(id.0) else {
@@ -377,10 +388,23 @@ pub fn vectors_path(tree: &Path) -> PathBuf {
     side_path(tree, VECTORS_SUFFIX)
 }
 
+/// The passage vectors file of the tree file `tree` (same layout as the
+/// document vectors, one row per passage node, each embedded from its
+/// document's title and its own text).
+pub fn passage_vectors_path(tree: &Path) -> PathBuf {
+    side_path(tree, PASSAGE_VECTORS_SUFFIX)
+}
+
 /// Writes `vectors` beside the tree file `tree` (whose payload is `base`),
 /// atomically.
 pub(crate) fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<()> {
-    let path = vectors_path(tree);
+    write_to(vectors, &vectors_path(tree), base)
+}
+
+/// Writes `vectors` to `path`, paired with the tree file whose payload is
+/// `base`, atomically.
+pub(crate) fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Result<()> {
+    let path = path.to_path_buf();
     let io = |source| Error::Io {
         path: path.clone(),
         source,
@@ -408,7 +432,13 @@ pub(crate) fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<
 /// none, or one written with another tree file than `base`; an error when
 /// the file is damaged.
 pub(crate) fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
-    let path = vectors_path(tree);
+    read_from(&vectors_path(tree), base)
+}
+
+/// Reads a vectors file at `path` paired with the tree file whose payload
+/// is `base` ([`read`]'s rules).
+pub(crate) fn read_from(path: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
+    let path = path.to_path_buf();
     if !path.exists() {
         return Ok(None);
     }

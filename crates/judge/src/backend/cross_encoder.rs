@@ -459,6 +459,7 @@ impl CrossEncoder {
             cost_usd: Some(0.0),
             low_confidence: 0,
             cached_input_tokens: 0,
+            vectors_scored: 0,
         })
     }
 }

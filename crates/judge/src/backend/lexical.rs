@@ -98,6 +98,7 @@ impl Lexical {
             cost_usd: Some(0.0),
             low_confidence: 0,
             cached_input_tokens: 0,
+            vectors_scored: 0,
         }
     }
 }
@@ -138,7 +139,7 @@ fn softmax(scores: &[f64]) -> Vec<f64> {
 
 /// A distribution over `levels` levels whose expected index is p · (levels − 1),
 /// split between the two nearest levels.
-fn level_distribution(p: f64, levels: usize) -> Vec<f64> {
+pub(crate) fn level_distribution(p: f64, levels: usize) -> Vec<f64> {
     let mut out = vec![0.0; levels.max(1)];
     let x = p.clamp(0.0, 1.0) * (levels.max(1) - 1) as f64;
     let lo = x.floor() as usize;

@@ -542,6 +542,7 @@ fn raw(op: &Op<'_>, answers: Vec<Answer>) -> Raw {
         cost_usd: None,
         low_confidence,
         cached_input_tokens,
+        vectors_scored: 0,
     }
 }
 

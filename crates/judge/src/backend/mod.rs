@@ -3,6 +3,7 @@
 //! above it. A new backend is one file here plus one arm of [`Backend`].
 
 mod cross_encoder;
+mod embedding;
 mod lexical;
 mod logprobs;
 mod op;
@@ -14,6 +15,7 @@ pub use cross_encoder::{
     cancelled_calls as cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
     onnx_runtime_build, ScoredPair,
 };
+pub use embedding::{calibration_for, Platt, Similarities, VectorSource};
 pub(crate) use lexical::text_key;
 pub use lexical::{bm25_scores, CorpusStats};
 pub use logprobs::LlmProbe;
@@ -51,8 +53,9 @@ pub(crate) const LIMITS_IN_PROCESS: Limits = Limits {
 };
 
 /// Every backend's profile, in the order `--judge` lists them.
-pub const PROFILES: [Profile; 5] = [
+pub const PROFILES: [Profile; 6] = [
     lexical::PROFILE,
+    embedding::PROFILE,
     systemone::PROFILE,
     openai_decisions::PROFILE,
     logprobs::PROFILE,
@@ -66,6 +69,7 @@ impl BackendOptions {
     pub fn profile(&self) -> Profile {
         match self {
             BackendOptions::Lexical { .. } => lexical::PROFILE,
+            BackendOptions::Embedding {} => embedding::PROFILE,
             BackendOptions::Systemone { .. } => systemone::PROFILE,
             BackendOptions::OpenaiDecisions { .. } => openai_decisions::PROFILE,
             BackendOptions::OpenaiLogprobs { .. } => logprobs::PROFILE,
@@ -93,6 +97,7 @@ impl BackendOptions {
 #[derive(Debug)]
 pub(crate) enum Backend {
     Lexical(lexical::Lexical),
+    Embedding(embedding::Embedding),
     SystemOne(systemone::SystemOne),
     Decisions(openai_decisions::Decisions),
     Logprobs(logprobs::Logprobs),
@@ -115,6 +120,10 @@ impl Backend {
                 let lexical = lexical::Lexical::checked(*k1, *b)?;
                 (Backend::Lexical(lexical), format!("bm25(k1={k1}, b={b})"))
             }
+            BackendOptions::Embedding {} => (
+                Backend::Embedding(embedding::Embedding::default()),
+                "the tree's embedder".to_string(),
+            ),
             BackendOptions::Systemone {
                 endpoint,
                 model,
@@ -195,6 +204,7 @@ impl Backend {
                     Ok(b.call(op))
                 }
             }
+            Backend::Embedding(b) => b.call(op).await,
             Backend::SystemOne(b) => b.call(op).await,
             Backend::Decisions(b) => b.call(op).await,
             Backend::Logprobs(b) => b.call(op).await,
@@ -221,6 +231,22 @@ impl Backend {
     pub(crate) fn with_corpus_stats(&self, stats: Arc<CorpusStats>) -> Option<Backend> {
         match self {
             Backend::Lexical(l) => Some(Backend::Lexical(l.with_stats(stats))),
+            _ => None,
+        }
+    }
+
+    /// Whether the backend scores from stored vectors (the embedding one).
+    pub(crate) fn uses_vectors(&self) -> bool {
+        matches!(self, Backend::Embedding(_))
+    }
+
+    /// This backend reading vectors from `source`, when it reads any (the
+    /// embedding one); `None` for the others.
+    pub(crate) fn with_vectors(&self, source: Arc<dyn VectorSource>) -> Option<Backend> {
+        match self {
+            Backend::Embedding(_) => Some(Backend::Embedding(embedding::Embedding::with_source(
+                source,
+            ))),
             _ => None,
         }
     }

@@ -45,4 +45,6 @@ pub(crate) struct Raw {
     pub(crate) low_confidence: u32,
     /// Input tokens the server reports served from its prefix cache.
     pub(crate) cached_input_tokens: u64,
+    /// Stored vectors read to score the call (the embedding judge).
+    pub(crate) vectors_scored: u64,
 }

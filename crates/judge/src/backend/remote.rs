@@ -81,6 +81,7 @@ impl ReplyUsage {
             cost_usd: self.cost,
             low_confidence: 0,
             cached_input_tokens: 0,
+            vectors_scored: 0,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The build: documents → embeddings → k-means levels → summaries → tree.
 
 mod finish;
+mod passages;
+pub use passages::passage_label;
 mod units;
 
 pub(crate) use finish::{document_kind, finish};
@@ -32,6 +34,7 @@ pub struct TreeParams {
     neighbours: usize,
     clustering: Clustering,
     sample: usize,
+    passage_vectors: bool,
 }
 
 /// How the documents are split into clusters.
@@ -84,6 +87,7 @@ impl Default for TreeParams {
             neighbours: crate::neighbours::DEFAULT_NEIGHBOURS,
             clustering: Clustering::TopDown,
             sample: DEFAULT_SAMPLE,
+            passage_vectors: true,
         }
     }
 }
@@ -135,6 +139,15 @@ impl TreeParams {
     /// least 100). By default, 50,000.
     pub fn sample(mut self, rows: usize) -> Self {
         self.sample = rows;
+        self
+    }
+
+    /// Embed every passage (its document's title and its own text) with
+    /// the build's embedder and keep the vectors beside the tree, for the
+    /// embedding judge at query time. By default, on (precomputed document
+    /// vectors have none to give).
+    pub fn passage_vectors(mut self, on: bool) -> Self {
+        self.passage_vectors = on;
         self
     }
 
@@ -328,6 +341,10 @@ pub async fn build_tree(
     };
     let (mut tree, node_of_unit) =
         finish::finish(corpus, units, root, near, meta, summarizer, progress).await?;
+    if params.0.passage_vectors {
+        let passages = passages::embed(&tree, &embedding, embedder, progress).await?;
+        tree.set_passage_vectors(passages.map(std::sync::Arc::new));
+    }
     // Kept (8 bits a dimension) for updates; written beside the tree.
     let vectors = blocking(|| {
         crate::vectors::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())

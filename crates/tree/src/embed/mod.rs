@@ -1,15 +1,18 @@
-//! Embedders used to cluster documents (build time only: nothing of them is
-//! needed at query time).
+//! Embedders: the build embeds documents (to cluster them) and passages;
+//! a query is embedded once at query time ([`QueryEmbedder`]) for the
+//! embedding judge.
 
 mod minilm;
 mod npy;
 mod onnx;
 mod openai;
+mod query;
 pub mod tfidf;
 
 pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
 pub use onnx::{bge_small_available, default_bge_dir, OnnxEmbedder, Pooling};
 pub use openai::embeddings_url;
+pub use query::QueryEmbedder;
 
 use crate::{Error, Progress, Result};
 use ndarray::Array2;

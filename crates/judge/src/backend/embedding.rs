@@ -1,0 +1,195 @@
+//! The embedding judge: the tree's own embedder as a cheap, pointwise
+//! decision model. The query is embedded once; each candidate is scored by
+//! the cosine of its stored vector with the query's (read from a
+//! [`VectorSource`] the caller attaches: the navigator's, over a tree's
+//! stored vectors). Only candidates the search shows are read: no index,
+//! no scan of every vector.
+//!
+//! P(relevant) is a Platt calibration of the cosine, `σ(a · cos + b)`,
+//! fitted per embedder on labelled data that is no test split (SciFact's
+//! train queries; `treenav bench --fit-calibration` refits it), so a score
+//! means the same in every query and context.
+
+use crate::backend::op::{Op, OpKind, Raw, Values};
+use crate::{Candidate, Error, ErrorKind, Result};
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+/// The backend's profile: in-process, pointwise, free.
+pub(crate) const PROFILE: super::Profile = super::Profile {
+    kind: "embedding",
+    limits: super::LIMITS_IN_PROCESS,
+    price_per_million: 0.0,
+    in_process: true,
+    pointwise: true,
+};
+
+/// Cosines of a query with candidates, from stored vectors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Similarities {
+    /// The cosine of each candidate with the query, in input order.
+    pub cosines: Vec<f32>,
+    /// Stored vectors read.
+    pub vectors_read: u64,
+}
+
+/// Where the embedding judge reads vectors: the query embedded once, each
+/// candidate's stored vector (a candidate without one is embedded from its
+/// text). Implemented over a tree by the navigator; the judge never sees
+/// the tree.
+pub trait VectorSource: Send + Sync + std::fmt::Debug {
+    /// The embedder that made the vectors, as the tree records it (e.g.
+    /// `onnx(bge-small-en, cls)`): it picks the calibration.
+    fn embedder(&self) -> String;
+
+    /// The cosine of `query` with each candidate, in order.
+    fn similarities<'a>(
+        &'a self,
+        query: &'a str,
+        candidates: &'a [Candidate],
+    ) -> BoxFuture<'a, Result<Similarities>>;
+}
+
+/// A Platt calibration of the cosine: `P = σ(a · cos + b)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Platt {
+    /// Slope.
+    pub a: f64,
+    /// Intercept.
+    pub b: f64,
+}
+
+impl Platt {
+    /// P(relevant) of a cosine.
+    pub fn probability(&self, cosine: f64) -> f64 {
+        crate::session::sigmoid(self.a * cosine + self.b)
+    }
+}
+
+/// The fitted calibrations, by the start of the embedder's description.
+/// Fitted on SciFact's 809 train queries (passage relevant when its
+/// document is gold) with `treenav bench --fit-calibration`; see
+/// docs/calibration.md.
+const CALIBRATIONS: [(&str, Platt); 3] = [
+    ("onnx(bge-small-en", Platt { a: 29.0, b: -25.0 }),
+    ("minilm(", Platt { a: 12.0, b: -8.0 }),
+    ("tfidf(", Platt { a: 9.0, b: -6.0 }),
+];
+
+/// For an embedder without a fitted calibration: a cosine of 0.8 is even odds.
+const UNFITTED: Platt = Platt { a: 15.0, b: -12.0 };
+
+/// The calibration of an embedder (by its recorded description).
+pub fn calibration_for(embedder: &str) -> Platt {
+    CALIBRATIONS
+        .iter()
+        .find(|(prefix, _)| embedder.starts_with(prefix))
+        .map_or(UNFITTED, |(_, p)| *p)
+}
+
+/// The softmax temperature of `choose` over cosines.
+const CHOICE_TEMPERATURE: f64 = 0.02;
+
+/// The embedding backend; it answers once a [`VectorSource`] is attached.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Embedding {
+    pub(crate) source: Option<Arc<dyn VectorSource>>,
+}
+
+impl Embedding {
+    pub(crate) fn with_source(source: Arc<dyn VectorSource>) -> Embedding {
+        Embedding {
+            source: Some(source),
+        }
+    }
+
+    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+        let Some(source) = &self.source else {
+            return Err(Error::new(
+                ErrorKind::Config,
+                PROFILE.kind,
+                "the embedding judge scores candidates from a tree's stored vectors: use it through a navigator over a tree built with an embedder",
+            ));
+        };
+        let sims = source.similarities(op.query, op.candidates).await?;
+        if sims.cosines.len() != op.candidates.len() {
+            return Err(Error::new(
+                ErrorKind::MalformedResponse,
+                PROFILE.kind,
+                format!(
+                    "{} similarities for {} candidates",
+                    sims.cosines.len(),
+                    op.candidates.len()
+                ),
+            ));
+        }
+        let platt = calibration_for(&source.embedder());
+        let cosines: Vec<f64> = sims
+            .cosines
+            .iter()
+            .map(|c| f64::from(*c).clamp(-1.0, 1.0))
+            .map(|c| if c.is_finite() { c } else { -1.0 })
+            .collect();
+        let probabilities = || cosines.iter().map(|c| platt.probability(*c)).collect();
+        let values = match op.kind {
+            OpKind::Judge => Values::Probabilities(probabilities()),
+            OpKind::Choose => {
+                let max = cosines.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let w: Vec<f64> = cosines
+                    .iter()
+                    .map(|c| ((c - max) / CHOICE_TEMPERATURE).exp())
+                    .collect();
+                Values::Choice(crate::normalize(&w))
+            }
+            OpKind::Grade(scale) => Values::Grades(
+                probabilities()
+                    .into_iter()
+                    .map(|p: f64| super::lexical::level_distribution(p, scale.levels.len()))
+                    .collect(),
+            ),
+        };
+        Ok(Raw {
+            values,
+            input_tokens: Some(0),
+            output_tokens: 0,
+            cost_usd: Some(0.0),
+            low_confidence: 0,
+            cached_input_tokens: 0,
+            vectors_scored: sims.vectors_read,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a tree's vectors the judge says what it needs.
+    #[test]
+    fn an_unattached_embedding_judge_says_it_needs_a_tree() {
+        let judge = crate::Judge::new(&crate::JudgeOptions {
+            backend: crate::BackendOptions::Embedding {},
+            ..crate::JudgeOptions::default()
+        })
+        .expect("judge");
+        assert!(judge.pointwise() && judge.uses_vectors());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let err = runtime
+            .block_on(judge.judge("q", &[Candidate::new("a", "x")]))
+            .expect_err("no vectors");
+        assert!(err.to_string().contains("stored vectors"), "{err}");
+    }
+
+    #[test]
+    fn calibrations_are_monotone_and_picked_by_embedder() {
+        let bge = calibration_for("onnx(bge-small-en, cls)");
+        assert_eq!(bge, CALIBRATIONS[0].1);
+        assert_eq!(calibration_for("openai(model=x, url=y)"), UNFITTED);
+        for p in [bge, UNFITTED, calibration_for("tfidf(dims=128)")] {
+            assert!(p.probability(0.9) > p.probability(0.5));
+            assert!((0.0..=1.0).contains(&p.probability(-1.0)));
+        }
+    }
+}

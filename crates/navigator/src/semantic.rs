@@ -1,0 +1,276 @@
+//! The tree's vectors at query time: what the embedding judge reads
+//! ([`TreeVectors`] is its [`VectorSource`]) and the entry by meaning, a
+//! descent of the cluster levels by centroid.
+//!
+//! Nothing here is an index: the query is embedded once, and only the
+//! vectors of candidates the search shows are read (a passage's own
+//! vector, else its document's), plus, for the descent, the centroids of
+//! the clusters it passes and the documents of the leaves it reaches.
+
+use crate::navigate::Scope;
+use futures::future::BoxFuture;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use treenav_judge::{Candidate, Similarities, VectorSource};
+use treenav_tree::{NodeId, NodeKind, QueryEmbedder, Tree};
+
+/// Query vectors kept (a query is judged in many calls).
+const QUERIES_KEPT: usize = 64;
+
+/// The stored vectors of a tree, with its query embedder.
+pub(crate) struct TreeVectors {
+    tree: Arc<Tree>,
+    embedder: QueryEmbedder,
+    /// Fingerprint of each passage's and document's candidate id → node,
+    /// sorted (built at the first query).
+    ids: OnceLock<Vec<(u64, NodeId)>>,
+    /// Each cluster's centroid (the normalised mean of its documents'
+    /// vectors), by node index (built at the first descent).
+    centroids: OnceLock<Vec<Option<Box<[f32]>>>>,
+    queries: quick_cache::sync::Cache<String, Arc<Vec<f32>>>,
+    /// Queries embedded so far (for tests and the debug log).
+    embedded: AtomicU64,
+}
+
+impl std::fmt::Debug for TreeVectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeVectors")
+            .field("embedder", &self.embedder.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The id a candidate node is shown under: a passage's id, a document's
+/// (`#partI` for a part), `cluster-N` for a cluster.
+pub(crate) fn candidate_id(tree: &Tree, id: NodeId) -> String {
+    match tree.get(id).map(|n| &n.kind) {
+        Some(NodeKind::Document { id: doc, part, .. }) => match part {
+            Some((i, _)) => format!("{doc}#part{i}"),
+            None => doc.clone(),
+        },
+        Some(NodeKind::Passage { id: p, .. }) => p.clone(),
+        _ => format!("cluster-{}", id.0),
+    }
+}
+
+fn key(id: &str) -> u64 {
+    treenav_text::fingerprint(id.as_bytes()) as u64
+}
+
+impl TreeVectors {
+    /// The vectors of `tree` read through `embedder` (its own).
+    pub(crate) fn new(tree: Arc<Tree>, embedder: QueryEmbedder) -> TreeVectors {
+        TreeVectors {
+            tree,
+            embedder,
+            ids: OnceLock::new(),
+            centroids: OnceLock::new(),
+            queries: quick_cache::sync::Cache::new(QUERIES_KEPT),
+            embedded: AtomicU64::new(0),
+        }
+    }
+
+    /// The query's unit vector (embedded once per query text).
+    pub(crate) async fn query_vector(&self, query: &str) -> treenav_judge::Result<Arc<Vec<f32>>> {
+        if let Some(v) = self.queries.get(query) {
+            return Ok(v);
+        }
+        let rows = self
+            .embedder
+            .embed(vec![query.to_string()])
+            .await
+            .map_err(|e| embed_error(&e))?;
+        let v: Vec<f32> = rows
+            .rows()
+            .into_iter()
+            .next()
+            .map_or_else(Vec::new, |r| r.to_vec());
+        let v = Arc::new(v);
+        self.embedded.fetch_add(1, Ordering::Relaxed);
+        self.queries.insert(query.to_string(), v.clone());
+        Ok(v)
+    }
+
+    /// The node a candidate stands for, by its id.
+    fn node_of(&self, candidate: &Candidate) -> Option<NodeId> {
+        let ids = self.ids.get_or_init(|| {
+            let mut ids: Vec<(u64, NodeId)> = self
+                .tree
+                .documents()
+                .chain(self.tree.passages())
+                .map(|n| (key(&candidate_id(&self.tree, n)), n))
+                .collect();
+            ids.sort_unstable();
+            ids
+        });
+        let k = key(&candidate.id);
+        let from = ids.partition_point(|(h, _)| *h < k);
+        ids[from..]
+            .iter()
+            .take_while(|(h, _)| *h == k)
+            .map(|(_, n)| *n)
+            .find(|n| candidate_id(&self.tree, *n) == candidate.id)
+    }
+
+    /// The cosine of a node's stored vector with `q`: a passage's own,
+    /// else its document's; a document's; a cluster's centroid.
+    pub(crate) fn cosine(&self, node: NodeId, q: &[f32]) -> Option<f32> {
+        let passages = self.tree.passage_vectors();
+        let documents = self.tree.document_vectors();
+        match self.tree.get(node).map(|n| &n.kind) {
+            Some(NodeKind::Passage { .. }) => {
+                passages.and_then(|v| v.dot_exact(node, q)).or_else(|| {
+                    let doc = self.tree.get(node)?.parent?;
+                    documents?.dot_exact(doc, q)
+                })
+            }
+            Some(NodeKind::Document { .. }) => documents?.dot_exact(node, q),
+            Some(NodeKind::Cluster { .. }) => {
+                let c = self.centroids().get(node.index())?.as_ref()?;
+                Some(c.iter().zip(q).map(|(a, b)| a * b).sum())
+            }
+            _ => None,
+        }
+    }
+
+    /// Every cluster's centroid, by node index.
+    fn centroids(&self) -> &[Option<Box<[f32]>>] {
+        self.centroids.get_or_init(|| {
+            let mut out: Vec<Option<Box<[f32]>>> = vec![None; self.tree.len()];
+            if let Some(v) = self.tree.document_vectors() {
+                let root = self.tree.root();
+                for c in self.tree.children(root).to_vec() {
+                    self.sum_into(c, v, &mut out);
+                }
+                for slot in out.iter_mut().flatten() {
+                    let norm = slot.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    if norm > 0.0 {
+                        slot.iter_mut().for_each(|x| *x /= norm);
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    /// The sum of the document vectors beneath `node`, recorded for each
+    /// cluster on the way (unnormalised).
+    fn sum_into(
+        &self,
+        node: NodeId,
+        v: &treenav_tree::vectors::UnitVectors,
+        out: &mut Vec<Option<Box<[f32]>>>,
+    ) -> Vec<f32> {
+        let mut sum = vec![0f32; v.dims()];
+        match self.tree.get(node).map(|n| &n.kind) {
+            Some(NodeKind::Document { .. }) => {
+                v.add_to(node, &mut sum);
+            }
+            Some(NodeKind::Cluster { .. }) => {
+                for c in self.tree.children(node).to_vec() {
+                    let part = self.sum_into(c, v, out);
+                    sum.iter_mut().zip(&part).for_each(|(a, b)| *a += b);
+                }
+                if let Some(slot) = out.get_mut(node.index()) {
+                    *slot = Some(sum.clone().into_boxed_slice());
+                }
+            }
+            _ => {}
+        }
+        sum
+    }
+
+    /// The documents of the `beam` leaf clusters nearest `q` by a descent
+    /// of the cluster levels (the best `beam` clusters kept at each level),
+    /// in scope, nearest first by their own vectors; and the vectors read.
+    pub(crate) fn descend(&self, q: &[f32], scope: &Scope, beam: usize) -> (Vec<NodeId>, u64) {
+        let tree = &self.tree;
+        let mut frontier = vec![tree.root()];
+        let mut documents: Vec<(NodeId, f32)> = Vec::new();
+        let mut read = 0u64;
+        while !frontier.is_empty() {
+            let mut clusters: Vec<(NodeId, f32)> = Vec::new();
+            for node in &frontier {
+                for c in tree.children(*node) {
+                    if !scope.allows(*c) {
+                        continue;
+                    }
+                    let Some(cos) = self.cosine(*c, q) else {
+                        continue;
+                    };
+                    read += 1;
+                    match tree.get(*c).map(|n| &n.kind) {
+                        Some(NodeKind::Cluster { .. }) => clusters.push((*c, cos)),
+                        Some(NodeKind::Document { .. }) => documents.push((*c, cos)),
+                        _ => {}
+                    }
+                }
+            }
+            clusters.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            clusters.truncate(beam);
+            frontier = clusters.into_iter().map(|(c, _)| c).collect();
+        }
+        documents.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        (documents.into_iter().map(|(d, _)| d).collect(), read)
+    }
+
+    /// The cosines of candidates with the query: stored vectors by node,
+    /// the few without one (a passage an update added to a tree whose
+    /// passages have vectors) embedded from their text.
+    async fn score(
+        &self,
+        query: &str,
+        candidates: &[Candidate],
+    ) -> treenav_judge::Result<Similarities> {
+        let q = self.query_vector(query).await?;
+        let mut cosines = vec![0f32; candidates.len()];
+        let mut missing: Vec<usize> = Vec::new();
+        let mut read = 0u64;
+        for (i, c) in candidates.iter().enumerate() {
+            match self.node_of(c).and_then(|n| self.cosine(n, &q)) {
+                Some(cos) => {
+                    cosines[i] = cos;
+                    read += 1;
+                }
+                None => missing.push(i),
+            }
+        }
+        if !missing.is_empty() {
+            let texts = missing
+                .iter()
+                .map(|i| candidates[*i].text.clone())
+                .collect();
+            let rows = self
+                .embedder
+                .embed(texts)
+                .await
+                .map_err(|e| embed_error(&e))?;
+            for (i, row) in missing.iter().zip(rows.rows()) {
+                cosines[*i] = row.iter().zip(q.iter()).map(|(a, b)| a * b).sum();
+            }
+        }
+        Ok(Similarities {
+            cosines,
+            vectors_read: read,
+        })
+    }
+}
+
+impl VectorSource for TreeVectors {
+    fn embedder(&self) -> String {
+        self.embedder.describe().to_string()
+    }
+
+    fn similarities<'a>(
+        &'a self,
+        query: &'a str,
+        candidates: &'a [Candidate],
+    ) -> BoxFuture<'a, treenav_judge::Result<Similarities>> {
+        Box::pin(self.score(query, candidates))
+    }
+}
+
+/// An embedder's failure as the judge's error.
+fn embed_error(e: &treenav_tree::Error) -> treenav_judge::Error {
+    treenav_judge::Error::config(format!("the embedding judge cannot embed: {e}"))
+}

@@ -1,0 +1,79 @@
+//! Embedding queries into a tree's space at query time: the one embedding a
+//! query costs (the embedding judge then reads stored vectors only).
+
+use crate::embed::tfidf::TfidfModel;
+use crate::embed::Embedder;
+use crate::model::Tree;
+use crate::{Error, Result};
+use ndarray::Array2;
+use std::sync::Arc;
+
+/// What embeds queries (and the odd passage a tree holds no vector for)
+/// into the space of a tree's stored vectors.
+#[derive(Debug, Clone)]
+pub struct QueryEmbedder {
+    kind: Kind,
+    described: String,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// The build's fitted TF-IDF model.
+    Tfidf(Arc<TfidfModel>),
+    /// An embedding model (bge-small, MiniLM, an OpenAI-compatible server).
+    Model(Embedder),
+}
+
+impl QueryEmbedder {
+    /// The query embedder of `tree`: its TF-IDF fit (kept with its vectors)
+    /// or the in-process model it records, loaded from its default folder.
+    /// `None` when the tree holds no vectors, or records an embedder that
+    /// cannot be made here without more (a remote server, precomputed
+    /// vectors: give it with [`QueryEmbedder::with_embedder`]); an error
+    /// when its model cannot be loaded.
+    pub fn for_tree(tree: &Tree) -> Option<Result<QueryEmbedder>> {
+        let vectors = tree.passage_vectors().or(tree.document_vectors())?;
+        let described = tree.meta().embedder.clone();
+        if let Some(model) = &vectors.embedding.tfidf {
+            return Some(Ok(QueryEmbedder {
+                kind: Kind::Tfidf(Arc::new(model.clone())),
+                described,
+            }));
+        }
+        let embedder = crate::update::embedder_for(&described)?;
+        Some(embedder.map(|e| QueryEmbedder {
+            kind: Kind::Model(e),
+            described,
+        }))
+    }
+
+    /// `embedder` as the query embedder of `tree`: an error unless it is
+    /// the one the tree records.
+    pub fn with_embedder(tree: &Tree, embedder: Embedder) -> Result<QueryEmbedder> {
+        let described = tree.meta().embedder.clone();
+        if embedder.describe() != described {
+            return Err(Error::Param(format!(
+                "this tree was embedded with {described}, not {}: give the tree's own embedder",
+                embedder.describe()
+            )));
+        }
+        Ok(QueryEmbedder {
+            kind: Kind::Model(embedder),
+            described,
+        })
+    }
+
+    /// The embedder as the tree records it, e.g. `onnx(bge-small-en, cls)`.
+    pub fn describe(&self) -> &str {
+        &self.described
+    }
+
+    /// Unit rows for `texts`, in order (zero rows for a TF-IDF text with
+    /// no known term).
+    pub async fn embed(&self, texts: Vec<String>) -> Result<Array2<f32>> {
+        match &self.kind {
+            Kind::Tfidf(model) => Ok(model.transform(&texts)),
+            Kind::Model(embedder) => embedder.embed(texts, &crate::NoProgress).await,
+        }
+    }
+}
