@@ -214,7 +214,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     check_outputs(args)?;
     let data = load_data(args)?;
     let bars = crate::progress::Bars::new(args.quiet);
-    let (tree, tree_source) = bench_tree(args, &systems, &data, &bars).await?;
+    let (tree, tree_source) =
+        bench_tree(args, &systems, &data, embedder_opts.as_ref(), &bars).await?;
     if args.prune {
         return run_prune(args, data, tree, navigator, judge, &bars).await;
     }
@@ -337,6 +338,7 @@ async fn bench_tree(
     args: &BenchArgs,
     systems: &[SystemKind],
     data: &dataset::Dataset,
+    embedder: Option<&EmbedderOptions>,
     bars: &crate::progress::Bars,
 ) -> Result<(Option<Arc<tree::Tree>>, String)> {
     let params = TreeParams::default().seed(args.seed).check()?;
@@ -354,7 +356,10 @@ async fn bench_tree(
                 path.display().to_string(),
             ),
             None => {
-                let embedder = tree::Embedder::new(&EmbedderOptions::default(), params.seed())?;
+                // The tree is embedded as `dense` is (`--embedder`), so the
+                // embedding judge and `dense` compare the same model.
+                let options = embedder.cloned().unwrap_or_default();
+                let embedder = tree::Embedder::new(&options, params.seed())?;
                 let summarizer = tree::Summarizer::new(&SummarizerOptions::Extractive)?;
                 let built = tree::build_tree(
                     data.corpus.clone(),
@@ -368,7 +373,11 @@ async fn bench_tree(
                 bars.finish();
                 (
                     Some(Arc::new(built)),
-                    format!("built in memory (tfidf, extractive, seed {})", args.seed),
+                    format!(
+                        "built in memory ({}, extractive, seed {})",
+                        embedder.describe(),
+                        args.seed
+                    ),
                 )
             }
         }

@@ -178,6 +178,7 @@ impl NavArgs {
             explore_budget: self.explore_budget,
             explore_fusion: self.explore_fusion,
             explore_weight: self.explore_weight,
+            tfidf_vectors: false,
             widen: !self.no_widen,
         };
         let config = NavigatorConfig::default()

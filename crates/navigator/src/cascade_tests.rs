@@ -26,6 +26,7 @@ fn config(explore: usize, judge: usize) -> NavigatorConfig {
             slate_size: 6,
             rounds: 3,
             explore_budget: explore,
+            tfidf_vectors: true,
             ..BestFirstConfig::default()
         })
 }
@@ -122,6 +123,24 @@ async fn the_judge_spends_its_budget_on_what_the_exploration_ranked_best() {
     let shown: usize = judged.iter().map(|r| r.candidates.len()).sum();
     assert!(shown <= 24, "{shown}");
     assert!(judge.calls().iter().map(Vec::len).sum::<usize>() <= 24);
+    assert!(found.passages[0].text.contains("Insulin"));
+}
+
+#[tokio::test]
+async fn a_tfidf_tree_is_judged_lexically_unless_asked() {
+    let tree = tree().await;
+    let config = NavigatorConfig::default()
+        .strategy(Strategy::BestFirst)
+        .best_first(BestFirstConfig {
+            explore_budget: 40,
+            ..BestFirstConfig::default()
+        });
+    let nav = Navigator::new(tree, embedding_judge(), config.check().expect("config"))
+        .expect("navigator");
+    assert!(!nav.embeds_queries());
+    let found = nav.retrieve("insulin glucose").await.expect("retrieve");
+    assert_eq!(found.trace.explore_budget, None);
+    assert_eq!(found.trace.usage.vectors_scored, 0);
     assert!(found.passages[0].text.contains("Insulin"));
 }
 

@@ -151,7 +151,7 @@ impl Navigator {
                 .and_then(|j| j.with_corpus_stats(stats.clone()))
                 .map_err(Error::JudgeSetup)?,
         );
-        let vectors = tree_vectors(&tree);
+        let vectors = tree_vectors(&tree, config.best_first().tfidf_vectors);
         let embedding = match &vectors {
             Some(v) => Judge::new(&JudgeOptions {
                 backend: treenav_judge::BackendOptions::Embedding {},
@@ -167,8 +167,8 @@ impl Navigator {
             (false, _) => judge,
             (true, Some(v)) => judge.with_vectors(v.clone()).unwrap_or(judge),
             (true, None) => {
-                tracing::warn!(
-                    "the embedding judge needs a tree built with an embedder available here; judging with the lexical judge"
+                tracing::info!(
+                    "the embedding judge needs a tree built with a semantic embedder available here (not tfidf); judging with the lexical judge"
                 );
                 fallback.clone()
             }
@@ -574,7 +574,10 @@ impl Navigator {
 
 /// The tree's vectors with its query embedder, when it holds vectors and
 /// its embedder can be made here (a missing model is said once, in the log).
-fn tree_vectors(tree: &Arc<Tree>) -> Option<Arc<TreeVectors>> {
+fn tree_vectors(tree: &Arc<Tree>, tfidf: bool) -> Option<Arc<TreeVectors>> {
+    if !tfidf && tree.meta().embedder.starts_with("tfidf(") {
+        return None;
+    }
     match treenav_tree::QueryEmbedder::for_tree(tree)? {
         Ok(embedder) => Some(Arc::new(TreeVectors::new(tree.clone(), embedder))),
         Err(e) => {

@@ -1,0 +1,103 @@
+//! The embedding judge end to end on the real bge-small-en model: a tree
+//! built, saved with its passage vectors and loaded again; the query
+//! embedded once by the tree's own embedder. Needs the `onnx` feature and
+//! `scripts/fetch-models.sh`; skipped with a message when the files are
+//! absent, except in CI, where they must be present.
+#![cfg(feature = "onnx")]
+
+mod support;
+
+use std::sync::Arc;
+use treenav::corpus::{load_str, Format, LoadOptions};
+use treenav::judge::{BackendOptions, Judge, JudgeOptions};
+use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Strategy};
+use treenav::tree::{
+    build_tree, default_bge_dir, Embedder, EmbedderOptions, NoProgress, Summarizer,
+    SummarizerOptions, TreeParams,
+};
+
+/// Team notes: none of them says "holiday" or "allowance".
+const NOTES: [(&str, &str); 6] = [
+    ("vacation", "Vacation policy: every employee gets 25 days of paid leave per year; unused days carry over until March."),
+    ("keys", "Rotating the API keys: generate a new key in the console, deploy it, then revoke the old one."),
+    ("oncall", "On-call rota: the engineer on duty answers pages within fifteen minutes, day and night."),
+    ("expenses", "Expense reports are filed monthly with receipts attached; travel needs prior approval."),
+    ("laptops", "New laptops are ordered through the IT desk and arrive within a week, encrypted."),
+    ("standup", "The daily standup starts at ten; each person says what they did and what blocks them."),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() {
+    let dir = default_bge_dir();
+    if !dir.join("model.onnx").is_file() {
+        let msg = format!("{} absent: run scripts/fetch-models.sh", dir.display());
+        assert!(!support::in_ci(), "{msg}");
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let jsonl: Vec<String> = NOTES
+        .iter()
+        .map(|(id, text)| format!(r#"{{"_id":"{id}","title":"","text":"{text}"}}"#))
+        .collect();
+    let corpus = load_str(
+        &jsonl.join("\n"),
+        "notes.jsonl",
+        Format::Beir,
+        &LoadOptions::default(),
+    )
+    .expect("corpus");
+    let params = TreeParams::default().branching(3).check().expect("params");
+    let options = EmbedderOptions::BgeSmall {
+        model_dir: None,
+        ort_library: None,
+        batch_size: 8,
+        max_tokens: 256,
+        threads: 2,
+    };
+    let embedder = Embedder::new(&options, params.seed()).expect("bge-small");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
+    let built = build_tree(
+        corpus,
+        "notes",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    )
+    .await
+    .expect("tree");
+    let folder = tempfile::tempdir().expect("tempdir");
+    let path = folder.path().join("notes.tree");
+    treenav::tree::file::save(&built, &path).expect("save");
+    let tree = treenav::tree::file::load(&path).expect("load");
+    assert_eq!(
+        tree.passage_vectors().map(|v| v.len()),
+        Some(NOTES.len()),
+        "every passage's vector saved and read back"
+    );
+    let judge = Judge::new(&JudgeOptions {
+        backend: BackendOptions::Embedding {},
+        ..JudgeOptions::default()
+    })
+    .expect("judge");
+    let config = NavigatorConfig::default()
+        .strategy(Strategy::BestFirst)
+        .returned_passages(3)
+        .shortlist(0)
+        .best_first(BestFirstConfig {
+            explore_budget: 300,
+            ..BestFirstConfig::default()
+        })
+        .check()
+        .expect("config");
+    let nav = Navigator::new(Arc::new(tree), judge, config).expect("navigator");
+    assert!(nav.embeds_queries());
+    let found = nav.retrieve("holiday allowance").await.expect("retrieve");
+    assert_eq!(found.passages.len(), 3, "k passages, not nothing");
+    assert_eq!(
+        found.passages[0].document_id, "vacation",
+        "{:?}",
+        found.passages
+    );
+    assert!(found.trace.usage.vectors_scored > 0);
+}
