@@ -20,6 +20,8 @@ use treenav_prune::{Chunk, PruneOptions, Pruner, Scored, Strategy};
 use treenav_tree::{Progress, Tree};
 
 /// Where the chunks come from.
+// One value per run: the navigator settings' size costs nothing here.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Retriever {
     /// Flat BM25.

@@ -21,7 +21,7 @@ enum Kind {
     /// The build's fitted TF-IDF model.
     Tfidf(Arc<TfidfModel>),
     /// An embedding model (bge-small, MiniLM, an OpenAI-compatible server).
-    Model(Embedder),
+    Model(Box<Embedder>),
 }
 
 impl QueryEmbedder {
@@ -42,7 +42,7 @@ impl QueryEmbedder {
         }
         let embedder = crate::update::embedder_for(&described)?;
         Some(embedder.map(|e| QueryEmbedder {
-            kind: Kind::Model(e),
+            kind: Kind::Model(Box::new(e)),
             described,
         }))
     }
@@ -58,7 +58,7 @@ impl QueryEmbedder {
             )));
         }
         Ok(QueryEmbedder {
-            kind: Kind::Model(embedder),
+            kind: Kind::Model(Box::new(embedder)),
             described,
         })
     }
