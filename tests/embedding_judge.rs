@@ -11,10 +11,7 @@ use std::sync::Arc;
 use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::judge::{BackendOptions, Judge, JudgeOptions};
 use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Strategy};
-use treenav::tree::{
-    build_tree, default_bge_dir, Embedder, EmbedderOptions, NoProgress, Summarizer,
-    SummarizerOptions, TreeParams,
-};
+use treenav::tree::EmbedderOptions;
 
 /// Team notes: none of them says "holiday" or "allowance".
 const NOTES: [(&str, &str); 6] = [
@@ -28,11 +25,7 @@ const NOTES: [(&str, &str); 6] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() {
-    let dir = default_bge_dir();
-    if !dir.join("model.onnx").is_file() {
-        let msg = format!("{} absent: run scripts/fetch-models.sh", dir.display());
-        assert!(!support::in_ci(), "{msg}");
-        eprintln!("SKIPPED: {msg}");
+    if !support::bge_small_here() {
         return;
     }
     let jsonl: Vec<String> = NOTES
@@ -46,7 +39,6 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
         &LoadOptions::default(),
     )
     .expect("corpus");
-    let params = TreeParams::default().branching(3).check().expect("params");
     let options = EmbedderOptions::BgeSmall {
         model_dir: None,
         ort_library: None,
@@ -54,18 +46,7 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
         max_tokens: 256,
         threads: 2,
     };
-    let embedder = Embedder::new(&options, params.seed()).expect("bge-small");
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
-    let built = build_tree(
-        corpus,
-        "notes",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await
-    .expect("tree");
+    let built = support::tree_with(corpus, Some(3), &options).await;
     let folder = tempfile::tempdir().expect("tempdir");
     let path = folder.path().join("notes.tree");
     treenav::tree::file::save(&built, &path).expect("save");

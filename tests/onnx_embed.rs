@@ -6,7 +6,7 @@
 
 mod support;
 
-use treenav::tree::{default_bge_dir, Embedder, EmbedderOptions, NoProgress};
+use treenav::tree::{Embedder, EmbedderOptions, NoProgress};
 
 fn options(batch_size: usize, model_dir: Option<std::path::PathBuf>) -> EmbedderOptions {
     EmbedderOptions::BgeSmall {
@@ -20,11 +20,7 @@ fn options(batch_size: usize, model_dir: Option<std::path::PathBuf>) -> Embedder
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bge_small_embeds_like_a_sentence_encoder() {
-    let dir = default_bge_dir();
-    if !dir.join("model.onnx").is_file() {
-        let msg = format!("{} absent: run scripts/fetch-models.sh", dir.display());
-        assert!(!support::in_ci(), "{msg}");
-        eprintln!("SKIPPED: {msg}");
+    if !support::bge_small_here() {
         return;
     }
     let embedder = Embedder::new(&options(2, None), 0).expect("bge-small");

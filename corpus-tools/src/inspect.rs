@@ -233,7 +233,7 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         samples: samples(&tree, n),
         levels,
         updates: tree.updates().cloned(),
-        drift: tree::update::drift(&tree, tree::update::kept_vectors(path, &tree)?.as_ref()),
+        drift: tree::update::drift(&tree, tree.document_vectors().map(|v| v.as_ref())),
     };
     if json {
         return crate::emit(&crate::json_text(&report)?);

@@ -133,16 +133,24 @@ pub async fn tree_of(
     corpus: treenav::corpus::Corpus,
     branching: Option<usize>,
 ) -> std::sync::Arc<treenav::tree::Tree> {
+    tree_with(corpus, branching, &Default::default()).await
+}
+
+/// [`tree_of`] embedded by `embedder`.
+pub async fn tree_with(
+    corpus: treenav::corpus::Corpus,
+    branching: Option<usize>,
+    embedder: &treenav::tree::EmbedderOptions,
+) -> std::sync::Arc<treenav::tree::Tree> {
     use treenav::tree::{
-        build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions,
-        TreeParams,
+        build_tree, Embedder, NoProgress, Summarizer, SummarizerOptions, TreeParams,
     };
     let mut params = TreeParams::default();
     if let Some(b) = branching {
         params = params.branching(b);
     }
     let params = params.check().expect("params");
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
+    let embedder = Embedder::new(embedder, params.seed()).expect("embedder");
     let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
     let tree = build_tree(
         corpus,
@@ -155,6 +163,19 @@ pub async fn tree_of(
     .await
     .expect("tree");
     std::sync::Arc::new(tree)
+}
+
+/// Whether bge-small's model files are in the cache (scripts/fetch-models.sh);
+/// when not, says that the test is skipped (in CI they must be there).
+pub fn bge_small_here() -> bool {
+    let dir = treenav::tree::default_bge_dir();
+    if dir.join("model.onnx").is_file() {
+        return true;
+    }
+    let msg = format!("{} absent: run scripts/fetch-models.sh", dir.display());
+    assert!(!in_ci(), "{msg}");
+    eprintln!("SKIPPED: {msg}");
+    false
 }
 
 /// The bundled sample corpus (48 SQuAD articles).

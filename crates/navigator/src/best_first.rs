@@ -102,10 +102,10 @@ struct Search<'a> {
     /// Lexical score of each passage of a document the lexical side showed.
     lex: HashMap<NodeId, f64>,
     /// BM25 score of every document that matches the query.
-    doc_lex: HashMap<NodeId, f64>,
+    doc_lex: &'a HashMap<NodeId, f64>,
     /// Rank (from 0) of every document that matches the query, for the
     /// fused final order.
-    lexical_rank: HashMap<NodeId, usize>,
+    lexical_rank: &'a HashMap<NodeId, usize>,
     /// The node of the session's calibration anchor (the first candidate
     /// judged), when the session calibrates.
     anchor: Option<NodeId>,
@@ -406,7 +406,7 @@ impl<'a> Search<'a> {
         query: &'a str,
         decider: &'a dyn treenav_judge::Decide,
         spec: StageSpec,
-        lexicon: &Lexicon,
+        lexicon: &'a Lexicon,
     ) -> Search<'a> {
         let cfg = nav.config.best_first();
         let session = nav.session(decider);
@@ -435,8 +435,8 @@ impl<'a> Search<'a> {
             by_document: Vec::new(),
             by_document_next: 0,
             lex: HashMap::new(),
-            doc_lex: lexicon.doc_lex.clone(),
-            lexical_rank: lexicon.lexical_rank.clone(),
+            doc_lex: &lexicon.doc_lex,
+            lexical_rank: &lexicon.lexical_rank,
             anchor: None,
             graph_split: Split::default(),
             order_split: Split::default(),
@@ -486,7 +486,7 @@ impl<'a> Search<'a> {
             .map(|(id, p)| (*id, *p))
             .collect();
         let fused =
-            crate::fusion::fused_scores(&self.nav.tree, &self.lexical_rank, &passages, self.fusion);
+            crate::fusion::fused_scores(&self.nav.tree, self.lexical_rank, &passages, self.fusion);
         for ((_, p), f) in passages.iter_mut().zip(fused) {
             *p = f;
         }

@@ -52,6 +52,7 @@ mod filter_tests;
 pub mod fusion;
 mod levels;
 mod navigate;
+mod scope;
 mod semantic;
 #[cfg(test)]
 mod tests;

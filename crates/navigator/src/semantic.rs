@@ -7,9 +7,8 @@
 //! vector, else its document's), plus, for the descent, the centroids of
 //! the clusters it passes and the documents of the leaves it reaches.
 
-use crate::navigate::Scope;
+use crate::scope::Scope;
 use futures::future::BoxFuture;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use treenav_judge::{Candidate, Similarities, VectorSource};
 use treenav_tree::{NodeId, NodeKind, QueryEmbedder, Tree};
@@ -28,8 +27,6 @@ pub(crate) struct TreeVectors {
     /// vectors), by node index (built at the first descent).
     centroids: OnceLock<Vec<Option<Box<[f32]>>>>,
     queries: quick_cache::sync::Cache<String, Arc<Vec<f32>>>,
-    /// Queries embedded so far (for tests and the debug log).
-    embedded: AtomicU64,
 }
 
 impl std::fmt::Debug for TreeVectors {
@@ -66,7 +63,6 @@ impl TreeVectors {
             ids: OnceLock::new(),
             centroids: OnceLock::new(),
             queries: quick_cache::sync::Cache::new(QUERIES_KEPT),
-            embedded: AtomicU64::new(0),
         }
     }
 
@@ -86,7 +82,6 @@ impl TreeVectors {
             .next()
             .map_or_else(Vec::new, |r| r.to_vec());
         let v = Arc::new(v);
-        self.embedded.fetch_add(1, Ordering::Relaxed);
         self.queries.insert(query.to_string(), v.clone());
         Ok(v)
     }

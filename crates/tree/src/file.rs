@@ -480,17 +480,29 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
         _ => decode_v4(payload, spare).map_err(decode_error)?,
     };
     let tree = Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
-    attach_sides(tree, name, sides, delta)
+    attach_sides(tree, name, sides, delta, crate::delta::base_of(bytes))
 }
 
 /// Attaches the side files a tree file names (its text store, its lexical
-/// index), then applies the delta of updates since it was written.
+/// index) and the build's vectors saved with it (whose payload is `base`),
+/// then applies the delta of updates since it was written.
 fn attach_sides(
     mut tree: Tree,
     name: &Path,
     sides: (Option<SideFile>, Option<SideFile>),
     delta: Option<crate::delta::Delta>,
+    base: crate::vectors::BaseId,
 ) -> Result<Tree> {
+    // What the embedding judge and the descent by centroid read at query
+    // time: the documents' vectors (with those the updates added) and the
+    // passages'.
+    let mut documents = crate::vectors::read(name, base)?;
+    if let (Some(v), Some(d)) = (documents.as_mut(), delta.as_ref()) {
+        v.extend(&d.vectors)?;
+    }
+    let passages = crate::vectors::read_from(&crate::vectors::passage_vectors_path(name), base)?;
+    tree.set_vectors(documents.map(std::sync::Arc::new));
+    tree.set_passage_vectors(passages.map(std::sync::Arc::new));
     if let Some(texts) = sides.0 {
         let store_path = side_path(name, TEXTS_SUFFIX);
         let passages = tree.passages().count();
@@ -666,15 +678,7 @@ pub fn load(path: &Path) -> Result<Tree> {
 pub(crate) fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
     let (_, len) = open_tree_file(path)?;
     let bytes = read_parallel(path, len)?;
-    let mut tree = from_bytes_with_room(&bytes, path, room)?;
-    // The build's vectors, when saved beside this very tree file: what the
-    // embedding judge and the descent by centroid read at query time.
-    let base = crate::delta::base_of(&bytes);
-    let documents = crate::update::kept_vectors(path, &tree)?;
-    let passages = crate::vectors::read_from(&crate::vectors::passage_vectors_path(path), base)?;
-    tree.set_vectors(documents.map(std::sync::Arc::new));
-    tree.set_passage_vectors(passages.map(std::sync::Arc::new));
-    Ok(tree)
+    from_bytes_with_room(&bytes, path, room)
 }
 
 /// Reads a file of `len` bytes whole, in blocks read by positioned reads in

@@ -627,20 +627,6 @@ fn commit(
     })
 }
 
-/// The vectors kept for the tree saved at `path` and loaded as `tree`
-/// (those of its file, and of the documents its updates added); `None`
-/// when it was saved without them.
-pub fn kept_vectors(path: &Path, tree: &Tree) -> Result<Option<UnitVectors>> {
-    let base = base_id(path)?;
-    let Some(mut v) = vectors::read(path, base)? else {
-        return Ok(None);
-    };
-    if let Some(d) = delta::current(path, base, current_generation(tree))? {
-        v.extend(&d.vectors)?;
-    }
-    Ok(Some(v))
-}
-
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Compacted {
@@ -657,8 +643,8 @@ pub struct Compacted {
 /// (as `treenav build` writes them), the delta removed.
 pub fn compact(path: &Path) -> Result<Compacted> {
     let _lock = Lock::acquire(path)?;
-    let mut tree = crate::file::load(path)?;
-    tree.set_vectors(kept_vectors(path, &tree)?.map(Arc::new));
+    // Loaded with its vectors, those its updates added included.
+    let tree = crate::file::load(path)?;
     let before = tree.len();
     let updates = tree.updates().cloned();
     let compacted = tree.compacted()?;
