@@ -17,7 +17,7 @@ use treenav_corpus::Corpus;
 use treenav_judge::{Candidate, Decide, Session, SessionOptions, Usage};
 use treenav_text::analyzer::Analyzer;
 use treenav_text::index::{IndexError, LexicalIndex};
-use treenav_tree::{Embedder, Progress};
+use treenav_tree::{Embedder, NodeId, NodeKind, Progress, Tree};
 
 /// Every passage of a corpus, flattened, with its document.
 #[derive(Debug, Clone)]
@@ -129,6 +129,30 @@ impl Dense {
         Ok(Dense { embedder, matrix })
     }
 
+    /// The passages' vectors read from `tree` instead of embedded again,
+    /// when the tree was embedded by `embedder` and holds a vector for every
+    /// passage of the collection (by id); `None` otherwise. Its rows are the
+    /// tree's 8-bit ones, dequantised (cosines agree to about two decimals).
+    pub fn from_tree(embedder: Embedder, collection: &Collection, tree: &Tree) -> Option<Dense> {
+        let vectors = tree.passage_vectors()?;
+        if tree.meta().embedder != embedder.describe() {
+            return None;
+        }
+        let node_of: HashMap<&str, NodeId> = tree
+            .passages()
+            .filter_map(|p| match tree.get(p).map(|n| &n.kind) {
+                Some(NodeKind::Passage { id, .. }) => Some((id.as_str(), p)),
+                _ => None,
+            })
+            .collect();
+        let mut matrix = Array2::<f32>::zeros((collection.len(), vectors.dims()));
+        for (i, id) in collection.ids.iter().enumerate() {
+            let row = vectors.get(*node_of.get(id.as_str())?)?;
+            matrix.row_mut(i).assign(&ArrayView1::from(&row[..]));
+        }
+        Some(Dense { embedder, matrix })
+    }
+
     /// Embeds queries (rows in order).
     pub async fn embed_queries(&self, queries: Vec<String>) -> Result<Array2<f32>> {
         Ok(self
@@ -221,6 +245,48 @@ mod tests {
         assert_eq!(fused[0], 2);
         assert_eq!(fused[1..], [1, 4]);
         assert!(rrf(&[], 60.0, 3).is_empty());
+    }
+
+    /// Dense reads the tree's passage vectors when the tree was embedded
+    /// by the same embedder, row i for the collection's passage i.
+    #[tokio::test]
+    async fn dense_reads_the_trees_passage_vectors_of_its_own_embedder() {
+        use treenav_tree::{build_tree, EmbedderOptions, NoProgress, Summarizer, TreeParams};
+        let jsonl: Vec<String> = (0..12)
+            .map(|i| format!(r#"{{"_id":"d{i}","title":"T{i}","text":"insulin glucose {i}. football goal {i}."}}"#))
+            .collect();
+        let options = treenav_corpus::LoadOptions::default();
+        let corpus = treenav_corpus::load_str(
+            &jsonl.join("\n"),
+            "c.jsonl",
+            treenav_corpus::Format::Beir,
+            &options,
+        )
+        .expect("corpus");
+        let collection = Collection::new(&corpus);
+        let params = TreeParams::default().branching(4).check().expect("params");
+        let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("tfidf");
+        let summarizer =
+            Summarizer::new(&treenav_tree::SummarizerOptions::Extractive).expect("summarizer");
+        let tree = build_tree(corpus, "c", &params, &embedder, &summarizer, &NoProgress)
+            .await
+            .expect("tree");
+        let dense = Dense::from_tree(embedder, &collection, &tree).expect("the tree's vectors");
+        let vectors = tree.passage_vectors().expect("passage vectors");
+        let node = tree
+            .passages()
+            .find(|p| matches!(tree.get(*p).map(|n| &n.kind), Some(NodeKind::Passage { id, .. }) if *id == collection.ids[3]))
+            .expect("node");
+        assert_eq!(
+            dense.matrix.row(3).to_vec(),
+            vectors.get(node).expect("row")
+        );
+        let other =
+            Embedder::new(&EmbedderOptions::Tfidf { dims: 64 }, params.seed()).expect("tfidf");
+        assert!(
+            Dense::from_tree(other, &collection, &tree).is_none(),
+            "another embedder's space"
+        );
     }
 
     #[test]

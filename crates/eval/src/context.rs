@@ -101,7 +101,16 @@ impl Context {
         // `BenchSetup::check` made sure the systems that embed have an embedder.
         let dense = match &setup.embedder {
             Some(embedder) if sweep || setup.systems.iter().any(|s| s.uses_embedder()) => {
-                Some(Dense::new(embedder.clone(), &collection, progress).await?)
+                // The tree's own passage vectors when it was embedded the
+                // same way: the corpus is not embedded twice.
+                let stored = setup
+                    .tree
+                    .as_ref()
+                    .and_then(|t| Dense::from_tree(embedder.clone(), &collection, t));
+                match stored {
+                    Some(dense) => Some(dense),
+                    None => Some(Dense::new(embedder.clone(), &collection, progress).await?),
+                }
             }
             _ => None,
         };

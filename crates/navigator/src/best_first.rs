@@ -316,11 +316,11 @@ impl Navigator {
     async fn conclude(
         &self,
         mut search: Search<'_>,
-        explored: Option<Search<'_>>,
+        mut explored: Option<Search<'_>>,
     ) -> Result<Retrieval> {
         let r = self.config.returned_passages();
         let mut passages = search.fused();
-        if let Some(first) = &explored {
+        if let Some(first) = explored.as_mut() {
             let prior = first.fused_map();
             crate::fusion::add_prior(&mut passages, &prior, search.cfg.explore_weight);
         }
@@ -478,15 +478,26 @@ impl<'a> Search<'a> {
 
     /// The judged passages in scope with their final scores (the stage's
     /// fusion of the judge's score with the search's evidence), unordered.
-    fn fused(&self) -> Vec<(NodeId, f64)> {
+    fn fused(&mut self) -> Vec<(NodeId, f64)> {
         let mut passages: Vec<(NodeId, f64)> = self
             .judged
             .iter()
             .filter(|(id, _)| self.nav.is_passage(**id) && self.scope.allows(**id))
             .map(|(id, p)| (*id, *p))
             .collect();
-        let fused =
-            crate::fusion::fused_scores(&self.nav.tree, self.lexical_rank, &passages, self.fusion);
+        let fused = if self.cfg.passage_evidence {
+            let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
+            self.score_passages(&ids);
+            crate::fusion::fused_with_passages(
+                &self.nav.tree,
+                self.lexical_rank,
+                Some(&self.lex),
+                &passages,
+                self.fusion,
+            )
+        } else {
+            crate::fusion::fused_scores(&self.nav.tree, self.lexical_rank, &passages, self.fusion)
+        };
         for ((_, p), f) in passages.iter_mut().zip(fused) {
             *p = f;
         }
@@ -494,12 +505,12 @@ impl<'a> Search<'a> {
     }
 
     /// [`Search::fused`] by node.
-    fn fused_map(&self) -> HashMap<NodeId, f64> {
+    fn fused_map(&mut self) -> HashMap<NodeId, f64> {
         self.fused().into_iter().collect()
     }
 
     /// The judged passages, best fused score first.
-    fn ranked(&self) -> Vec<NodeId> {
+    fn ranked(&mut self) -> Vec<NodeId> {
         let mut passages = self.fused();
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         passages.into_iter().map(|(p, _)| p).collect()

@@ -112,6 +112,9 @@ pub struct BestFirstConfig {
     /// (centred) to the judge's fused logit: how much the embedding's
     /// opinion counts beside the judge's. By default, 1.
     pub explore_weight: f64,
+    /// The final order's evidence also counts each judged passage's own
+    /// BM25 rank among the judged ([`crate::fusion::fused_with_passages`]).
+    pub passage_evidence: bool,
     /// Let the embedding judge use a TF-IDF tree's vectors. Off by
     /// default: their vocabulary is fitted on titles and leads, and on
     /// XQuAD (300 queries) the embedding judge over them reached passage
@@ -164,6 +167,7 @@ impl Default for BestFirstConfig {
             explore_budget: 0,
             explore_fusion: 2.0,
             explore_weight: 1.0,
+            passage_evidence: false,
             tfidf_vectors: false,
             widen: true,
         }

@@ -57,6 +57,21 @@ pub fn fused_scores(
     judged: &[(NodeId, f64)],
     weight: f64,
 ) -> Vec<f64> {
+    fused_with_passages(tree, lexical, None, judged, weight)
+}
+
+/// [`fused_scores`] with a third part of the evidence when `passages`
+/// holds the judged passages' own BM25 scores: `1 / (1 + rank / 5)` for a
+/// passage's rank among the judged by that score (0 when it matches no
+/// query term). Which passage of a document answers is what word overlap
+/// tells best (SQuAD), and the document's rank cannot.
+pub fn fused_with_passages(
+    tree: &Tree,
+    lexical: &HashMap<NodeId, usize>,
+    passages: Option<&HashMap<NodeId, f64>>,
+    judged: &[(NodeId, f64)],
+    weight: f64,
+) -> Vec<f64> {
     if weight == 0.0 || judged.is_empty() {
         return judged.iter().map(|(_, p)| *p).collect();
     }
@@ -67,6 +82,7 @@ pub fn fused_scores(
         *slot = slot.max(*score);
     }
     let graph = graph_support(tree, &best);
+    let passage_part = passages.map(|scores| passage_ranks(scores, judged));
     let evidence: Vec<f64> = judged
         .iter()
         .map(|(p, _)| {
@@ -74,7 +90,11 @@ pub fn fused_scores(
             let lex = lexical
                 .get(&doc)
                 .map_or(0.0, |r| 1.0 / (1.0 + *r as f64 / RANK_SCALE));
-            (lex + graph.get(&doc).copied().unwrap_or(0.0)) / 2.0
+            let graph = graph.get(&doc).copied().unwrap_or(0.0);
+            match &passage_part {
+                Some(part) => (lex + graph + part.get(p).copied().unwrap_or(0.0)) / 3.0,
+                None => (lex + graph) / 2.0,
+            }
         })
         .collect();
     // Centred on the list's mean: the evidence moves passages against one
@@ -87,6 +107,22 @@ pub fn fused_scores(
         .iter()
         .zip(evidence)
         .map(|((_, score), e)| sigmoid(logit(*score) + weight * (e - mean)))
+        .collect()
+}
+
+/// Each judged passage's lexical part: `1 / (1 + rank / 5)` by its BM25
+/// score among the judged (best first), 0 when it scores 0.
+fn passage_ranks(scores: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> HashMap<NodeId, f64> {
+    let mut by_score: Vec<(NodeId, f64)> = judged
+        .iter()
+        .map(|(p, _)| (*p, scores.get(p).copied().unwrap_or(0.0)))
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    by_score.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    by_score
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (p, _))| (p, 1.0 / (1.0 + rank as f64 / RANK_SCALE)))
         .collect()
 }
 
