@@ -205,7 +205,20 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     if args.prune && !args.judge_budgets.is_empty() {
         bail!("--prune and --judge-budgets measure different things: run them separately");
     }
-    let judge = args.judge.options()?;
+    // Judged lists (rerank, flat, the budget sweep, the pruning curve)
+    // have no tree for the embedding judge: they default to lexical.
+    let lists = args.prune
+        || !args.judge_budgets.is_empty()
+        || systems
+            .iter()
+            .any(|s| matches!(s, SystemKind::Rerank | SystemKind::Flat));
+    let judge_args = match lists {
+        true => args
+            .judge
+            .for_lists("this bench (rerank, flat, --judge-budgets or --prune)")?,
+        false => args.judge.clone(),
+    };
+    let judge = judge_args.options()?;
     // Ranges are checked once, by `BenchSetup::check`.
     let concurrency = args
         .concurrency
@@ -265,7 +278,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         }
     }
     if let Some(path) = &args.curve_png {
-        let title = format!("{} ({} judge)", data.name, setup_judge_name(args));
+        let title = format!("{} ({} judge)", data.name, setup.judge.backend.kind());
         crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
     }
     crate::emit(&report.markdown())
@@ -396,10 +409,6 @@ fn default_concurrency(judge: &treenav::judge::JudgeOptions) -> usize {
     }
 }
 
-fn setup_judge_name(args: &BenchArgs) -> String {
-    format!("{:?}", args.judge.kind).to_lowercase()
-}
-
 async fn run_prune(
     args: &BenchArgs,
     mut data: treenav::eval::dataset::Dataset,
@@ -436,7 +445,7 @@ async fn run_prune(
         "{}: pruning top {} ({} judge, {} questions)",
         data.name,
         curve.depth,
-        format!("{:?}", args.judge.kind).to_lowercase(),
+        format!("{:?}", judge.backend.kind()).to_lowercase(),
         curve.questions
     );
     if let Some(path) = &args.curve_csv {

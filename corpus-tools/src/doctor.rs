@@ -6,7 +6,7 @@ use treenav::judge::{checkup, CHECKUP_QUERY};
 
 /// Runs the check; an unreachable backend or malformed answers are errors (non-zero exit).
 pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
-    let judge = args.judge()?;
+    let judge = args.for_lists("doctor")?.judge()?;
     let report = checkup(&judge).await?;
     let mut o = String::new();
     if json {

@@ -47,9 +47,12 @@ impl From<LlmApi> for LogprobsApi {
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Judge")]
 pub struct JudgeArgs {
-    /// The decision model backend.
-    #[arg(long = "judge", value_enum, default_value_t = JudgeKind::Embedding)]
-    pub kind: JudgeKind,
+    /// The decision model backend. By default, `embedding` for a query
+    /// over a tree (`query`, `serve`, a bench of navigators and flat
+    /// systems); `lexical` where lists are judged with no tree (`prune`, the
+    /// bench's `rerank`, `flat`, `--judge-budgets` and `--prune`).
+    #[arg(long = "judge", value_enum)]
+    pub kind: Option<JudgeKind>,
     /// A JSON file with the whole judge configuration
     /// ({"backend": {"kind": …}, "dispatch": {…}}); overrides --judge.
     #[arg(long)]
@@ -96,6 +99,26 @@ pub struct JudgeArgs {
 }
 
 impl JudgeArgs {
+    /// The backend named, or the default for a query over a tree.
+    pub fn kind(&self) -> JudgeKind {
+        self.kind.unwrap_or(JudgeKind::Embedding)
+    }
+
+    /// These flags for judging lists with no tree: `lexical` unless a
+    /// judge was named; the embedding judge named is an error saying why.
+    pub fn for_lists(&self, what: &str) -> Result<JudgeArgs> {
+        match self.kind {
+            Some(JudgeKind::Embedding) => anyhow::bail!(
+                "{what} judges lists of passages with no tree, and the embedding judge reads a tree's stored vectors: give --judge cross-encoder, lexical or an LLM"
+            ),
+            Some(_) => Ok(self.clone()),
+            None => Ok(JudgeArgs {
+                kind: Some(JudgeKind::Lexical),
+                ..self.clone()
+            }),
+        }
+    }
+
     /// The judge these flags describe; an out-of-range setting is named by
     /// its flag (`--timeout`), not by the library's field.
     pub fn judge(&self) -> Result<treenav::judge::Judge> {
@@ -124,14 +147,14 @@ impl JudgeArgs {
             v.clone().with_context(|| {
                 format!(
                     "--judge {} needs {flag}",
-                    self.kind
+                    self.kind()
                         .to_possible_value()
                         .map(|p| p.get_name().to_string())
                         .unwrap_or_default()
                 )
             })
         };
-        let backend = match self.kind {
+        let backend = match self.kind() {
             JudgeKind::Lexical => BackendOptions::default(),
             JudgeKind::Embedding => BackendOptions::Embedding {},
             JudgeKind::Systemone => BackendOptions::Systemone {

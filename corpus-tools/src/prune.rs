@@ -122,7 +122,7 @@ pub async fn run(args: &PruneArgs) -> Result<()> {
         counter,
         edge_placement: args.edge_placement,
     };
-    let judge = args.judge.judge()?;
+    let judge = args.judge.for_lists("prune")?.judge()?;
     let pruner = Pruner::new(judge, options)?;
     let (question, chunks) = read_input(args)?;
     let pruned = pruner.prune(&question, &chunks).await?;

@@ -364,12 +364,12 @@ fn print_rounds(o: &mut String, t: &treenav::navigator::Trace) {
     for round in &t.rounds {
         out!(
             o,
-            "\nround {} ({}): {} shown in {} slates, {} judgments left",
+            "\nround {}: {} shown in {} slates, {} judgments left ({})",
             round.round,
-            round.stage,
             round.candidates.len(),
             round.slates,
-            round.budget_left
+            round.budget_left,
+            round.stage
         );
         for c in &round.candidates {
             let via = c.via.map(|v| format!(" via {}", v.0)).unwrap_or_default();
