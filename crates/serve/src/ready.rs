@@ -59,10 +59,17 @@ impl App {
             }
         }
         let limit = self.limits.ready_ttl.min(CHECKUP_LIMIT);
-        let outcome = match tokio::time::timeout(limit, treenav_judge::checkup(&self.judge)).await {
-            Ok(Ok(c)) => Ok(c.warnings),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("no answer within {} s", limit.as_secs_f64())),
+        // The embedding judge answers only over a tree's vectors (each
+        // navigator attaches its own, or judges lexically): in-process,
+        // nothing to ask on its own.
+        let outcome = if self.judge.uses_vectors() {
+            Ok(Vec::new())
+        } else {
+            match tokio::time::timeout(limit, treenav_judge::checkup(&self.judge)).await {
+                Ok(Ok(c)) => Ok(c.warnings),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {} s", limit.as_secs_f64())),
+            }
         };
         let now = Instant::now();
         *last = Some((now, outcome.clone()));
