@@ -154,10 +154,10 @@ pub struct NavArgs {
     /// the judge's in the final order (weight on the logit scale).
     #[arg(long, default_value_t = BestFirstConfig::default().explore_weight)]
     pub explore_weight: f64,
-    /// best-first: the final order's evidence also counts each judged
-    /// passage's own BM25 rank among the judged.
+    /// best-first: the exploration's final order leaves out each judged
+    /// passage's own BM25 rank among the judged (counted by default).
     #[arg(long)]
-    pub passage_evidence: bool,
+    pub no_passage_evidence: bool,
     /// best-first: never judge past --judge-budget, even when it leaves
     /// fewer than --top passages (by default the search widens until it has
     /// --top).
@@ -182,7 +182,7 @@ impl NavArgs {
             explore_budget: self.explore_budget,
             explore_fusion: self.explore_fusion,
             explore_weight: self.explore_weight,
-            passage_evidence: self.passage_evidence,
+            passage_evidence: !self.no_passage_evidence,
             tfidf_vectors: false,
             widen: !self.no_widen,
         };

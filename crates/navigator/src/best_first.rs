@@ -485,7 +485,7 @@ impl<'a> Search<'a> {
             .filter(|(id, _)| self.nav.is_passage(**id) && self.scope.allows(**id))
             .map(|(id, p)| (*id, *p))
             .collect();
-        let fused = if self.cfg.passage_evidence {
+        let fused = if self.cfg.passage_evidence && self.stage == STAGE_EXPLORE {
             let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
             self.score_passages(&ids);
             crate::fusion::fused_with_passages(

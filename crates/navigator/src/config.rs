@@ -112,8 +112,11 @@ pub struct BestFirstConfig {
     /// (centred) to the judge's fused logit: how much the embedding's
     /// opinion counts beside the judge's. By default, 1.
     pub explore_weight: f64,
-    /// The final order's evidence also counts each judged passage's own
-    /// BM25 rank among the judged ([`crate::fusion::fused_with_passages`]).
+    /// The exploration's final order also counts each judged passage's
+    /// own BM25 rank among the judged in its evidence
+    /// ([`crate::fusion::fused_with_passages`]). By default, on: SQuAD dev
+    /// (500 queries) passage P@1 0.686 → 0.758, SciFact train document
+    /// nDCG@10 0.769 → 0.766.
     pub passage_evidence: bool,
     /// Let the embedding judge use a TF-IDF tree's vectors. Off by
     /// default: their vocabulary is fitted on titles and leads, and on
@@ -167,7 +170,7 @@ impl Default for BestFirstConfig {
             explore_budget: 0,
             explore_fusion: 2.0,
             explore_weight: 1.0,
-            passage_evidence: false,
+            passage_evidence: true,
             tfidf_vectors: false,
             widen: true,
         }

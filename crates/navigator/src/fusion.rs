@@ -193,6 +193,23 @@ mod tests {
         tree.children(doc)[0]
     }
 
+    /// Two passages of one document, judged alike: the passage evidence
+    /// puts the one whose own words match first; without it they tie.
+    #[tokio::test]
+    async fn passage_evidence_orders_passages_of_one_document() {
+        let tree = crate::tests::tree().await;
+        let doc = tree.documents().next().expect("a document");
+        let (a, b) = (tree.children(doc)[0], tree.children(doc)[1]);
+        let judged = vec![(a, 0.4), (b, 0.4)];
+        let ranks = HashMap::new();
+        let plain = fused_scores(&tree, &ranks, &judged, 2.0);
+        assert_eq!(plain[0], plain[1]);
+        let lex: HashMap<NodeId, f64> = [(a, 1.0), (b, 3.0)].into_iter().collect();
+        let out = fused_with_passages(&tree, &ranks, Some(&lex), &judged, 2.0);
+        assert!(out[1] > out[0], "{out:?}");
+        assert!(out.iter().all(|p| (0.0..=1.0).contains(p)));
+    }
+
     #[tokio::test]
     async fn weight_zero_gives_the_judge_scores_back() {
         let tree = crate::tests::tree().await;
