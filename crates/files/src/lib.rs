@@ -239,6 +239,49 @@ pub fn check(path: &Path, kind: &Kind) -> Result<u64, Error> {
     open(path, kind).map(|input| input.len)
 }
 
+/// Opens (creating it if missing) a lock file for writing: without
+/// blocking, and only a regular file (a FIFO or a device planted under the
+/// lock's name is refused, never waited on).
+pub fn open_lock(path: &Path, what: &'static str) -> Result<File, Error> {
+    let io = |source| Error::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = open_lock_nonblocking(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(Error::NotRegular {
+            what,
+            path: path.to_path_buf(),
+            found: describe(&meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(unix)]
+fn open_lock_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_lock_nonblocking(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
 #[cfg(unix)]
 fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -356,5 +399,25 @@ mod tests {
         let link = dir.path().join("zero");
         std::os::unix::fs::symlink("/dev/zero", &link).expect("symlink");
         assert!(matches!(read(&link, &SMALL), Err(Error::NotRegular { .. })));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_is_created_and_a_fifo_under_its_name_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lock = dir.path().join("t.lock");
+        open_lock(&lock, "lock").expect("created");
+        assert!(lock.is_file());
+        open_lock(&lock, "lock").expect("opened again");
+        let fifo = dir.path().join("f.lock");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        // A blocking open for writing would wait for a reader forever.
+        let e = open_lock(&fifo, "lock").expect_err("a FIFO");
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        assert!(open_lock(dir.path(), "lock").is_err(), "a folder");
     }
 }

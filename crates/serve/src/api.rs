@@ -202,7 +202,9 @@ pub struct DeleteDocumentsRequest {
     pub ids: Vec<String>,
 }
 
-/// The outcome of `POST` or `DELETE /v1/trees/{name}/documents`.
+/// The outcome of `POST` or `DELETE /v1/trees/{name}/documents` and of
+/// `POST /v1/trees/{name}/compact` (generation 0: the updates are folded
+/// into the tree file; counts 0).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UpdateResponse {
     /// [`API_VERSION`].

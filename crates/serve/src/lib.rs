@@ -127,6 +127,7 @@ impl Server {
                 "/v1/trees/{name}/documents",
                 post(routes::add_documents).delete(routes::delete_documents),
             )
+            .route("/v1/trees/{name}/compact", post(routes::compact))
             .route("/metrics", get(routes::metrics));
         if let Some(tokens) = &self.auth {
             api = api.layer(axum::middleware::from_fn_with_state(

@@ -12,10 +12,11 @@ use utoipa::OpenApi;
         description = "Retrieval by decision-model tree navigation, and context pruning.",
         license(name = "MIT OR Apache-2.0")
     ),
-    paths(retrieve, prune, trees, reload, healthz, readyz, metrics),
+    paths(retrieve, prune, trees, reload, add_documents, delete_documents, compact, healthz, readyz, metrics),
     components(schemas(
         RetrieveRequest, RetrieveResponse, PruneRequest, PruneResponse, TreesResponse, TreeInfo,
         ReloadRequest, ReloadResponse, ReloadOutcome, Readiness, ErrorBody, ErrorDetail,
+        DeleteDocumentsRequest, UpdateResponse,
         treenav_navigator::Strategy
     )),
     modifiers(&BearerAuth)
@@ -87,6 +88,42 @@ fn trees() {}
 #[allow(dead_code)]
 fn reload() {}
 
+/// Add documents to a tree (ids it has are replaced): a JSON array of
+/// passages-JSONL records (`id`, `text`, optional `title`, `doc_id`, other
+/// fields metadata) or BEIR records (`_id`, `title`, `text`).
+#[utoipa::path(post, path = "/v1/trees/{name}/documents",
+    params(("name" = String, Path, description = "the tree")),
+    request_body(content = Vec<serde_json::Value>, description = "the documents"),
+    security((), ("bearer" = [])),
+    responses((status = 200, body = UpdateResponse), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "no such tree"),
+        (status = 409, body = ErrorBody, description = "another update is running"),
+        (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "the tree needs an embedder the service lacks")))]
+#[allow(dead_code)]
+fn add_documents() {}
+
+/// Remove documents from a tree by id (ids it lacks are reported).
+#[utoipa::path(delete, path = "/v1/trees/{name}/documents",
+    params(("name" = String, Path, description = "the tree")),
+    request_body = DeleteDocumentsRequest,
+    security((), ("bearer" = [])),
+    responses((status = 200, body = UpdateResponse), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody)))]
+#[allow(dead_code)]
+fn delete_documents() {}
+
+/// Fold a tree's updates into a new tree file (as `treenav compact`).
+#[utoipa::path(post, path = "/v1/trees/{name}/compact",
+    params(("name" = String, Path, description = "the tree")),
+    security((), ("bearer" = [])),
+    responses((status = 200, body = UpdateResponse), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody)))]
+#[allow(dead_code)]
+fn compact() {}
+
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", responses((status = 200, description = "up")))]
 #[allow(dead_code)]
@@ -103,3 +140,33 @@ fn readyz() {}
     responses((status = 200, content_type = "text/plain", body = String)))]
 #[allow(dead_code)]
 fn metrics() {}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// Every route the router has is in the document, and nothing else:
+    /// the routes are read from the router's source.
+    #[test]
+    fn the_document_lists_every_route_of_the_router() {
+        let source = include_str!("lib.rs");
+        let routed: BTreeSet<String> = source
+            .split(".route(")
+            .skip(1)
+            .filter_map(|rest| rest.trim_start().strip_prefix('"')?.split('"').next())
+            .filter(|p| *p != "/openapi.json")
+            .map(str::to_string)
+            .collect();
+        assert!(routed.len() >= 9, "{routed:?}");
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).expect("json");
+        let documented: BTreeSet<String> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(routed, documented);
+        let documents = &doc["paths"]["/v1/trees/{name}/documents"];
+        assert!(documents["post"].is_object() && documents["delete"].is_object());
+    }
+}

@@ -38,6 +38,8 @@ pub(crate) enum Change {
     Add(treenav_tree::corpus::Corpus),
     /// Remove the documents with these ids.
     Remove(Vec<String>),
+    /// Fold the updates into a new tree file.
+    Compact,
 }
 
 impl Registry {
@@ -172,20 +174,33 @@ impl Registry {
             Ok(e) => e,
             Err(e) => return Err(update_error(name, e)),
         };
-        let report = match change {
-            Change::Add(corpus) => {
-                treenav_tree::update::add(
-                    &spec.path,
-                    corpus,
-                    embedder.as_ref(),
-                    &treenav_tree::NoProgress,
-                )
-                .await
-            }
-            Change::Remove(ids) => {
-                treenav_tree::update::remove(&spec.path, &ids, embedder.as_ref()).await
-            }
-        }
+        // On a thread of its own: an update reads, embeds and writes
+        // files, and must never hold an async worker.
+        let path = spec.path.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let report = tokio::task::spawn_blocking(move || {
+            runtime.block_on(async {
+                match change {
+                    Change::Add(corpus) => {
+                        treenav_tree::update::add(
+                            &path,
+                            corpus,
+                            embedder.as_ref(),
+                            &treenav_tree::NoProgress,
+                        )
+                        .await
+                    }
+                    Change::Remove(ids) => {
+                        treenav_tree::update::remove(&path, &ids, embedder.as_ref()).await
+                    }
+                    Change::Compact => {
+                        treenav_tree::update::compact(&path).map(|_| Default::default())
+                    }
+                }
+            })
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the update of tree `{name}` stopped: {e}")))?
         .map_err(|e| update_error(name, e))?;
         let served = Arc::new(
             load_one(spec, self.judge.clone(), self.config.clone())

@@ -425,6 +425,18 @@ pub(crate) async fn delete_documents(
     ))
 }
 
+pub(crate) async fn compact(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    raw: Body,
+) -> Result<Json<UpdateResponse>, ApiError> {
+    let bytes = read_body(&app, raw).await?;
+    if !bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_field("body", "compaction takes no body"));
+    }
+    Ok(Json(app.registry.update(&name, Change::Compact).await?))
+}
+
 pub(crate) async fn not_found() -> ApiError {
     ApiError::not_found("no such route (see /openapi.json)")
 }

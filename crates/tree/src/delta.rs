@@ -72,18 +72,35 @@ pub(crate) fn next_path(tree: &Path) -> PathBuf {
     side_path(tree, "delta.next")
 }
 
-/// The payload of the lexical index's commit for a generation.
-pub(crate) fn payload(generation: u64) -> String {
-    format!("treenav-generation {generation}")
+/// A generation as the lexical index's commit names it: its number and
+/// the content hash of its delta (absent in commits written before deltas
+/// were named: those deltas are matched by number and base alone).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Generation {
+    pub(crate) number: u64,
+    pub(crate) delta: Option<u128>,
+}
+
+/// The payload of the lexical index's commit for a generation whose delta
+/// has the content hash `delta`.
+pub(crate) fn payload(generation: u64, delta: u128) -> String {
+    format!("treenav-generation {generation} {delta:032x}")
 }
 
 /// The generation a commit payload names (`None`: an index as built).
-pub(crate) fn generation_of(payload: Option<&str>) -> Option<u64> {
-    payload?.strip_prefix("treenav-generation ")?.parse().ok()
+pub(crate) fn generation_of(payload: Option<&str>) -> Option<Generation> {
+    let mut words = payload?.strip_prefix("treenav-generation ")?.split(' ');
+    let number = words.next()?.parse().ok()?;
+    let delta = match words.next() {
+        None => None,
+        Some(hash) => Some(u128::from_str_radix(hash, 16).ok()?),
+    };
+    Some(Generation { number, delta })
 }
 
-/// Writes `delta` to `path` atomically (temp file, fsync, rename).
-pub(crate) fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<()> {
+/// Writes `delta` to `path` atomically (temp file, fsync, rename); its
+/// content hash, which the index's commit records.
+pub(crate) fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<u128> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -93,12 +110,12 @@ pub(crate) fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<()> {
         crate::vectors::paired_header(MAGIC, VERSION, hash, base, &[delta.generation])
     };
     let body = |out: &mut dyn Write| out.write_all(&bytes).map_err(io);
-    write_atomically(path, HEADER, body, header_of).map(|_| ())
+    write_atomically(path, HEADER, body, header_of).map(|side| side.hash)
 }
 
-/// A delta file's base and generation, from its header alone (`None`: no
-/// such file).
-fn peek(path: &Path) -> Result<Option<(BaseId, u64)>> {
+/// A delta file's base, generation and content hash, from its header
+/// alone (`None`: no such file).
+fn peek(path: &Path) -> Result<Option<(BaseId, u64, u128)>> {
     if !path.exists() {
         return Ok(None);
     }
@@ -110,7 +127,13 @@ fn peek(path: &Path) -> Result<Option<(BaseId, u64)>> {
                 problem,
             },
         )?;
-    Ok(Some((base, crate::store::u64_at(&head, 48))))
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&head[16..32]);
+    Ok(Some((
+        base,
+        crate::store::u64_at(&head, 48),
+        u128::from_le_bytes(hash),
+    )))
 }
 
 /// Reads and checks a whole delta file.
@@ -134,28 +157,45 @@ fn read(path: &Path) -> Result<Delta> {
 
 /// The delta of generation `generation` for the tree file `tree` (payload
 /// `base`): from `T.delta`, or from `T.delta.next` when a writer committed
-/// the index but had not yet renamed it. `None` for generation 0 (no
-/// update since the tree file was written).
-pub(crate) fn current(tree: &Path, base: BaseId, generation: u64) -> Result<Option<Delta>> {
-    if generation == 0 {
+/// the index but had not yet renamed it; only the delta the commit names
+/// by its hash (a delta copied from a sibling tree of the same base and
+/// generation is refused). `None` for generation 0 (no update since the
+/// tree file was written).
+pub(crate) fn current(tree: &Path, base: BaseId, generation: Generation) -> Result<Option<Delta>> {
+    let Generation { number, delta } = generation;
+    if number == 0 {
         return Ok(None);
     }
+    let mut foreign = None;
     // A writer may rename `.next` over the delta between two looks: look
     // again.
     for _ in 0..3 {
         for path in [delta_path(tree), next_path(tree)] {
             match peek(&path) {
-                Ok(Some((b, g))) if b == base && g == generation => return read(&path).map(Some),
+                Ok(Some((b, g, h))) if b == base && g == number => {
+                    if delta.is_none_or(|d| d == h) {
+                        return read(&path).map(Some);
+                    }
+                    foreign = Some(path);
+                }
                 Ok(_) => {}
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
         }
     }
+    if let Some(path) = foreign {
+        return Err(Error::BadFile {
+            path,
+            problem: format!(
+                "it is of update generation {number} of this tree file, but not the delta the lexical index was committed with (another tree's?): restore the tree's files together"
+            ),
+        });
+    }
     Err(Error::BadFile {
         path: delta_path(tree),
         problem: format!(
-            "the lexical index is at update generation {generation}, and no delta of that generation for this tree file is beside it: restore the tree's files together"
+            "the lexical index is at update generation {number}, and no delta of that generation for this tree file is beside it: restore the tree's files together"
         ),
     })
 }
@@ -253,16 +293,33 @@ mod tests {
             generation: 2,
             ..one.clone()
         };
-        write(&one, &delta_path(&tree), base).expect("write");
-        write(&two, &next_path(&tree), base).expect("write");
-        assert_eq!(current(&tree, base, 0).expect("none"), None);
-        assert_eq!(current(&tree, base, 1).expect("one"), Some(one));
-        assert_eq!(current(&tree, base, 2).expect("two"), Some(two));
-        let missing = current(&tree, base, 3).expect_err("no generation 3");
+        let h1 = write(&one, &delta_path(&tree), base).expect("write");
+        let h2 = write(&two, &next_path(&tree), base).expect("write");
+        let at = |number, delta| Generation { number, delta };
+        assert_eq!(current(&tree, base, at(0, None)).expect("none"), None);
+        assert_eq!(
+            current(&tree, base, at(1, Some(h1))).expect("one"),
+            Some(one.clone())
+        );
+        assert_eq!(
+            current(&tree, base, at(2, Some(h2))).expect("two"),
+            Some(two)
+        );
+        // A commit written before deltas were named matches by number.
+        assert_eq!(current(&tree, base, at(1, None)).expect("old"), Some(one));
+        let missing = current(&tree, base, at(3, None)).expect_err("no generation 3");
         assert!(missing.to_string().contains("generation 3"), "{missing}");
         // Another tree file's delta is not applied.
-        assert!(current(&tree, BaseId { crc: 9, len: 2 }, 1).is_err());
-        assert_eq!(generation_of(Some(&payload(7))), Some(7));
+        assert!(current(&tree, BaseId { crc: 9, len: 2 }, at(1, None)).is_err());
+        // Nor a delta of the same base and generation the commit does not name.
+        let foreign = current(&tree, base, at(1, Some(h1 ^ 1))).expect_err("foreign");
+        assert!(foreign.to_string().contains("another tree"), "{foreign}");
+        assert_eq!(generation_of(Some(&payload(7, h1))), Some(at(7, Some(h1))));
+        assert_eq!(
+            generation_of(Some("treenav-generation 7")),
+            Some(at(7, None))
+        );
+        assert_eq!(generation_of(Some("treenav-generation 7 zz")), None);
         assert_eq!(generation_of(None), None);
     }
 }

@@ -536,7 +536,7 @@ fn pending_delta(bytes: &[u8], name: &Path) -> Result<Option<crate::delta::Delta
         return Ok(None);
     }
     let payload = LexicalIndex::payload_in(&folder).ok().flatten();
-    let generation = crate::delta::generation_of(payload.as_deref()).unwrap_or(0);
+    let generation = crate::delta::generation_of(payload.as_deref()).unwrap_or_default();
     crate::delta::current(name, crate::delta::base_of(bytes), generation)
 }
 
@@ -592,21 +592,34 @@ pub fn index_folder(path: &Path) -> PathBuf {
     side_path(path, crate::lexical::INDEX_SUFFIX)
 }
 
-/// Saves a tree as three files, each atomically (temp file in the same
-/// folder, fsync, rename): the passage texts (`T.texts`), the lexical index
-/// and statistics (`T.lexical`, computed here unless the tree was loaded
-/// with them), then the tree file `T`, which records both side files'
-/// content hashes. A crash between the renames leaves a tree file whose
-/// side files do not match, which loading refuses by name.
+/// Saves a tree as one generation of files (see [`crate::generation`]):
+/// the passage texts (`T.texts`), the lexical index and statistics
+/// (`T.tantivy`, `T.lexical`, computed here unless the tree was loaded with
+/// them), the vectors when it has them (`T.vectors`,
+/// `T.passage-vectors`) and the tree file `T`, which records the side
+/// files' content hashes. All are written under staged names, then made
+/// current by one atomic commit: a failure at any point (a full disk, a
+/// kill) leaves the tree as it was or as saved, never a mix. Takes the
+/// tree's writer lock (`T.lock`) for the while.
 ///
 /// A tree changed by updates is saved compacted (removed nodes dropped,
-/// ids renumbered); its build vectors, when it has them, are written as
-/// `T.vectors`, and a delta beside `path` of an earlier tree file is
-/// removed.
+/// ids renumbered), and the delta of an earlier tree file at `path` is
+/// removed by the commit.
 pub fn save(tree: &Tree, path: &Path) -> Result<()> {
+    let lock = crate::generation::Lock::acquire(path)?;
+    save_locked(tree, path, &lock)
+}
+
+/// [`save`], for a caller already holding the tree's writer lock.
+pub(crate) fn save_locked(tree: &Tree, path: &Path, lock: &crate::generation::Lock) -> Result<()> {
     if tree.updates().is_some() {
-        return save(&tree.compacted()?, path);
+        return save_locked(&tree.compacted()?, path, lock);
     }
+    crate::generation::save(path, lock, |staged| write_parts(tree, staged))
+}
+
+/// Writes every file of a saved tree beside `path`, each atomically.
+fn write_parts(tree: &Tree, path: &Path) -> Result<()> {
     let [texts_path, _] = side_files(path);
     let passages = tree.passages().count();
     let texts = write_texts(&texts_path, passages, || {
@@ -624,22 +637,7 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
     if let Some(vectors) = tree.passage_vectors() {
         crate::vectors::write_to(vectors, &crate::vectors::passage_vectors_path(path), base)?;
     }
-    write_file(&bytes, path)?;
-    for stale in [
-        crate::delta::delta_path(path),
-        crate::delta::next_path(path),
-    ] {
-        match std::fs::remove_file(&stale) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::Io {
-                    path: stale,
-                    source: e,
-                })
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    write_file(&bytes, path)
 }
 
 /// Writes one self-contained tree file (see [`to_bytes`]) atomically: no
@@ -656,9 +654,11 @@ fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
     };
     let tmp = crate::store::temp_path(path);
     let write = || -> std::io::Result<()> {
+        crate::generation::io_step()?;
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        crate::generation::io_step()?;
         std::fs::rename(&tmp, path)
     };
     write().map_err(|e| {
@@ -676,6 +676,7 @@ pub fn load(path: &Path) -> Result<Tree> {
 
 /// [`load`], with room in the arena for `room` more nodes.
 pub(crate) fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
+    crate::generation::settle(path)?;
     let (_, len) = open_tree_file(path)?;
     let bytes = read_parallel(path, len)?;
     from_bytes_with_room(&bytes, path, room)
@@ -714,6 +715,7 @@ fn read_parallel(path: &Path, len: u64) -> Result<Vec<u8>> {
 /// (not checksummed: for choosing settings before loading it whole).
 pub fn load_meta(path: &Path) -> Result<TreeMeta> {
     use crate::store::ReadAt;
+    crate::generation::settle(path)?;
     let (_, len) = open_tree_file(path)?;
     let (file, _) = crate::store::FileAt::open(path, &TREE_FILE)?;
     let bad = |problem: String| Error::BadFile {

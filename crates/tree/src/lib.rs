@@ -43,6 +43,7 @@ pub mod delta;
 pub mod embed;
 pub mod file;
 pub mod filter;
+pub mod generation;
 mod grow;
 mod id;
 pub mod lexical;

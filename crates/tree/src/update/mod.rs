@@ -68,40 +68,7 @@ pub struct Report {
     pub embedded_again: bool,
 }
 
-/// The lock of one tree's writer: `T.lock`, locked for as long as this
-/// value lives (released when the process ends, however it ends).
-#[derive(Debug)]
-pub struct Lock {
-    _file: std::fs::File,
-}
-
-impl Lock {
-    /// Takes the tree's writer lock, or fails at once naming the lock file
-    /// when another writer holds it.
-    pub fn acquire(tree: &Path) -> Result<Lock> {
-        use fs4::fs_std::FileExt;
-        let path = crate::store::side_path(tree, "lock");
-        let io = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
-        match file.try_lock_exclusive() {
-            Ok(true) => Ok(Lock { _file: file }),
-            Ok(false) => Err(Error::Param(format!(
-                "another update of {} is running ({} is locked): wait for it to finish",
-                tree.display(),
-                path.display()
-            ))),
-            Err(e) => Err(io(e)),
-        }
-    }
-}
+pub use crate::generation::Lock;
 
 /// The base id of the tree file at `path`, from its header.
 pub fn base_id(path: &Path) -> Result<BaseId> {
@@ -142,6 +109,7 @@ impl Session {
     /// Opens the tree at `path` for an update adding about `room` nodes.
     async fn open(path: &Path, embedder: Option<&Embedder>, room: usize) -> Result<Session> {
         let lock = Lock::acquire(path)?;
+        crate::generation::settle_locked(path)?;
         let tree = crate::file::load_with_room(path, room)?;
         let updatable = tree
             .lexical()
@@ -220,11 +188,11 @@ impl Session {
 }
 
 /// The generation the tree's lexical index was committed at.
-fn current_generation(tree: &Tree) -> u64 {
+fn current_generation(tree: &Tree) -> delta::Generation {
     tree.lexical()
         .and_then(|l| l.index.payload().ok().flatten())
         .and_then(|p| delta::generation_of(Some(&p)))
-        .unwrap_or(0)
+        .unwrap_or_default()
 }
 
 /// Embeds every document of a tree saved without its vectors, with the
@@ -602,20 +570,26 @@ fn commit(
         },
     };
     let next = delta::next_path(&session.path);
-    delta::write(&delta, &next, session.base)?;
+    let hash = delta::write(&delta, &next, session.base)?;
     let deletes: Vec<u64> = change.deletes.iter().map(|d| u64::from(d.0)).collect();
     let lexical = session
         .tree
         .lexical_mut()
         .ok_or_else(|| Error::Param("the tree has no lexical index".into()))?;
-    Arc::get_mut(&mut lexical.index)
-        .ok_or_else(|| Error::Task("the lexical index is shared".into()))?
-        .apply(&deletes, &change.adds, &delta::payload(generation))?;
-    let path = delta_path(&session.path);
-    std::fs::rename(&next, &path).map_err(|source| Error::Io {
-        path: path.clone(),
+    crate::generation::io_step().map_err(|source| Error::Io {
+        path: next.clone(),
         source,
     })?;
+    Arc::get_mut(&mut lexical.index)
+        .ok_or_else(|| Error::Task("the lexical index is shared".into()))?
+        .apply(&deletes, &change.adds, &delta::payload(generation, hash))?;
+    let path = delta_path(&session.path);
+    crate::generation::io_step()
+        .and_then(|()| std::fs::rename(&next, &path))
+        .map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
     let delta_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     Ok(Report {
         generation,
@@ -642,14 +616,15 @@ pub struct Compacted {
 /// renumbered, the text store, lexical index and vectors written anew
 /// (as `treenav build` writes them), the delta removed.
 pub fn compact(path: &Path) -> Result<Compacted> {
-    let _lock = Lock::acquire(path)?;
+    let lock = Lock::acquire(path)?;
+    crate::generation::settle_locked(path)?;
     // Loaded with its vectors, those its updates added included.
     let tree = crate::file::load(path)?;
     let before = tree.len();
     let updates = tree.updates().cloned();
     let compacted = tree.compacted()?;
     let after = compacted.len();
-    crate::file::save(&compacted, path)?;
+    crate::file::save_locked(&compacted, path, &lock)?;
     Ok(Compacted {
         nodes_before: before,
         nodes_after: after,
