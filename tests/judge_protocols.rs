@@ -287,3 +287,66 @@ fn construction_fails_with_what_to_set() {
     .expect_err("bad endpoint");
     assert!(e.to_string().contains("--endpoint"), "{e}");
 }
+
+/// A hostile chat server (a mock by nature: no real server sends these):
+/// each route answers one broken reply.
+async fn broken_chat_server() -> String {
+    use axum::routing::post;
+    let reply = |body: &'static str| move || async move { body };
+    let app = axum::Router::new()
+        .route(
+            "/nan/v1/chat/completions",
+            post(reply(r#"{"choices":[{"message":{"content":"Yes"},"logprobs":{"content":[{"token":"Yes","logprob":NaN,"top_logprobs":[{"token":"Yes","logprob":NaN}]}]}}]}"#)),
+        )
+        .route(
+            "/positive/v1/chat/completions",
+            post(reply(r#"{"choices":[{"message":{"content":"Yes"},"logprobs":{"content":[{"token":"Yes","logprob":3.5,"top_logprobs":[{"token":"Yes","logprob":3.5}]}]}}]}"#)),
+        )
+        .route(
+            "/cut/v1/chat/completions",
+            post(reply(r#"{"choices":[{"message":{"content":"Yes"},"logprobs":{"content":[{"tok"#)),
+        )
+        .route(
+            "/none/v1/chat/completions",
+            post(reply(r#"{"choices":[{"message":{"content":"Yes"},"logprobs":null}]}"#)),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// `doctor`'s checkup names the real fault of a reply, as a query does;
+/// only a reply without log-probabilities is reported as that.
+#[tokio::test]
+async fn the_checkup_names_the_real_fault_of_a_reply() {
+    let base = broken_chat_server().await;
+    let judge_at = |route: &str| {
+        judge(
+            BackendOptions::OpenaiLogprobs {
+                endpoint: format!("{base}/{route}"),
+                model: "m".into(),
+                api_key_env: None,
+                api: LogprobsApi::Chat,
+            },
+            fast(),
+        )
+    };
+    for (route, says) in [
+        ("nan", "malformed"),
+        ("positive", "not ≤ 0"),
+        ("cut", "malformed"),
+        ("none", "no log-probabilities"),
+    ] {
+        let e = treenav::judge::checkup(&judge_at(route))
+            .await
+            .expect_err(route)
+            .to_string();
+        assert!(e.contains(says), "{route}: {e}");
+        if route != "none" {
+            assert!(!e.contains("no log-probabilities"), "{route}: {e}");
+        }
+    }
+}

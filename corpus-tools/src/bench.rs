@@ -301,6 +301,20 @@ fn check_outputs(args: &BenchArgs) -> Result<()> {
             bail!("--json: folder {} does not exist", dir.display());
         }
     }
+    let outputs = [
+        ("--json", &args.json),
+        ("--curve-csv", &args.curve_csv),
+        ("--curve-png", &args.curve_png),
+        ("--run-dir", &args.run_dir),
+        ("--score-file", &args.score_file),
+    ];
+    for (flag, output) in outputs {
+        let Some(output) = output else { continue };
+        crate::outputs::refuse_over(flag, output, "the dataset", &args.dataset)?;
+        if let Some(tree) = &args.tree {
+            crate::outputs::refuse_over(flag, output, "the tree", tree)?;
+        }
+    }
     if let Some(dir) = &args.run_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--run-dir: cannot make {}", dir.display()))?;

@@ -259,41 +259,9 @@ struct SideFileReport {
 }
 
 /// Refuses an output that is the input, or inside an input folder: the tree
-/// would replace the user's corpus. Paths are compared resolved (symlinks,
-/// `..`), the output by its folder since it may not exist yet.
+/// would replace the user's corpus.
 fn refuse_output_over_input(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
-    refuse_output_over(input, output, "the input", "your data")
-}
-
-/// Refuses an output that is `input` or lies inside it (`what` names it,
-/// `loss` says what would be lost).
-fn refuse_output_over(
-    input: &std::path::Path,
-    output: &std::path::Path,
-    what: &str,
-    loss: &str,
-) -> Result<()> {
-    let Ok(input) = input.canonicalize() else {
-        return Ok(()); // a missing input fails later, naming the path
-    };
-    let folder = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let (Ok(folder), Some(name)) = (folder.canonicalize(), output.file_name()) else {
-        return Ok(());
-    };
-    let output = folder.join(name);
-    let output = output.canonicalize().unwrap_or(output);
-    if output == input || output.starts_with(&input) {
-        let how = if output == input { "is" } else { "is inside" };
-        bail!(
-            "-o {} {how} {what} {}: the tree would replace {loss}; write it elsewhere",
-            output.display(),
-            input.display()
-        );
-    }
-    Ok(())
+    crate::outputs::refuse_over("-o", output, "the input", input)
 }
 
 /// How the plan's corpus is loaded again by `treenav merge`, and how its
@@ -560,7 +528,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<()> {
         )
     })?;
     check_output_folder(&args.output)?;
-    refuse_output_over(&args.plan, &args.output, "the plan", "the plan's files")?;
+    crate::outputs::refuse_over("-o", &args.output, "the plan", &args.plan)?;
     let input = args.corpus.clone().or(recipe.input.clone());
     if let Some(input) = &input {
         refuse_output_over_input(input, &args.output)?;

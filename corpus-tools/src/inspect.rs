@@ -203,10 +203,13 @@ fn samples(tree: &Tree, n: usize) -> Samples {
     out
 }
 
-pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
+pub fn run(path: &Path, json: bool, n: usize, verify: bool) -> Result<()> {
     let start = std::time::Instant::now();
     let tree = tree::file::load(path)?;
     let load_ms = start.elapsed().as_secs_f64() * 1000.0;
+    if verify {
+        verify_index(path, &tree)?;
+    }
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let levels = tree.level_stats();
     let count = |kind: &str| -> usize {
@@ -239,6 +242,26 @@ pub fn run(path: &Path, json: bool, n: usize) -> Result<()> {
         return crate::emit(&crate::json_text(&report)?);
     }
     crate::emit(&render(&report, bytes, load_ms))
+}
+
+/// `--verify`: every file of the tantivy index against its checksum.
+fn verify_index(path: &Path, tree: &tree::Tree) -> Result<()> {
+    let Some(lexical) = tree.lexical() else {
+        eprintln!("verify: {} keeps no lexical index on disk", path.display());
+        return Ok(());
+    };
+    let damaged = lexical.index.verify()?;
+    if damaged.is_empty() {
+        eprintln!("verify: every file of the lexical index matches its checksum");
+        return Ok(());
+    }
+    let names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+    anyhow::bail!(
+        "{}: the lexical index has damaged files ({}) in {}: rebuild the tree or restore its files",
+        path.display(),
+        names.join(", "),
+        tree::file::index_folder(path).display()
+    )
 }
 
 /// The report as text.

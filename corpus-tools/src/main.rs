@@ -16,6 +16,7 @@ mod build;
 mod doctor;
 mod inspect;
 mod judge_args;
+mod outputs;
 mod plot;
 mod progress;
 mod prune;
@@ -105,6 +106,10 @@ struct InspectArgs {
     /// Sample nodes to show per kind.
     #[arg(long, default_value_t = 3)]
     samples: usize,
+    /// Also check every file of the lexical index (tantivy) against its
+    /// checksum, reading it whole: a damaged file is an error naming it.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Colour in logs only on a terminal, and never with `NO_COLOR` set
@@ -142,7 +147,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run_build(*args),
         Command::Merge(args) => build::run_merge(&args),
-        Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples),
+        Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples, args.verify),
         Command::Query(args) => runtime().and_then(|rt| rt.block_on(query::run(&args))),
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(&args))),
         Command::Prune(args) => runtime().and_then(|rt| rt.block_on(prune::run(&args))),
@@ -214,7 +219,34 @@ pub fn json_text(value: &impl serde::Serialize) -> Result<String> {
         }
         other => other,
     };
-    Ok(format!("{}\n", serde_json::to_string_pretty(&value)?))
+    let text = serde_json::to_string_pretty(&value)?;
+    // serde leaves line separators and bidi overrides raw (valid JSON, but
+    // a terminal acts on them, and `emit` would escape them in a way JSON
+    // does not read): escaped here as JSON does, `\u202e`.
+    let mut out = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        match c {
+            c if is_bidi_or_separator(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// Unicode line separators and bidi embeddings, overrides and isolates.
+fn is_bidi_or_separator(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A field from the data (an id, a title, a query) on one line of text
+/// output: a newline or carriage return in it is shown as `\n`/`\r`, so
+/// it cannot forge an output line (other control characters: [`printable`]).
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.replace('\n', "\\n").replace('\r', "\\r"))
 }
 
 /// Writes text to stdout; a closed pipe (`treenav … | head`) is not an error.
@@ -233,10 +265,7 @@ pub fn emit(text: &str) -> Result<()> {
 /// shown escaped (`\x1b`, `\u{202e}`), never interpreted by a terminal;
 /// newlines and tabs stay. JSON output has none (serde escapes them).
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let hostile = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    let hostile = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_or_separator(c);
     if !text.chars().any(hostile) {
         return std::borrow::Cow::Borrowed(text);
     }

@@ -287,9 +287,11 @@ pub async fn run(args: &QueryArgs) -> Result<()> {
 
 fn print_text(found: &Retrieval, trace: bool) -> String {
     let mut o = String::new();
-    out!(o, "query: {}\n", found.query);
+    use crate::one_line;
+    out!(o, "query: {}\n", one_line(&found.query));
     for (i, p) in found.passages.iter().enumerate() {
-        out!(o, "{:>2}. [{:.3}] {} — {}", i + 1, p.score, p.title, p.id);
+        let (title, id) = (one_line(&p.title), one_line(&p.id));
+        out!(o, "{:>2}. [{:.3}] {title} — {id}", i + 1, p.score);
         out!(o, "    {}", snippet(&p.text, 220));
         if !p.metadata.is_empty() {
             let metadata = serde_json::Value::Object(p.metadata.clone()).to_string();

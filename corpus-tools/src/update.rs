@@ -208,12 +208,13 @@ fn print_report(tree: &Path, report: &update::Report, start: Instant, json: bool
     let mut o = String::new();
     out!(
         o,
-        "{}: generation {}: {} added, {} replaced, {} removed in {seconds:.2} s",
+        "{}: generation {}: {} added, {} replaced, {} removed, {} unchanged in {seconds:.2} s",
         tree.display(),
         report.generation,
         report.added,
         report.replaced,
-        report.removed
+        report.removed,
+        report.unchanged
     );
     out!(
         o,
@@ -230,11 +231,11 @@ fn print_report(tree: &Path, report: &update::Report, start: Instant, json: bool
         );
     }
     if !report.not_found.is_empty() {
-        let shown: Vec<&str> = report
+        let shown: Vec<std::borrow::Cow<'_, str>> = report
             .not_found
             .iter()
             .take(10)
-            .map(String::as_str)
+            .map(|id| crate::one_line(id))
             .collect();
         out!(
             o,

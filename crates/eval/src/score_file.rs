@@ -8,16 +8,21 @@
 //! 1), the length of the judge's tag (`u32`) and the tag (UTF-8: the model
 //! file and the token limit the scores were made with; a file written
 //! under another is refused), the number of pairs (`u64`), then per pair
-//! its fingerprint (`u128`), the logit (`f64`) and the tokens read (`u64`).
-//! Written to a temporary file and renamed, so an interrupted save keeps
-//! the last whole file.
+//! its fingerprint (`u128`), the logit (`f64`) and the tokens read (`u64`);
+//! version 2 ends with the XXH3-128 of every byte before it, so a file
+//! changed after it was written (an edited logit, a flipped bit) is
+//! refused, not used (version-1 files, without it, still read). It finds
+//! edits and damage, not a forger who recomputes it. Written to a temporary
+//! file and renamed, so an interrupted save keeps the last whole file.
 
 use crate::{Error, Result};
 use std::path::Path;
 use treenav_judge::{Judge, ScoredPair};
 
 const MAGIC: &[u8] = b"TNSCORES";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The bytes of version 2's trailing checksum.
+const CHECKSUM: usize = 16;
 const RECORD: usize = 16 + 8 + 8;
 /// The largest score file read (32 bytes a pair: ~33M pairs).
 const MAX_BYTES: u64 = 1 << 30;
@@ -63,9 +68,17 @@ fn bad(path: &Path, problem: String) -> Error {
 }
 
 fn encode(tag: &str, pairs: &[ScoredPair]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(MAGIC.len() + 16 + tag.len() + pairs.len() * RECORD);
+    let mut out = encode_version(tag, pairs, VERSION);
+    let sum = twox_hash::XxHash3_128::oneshot(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// The header and pairs of a file of `version` (no checksum).
+fn encode_version(tag: &str, pairs: &[ScoredPair], version: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + 32 + tag.len() + pairs.len() * RECORD);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(tag.len() as u32).to_le_bytes());
     out.extend_from_slice(tag.as_bytes());
     out.extend_from_slice(&(pairs.len() as u64).to_le_bytes());
@@ -107,11 +120,27 @@ fn decode(bytes: &[u8]) -> std::result::Result<(String, Vec<ScoredPair>), String
         return Err("not a score file (bad magic bytes)".into());
     }
     let version = u32::from_le_bytes(r.array("the version")?);
-    if version != VERSION {
-        return Err(format!(
-            "format version {version}, this build reads {VERSION}"
-        ));
-    }
+    let bytes = match version {
+        1 => bytes,
+        2 => {
+            let Some(body_len) = bytes.len().checked_sub(CHECKSUM).filter(|n| *n >= r.at) else {
+                return Err(format!("cut short in the checksum at byte {}", bytes.len()));
+            };
+            let (body, sum) = bytes.split_at(body_len);
+            let mut stored = [0u8; CHECKSUM];
+            stored.copy_from_slice(sum);
+            if u128::from_le_bytes(stored) != twox_hash::XxHash3_128::oneshot(body) {
+                return Err("its checksum does not match: the file was changed or damaged after it was written; delete it to score the pairs again".into());
+            }
+            body
+        }
+        _ => {
+            return Err(format!(
+                "format version {version}, this build reads 1 and {VERSION}"
+            ))
+        }
+    };
+    let mut r = Reader { bytes, at: r.at };
     let tag_len = u32::from_le_bytes(r.array("the tag length")?) as usize;
     if tag_len > MAX_TAG {
         return Err(format!("tag length {tag_len} is over {MAX_TAG}"));
@@ -176,9 +205,29 @@ mod tests {
     }
 
     #[test]
-    fn damaged_files_are_refused_with_what_is_wrong() {
+    fn a_file_changed_after_it_was_written_is_refused() {
         let good = encode("t", &pairs());
+        assert_eq!(decode(&good).expect("reads").1, pairs());
+        // A logit edited within the bounds, and one bit flipped anywhere.
+        let mut edited = good.clone();
+        let logit_at = good.len() - CHECKSUM - 16;
+        edited[logit_at..logit_at + 8].copy_from_slice(&9.5f64.to_le_bytes());
+        assert!(decode(&edited).expect_err("edited").contains("checksum"));
+        for at in 12..good.len() {
+            let mut flipped = good.clone();
+            flipped[at] ^= 1;
+            assert!(decode(&flipped).is_err(), "bit flip at {at} read");
+        }
+        // A version-1 file (no checksum) still reads.
+        let old = encode_version("t", &pairs(), 1);
+        assert_eq!(decode(&old).expect("v1").1, pairs());
+    }
+
+    #[test]
+    fn damaged_files_are_refused_with_what_is_wrong() {
+        let good = encode_version("t", &pairs(), 1);
         let cut = decode(&good[..good.len() - 1]).expect_err("refused");
+        assert!(decode(&encode("t", &pairs())[..20]).is_err());
         assert!(cut.contains("2 pairs announced"), "{cut}");
         let mut version = good.clone();
         version[8] = 9;

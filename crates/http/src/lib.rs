@@ -28,15 +28,24 @@ use std::time::{Duration, SystemTime};
 /// Result of the http crate.
 pub type Result<T, E = HttpError> = std::result::Result<T, E>;
 
-/// An API key read from the environment. Its `Debug` and `Display` never show it.
+/// A credential sent with every call: an API key (`Authorization:
+/// Bearer`, read from the environment) or a user and password taken out of
+/// an endpoint URL (`Authorization: Basic`). Its `Debug` never shows it,
+/// and [`ApiKey::scrub`] removes every form of it from text a server sent.
 #[derive(Clone)]
-pub struct ApiKey(String);
+pub struct ApiKey(Secret);
+
+#[derive(Clone)]
+enum Secret {
+    Bearer(String),
+    Basic { user: String, password: String },
+}
 
 impl ApiKey {
     /// Reads a key from environment variable `var`; `Ok(None)` when unset or empty.
     pub fn from_env(var: &str) -> Result<Option<ApiKey>> {
         match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey(v.trim().to_string()))),
+            Ok(v) if !v.trim().is_empty() => Ok(Some(ApiKey::new(v.trim()))),
             Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
             Err(std::env::VarError::NotUnicode(_)) => Err(HttpError::config(format!(
                 "environment variable {var} is not valid UTF-8"
@@ -55,12 +64,72 @@ impl ApiKey {
 
     /// A key given directly (e.g. by a library user who manages secrets).
     pub fn new(key: impl Into<String>) -> ApiKey {
-        ApiKey(key.into())
+        ApiKey(Secret::Bearer(key.into()))
     }
 
-    fn expose(&self) -> &str {
-        &self.0
+    /// HTTP Basic credentials.
+    pub fn basic(user: impl Into<String>, password: impl Into<String>) -> ApiKey {
+        ApiKey(Secret::Basic {
+            user: user.into(),
+            password: password.into(),
+        })
     }
+
+    /// The request with this credential in its `Authorization` header.
+    fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.0 {
+            Secret::Bearer(key) => request.bearer_auth(key),
+            Secret::Basic { user, password } => request.basic_auth(user, Some(password)),
+        }
+    }
+
+    /// `text` (a server's reply, a message quoting one) with every form of
+    /// this credential replaced by `***`: the key; the password, `user:password`
+    /// and their base64 (a server echoing the `Authorization` header).
+    pub fn scrub(&self, text: &str) -> String {
+        match &self.0 {
+            Secret::Bearer(key) => redact_secret(text, key),
+            Secret::Basic { user, password } => {
+                use base64::Engine as _;
+                let pair = format!("{user}:{password}");
+                let encoded = base64::engine::general_purpose::STANDARD.encode(&pair);
+                let text = redact_secret(text, &encoded);
+                let text = redact_secret(&text, &pair);
+                redact_secret(&text, password)
+            }
+        }
+    }
+}
+
+/// Takes the `user:password@` out of an endpoint URL: the URL without it,
+/// and the credentials to send as `Authorization: Basic` (so no URL this
+/// client prints, logs or writes ever holds them). A URL that does not
+/// parse is returned as given (the caller's check names it).
+pub fn split_credentials(url: &str) -> (String, Option<ApiKey>) {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return (url.to_string(), None);
+    };
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return (url.to_string(), None);
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let key = ApiKey::basic(
+        decode(parsed.username()),
+        decode(parsed.password().unwrap_or("")),
+    );
+    // Both only fail for URLs that cannot have credentials at all.
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    let mut clean = parsed.to_string();
+    // `Url` adds a `/` to a bare host; keep the user's form.
+    if !url.ends_with('/') && clean.ends_with('/') && parsed.path() == "/" {
+        clean.pop();
+    }
+    (clean, Some(key))
 }
 
 impl std::fmt::Debug for ApiKey {
@@ -397,12 +466,18 @@ impl Endpoint {
                 "a model name is required for {flag} (--model)"
             )));
         }
-        let key = match api_key_env {
-            Some(var) => Some(ApiKey::require_env(var)?),
-            None => None,
+        let (base, in_url) = split_credentials(base);
+        let key = match (api_key_env, in_url) {
+            (Some(var), Some(_)) => {
+                return Err(HttpError::config(format!(
+                    "{flag} holds a user and password, and {var} names a key too: give one of them"
+                )))
+            }
+            (Some(var), None) => Some(ApiKey::require_env(var)?),
+            (None, in_url) => in_url,
         };
         Ok(Endpoint {
-            url: join_url(base, path),
+            url: join_url(&base, path),
             model: model.to_string(),
             key,
             client: HttpClient::new(config)?,
@@ -508,7 +583,7 @@ impl HttpClient {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(payload.clone());
             if let Some(key) = key {
-                request = request.bearer_auth(key.expose());
+                request = key.apply(request);
             }
             let outcome = self.attempt::<T>(url, request).await;
             match outcome {
@@ -524,7 +599,7 @@ impl HttpClient {
                     error.url = redact_url(&error.url);
                     error.message = redact_auth(&redact_url(&error.message));
                     if let Some(key) = key {
-                        error.message = redact_secret(&error.message, key.expose());
+                        error.message = key.scrub(&error.message);
                     }
                     match self.config.retry.decide(attempt, &error) {
                         Retry::GiveUp => return Err(error),
@@ -637,13 +712,30 @@ impl HttpClient {
     }
 }
 
+/// The start of a server's reply, quoted on one line: control characters
+/// (a newline that would forge a log or output line, ANSI escapes) and
+/// bidi overrides shown escaped.
 fn snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let trimmed = text.trim();
-    match trimmed.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &trimmed[..i]),
-        None => trimmed.to_string(),
+    let cut = match trimmed.char_indices().nth(300) {
+        Some((i, _)) => &trimmed[..i],
+        None => trimmed,
+    };
+    let mut out = String::with_capacity(cut.len() + 1);
+    for c in cut.chars() {
+        if c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    if cut.len() < trimmed.len() {
+        out.push('…');
+    }
+    out
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -694,6 +786,56 @@ mod tests {
         assert_eq!(p.decide(1, &e), Retry::After(Duration::from_secs(2)));
         let long = err(ErrorKind::RateLimited, Some(Duration::from_secs(3600)));
         assert_eq!(p.decide(1, &long), Retry::GiveUp);
+    }
+
+    #[test]
+    fn credentials_leave_the_url_and_every_form_is_scrubbed() {
+        let (url, key) = split_credentials("http://user:hunter2%21@host:8080/v1");
+        assert_eq!(url, "http://host:8080/v1");
+        let key = key.expect("credentials");
+        let echoed = "got Authorization: Basic dXNlcjpodW50ZXIyIQ== for user:hunter2! (hunter2!)";
+        let scrubbed = key.scrub(echoed);
+        assert!(
+            !scrubbed.contains("hunter2") && !scrubbed.contains("dXNlcjpodW50ZXIyIQ"),
+            "{scrubbed}"
+        );
+        assert_eq!(format!("{key:?}"), "ApiKey(***)");
+        assert_eq!(split_credentials("http://host:8080").0, "http://host:8080");
+        assert!(split_credentials("http://host/x").1.is_none());
+        let e = Endpoint::new(
+            "--endpoint",
+            "http://u:pw@127.0.0.1:9/v1",
+            "/v1/embeddings",
+            "m",
+            Some("PATH"),
+            ClientConfig::default(),
+        )
+        .expect_err("both");
+        assert!(e.to_string().contains("give one"), "{e}");
+        let ok = Endpoint::new(
+            "--endpoint",
+            "http://u:pw@127.0.0.1:9/v1",
+            "/v1/embeddings",
+            "m",
+            None,
+            ClientConfig::default(),
+        )
+        .expect("endpoint");
+        assert_eq!(ok.url, "http://127.0.0.1:9/v1/embeddings");
+        assert!(ok.key.is_some());
+    }
+
+    #[test]
+    fn a_quoted_reply_stays_on_one_line() {
+        let quoted = snippet("bad\nerror: forged line\x1b[31m\u{202e}".as_bytes());
+        assert!(
+            !quoted.contains('\n') && !quoted.contains('\x1b'),
+            "{quoted}"
+        );
+        assert!(
+            quoted.contains("\\n") && quoted.contains("forged line"),
+            "{quoted}"
+        );
     }
 
     #[test]

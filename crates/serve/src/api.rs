@@ -221,6 +221,8 @@ pub struct UpdateResponse {
     pub removed: usize,
     /// Ids asked to be removed that it does not have.
     pub not_found: Vec<String>,
+    /// Documents sent exactly as the tree holds them: left as they are.
+    pub unchanged: usize,
     /// Documents it holds now.
     pub documents: usize,
 }

@@ -120,7 +120,7 @@ impl ApiError {
         let mut e = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "tree_changed",
-            format!("tree `{name}` was written over in place while served, so its files no longer match; it answers again after a reload of a consistent set of files (replace trees by writing new files and renaming them)"),
+            format!("tree `{name}` was written over in place or found damaged while served, so its files cannot be trusted; it answers again after a reload of a consistent set of files (replace trees by writing new files and renaming them)"),
         )
         .field("tree");
         e.retry_after = Some(5);

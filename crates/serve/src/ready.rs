@@ -27,7 +27,7 @@ impl App {
         let changed = self.registry.changed_on_disk();
         for name in &changed {
             problems.push(format!(
-                "tree `{name}` was written over in place while served; reload it"
+                "tree `{name}` was written over in place or found damaged while served; reload it (or restore its files)"
             ));
         }
         let judge_ok = match outcome {

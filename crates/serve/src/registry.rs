@@ -228,6 +228,7 @@ impl Registry {
             replaced: report.replaced,
             removed: report.removed,
             not_found: report.not_found,
+            unchanged: report.unchanged,
             documents,
         })
     }

@@ -38,6 +38,92 @@ impl From<tantivy::TantivyError> for IndexError {
     }
 }
 
+const DAMAGED: &str = "damaged";
+
+/// Runs a read of tantivy's files. A corrupt file can make tantivy panic
+/// (a flipped byte in a fieldnorm or posting file): the panic becomes an
+/// error naming the index as damaged, at this one boundary, so a query
+/// fails cleanly instead of taking its thread (or a server's worker) down.
+fn guarded<T>(read: impl FnOnce() -> Result<T, IndexError>) -> Result<T, IndexError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(IndexError(format!(
+            "its files are {DAMAGED} (reading them failed: {why}); run `treenav inspect --verify` on the tree, and rebuild or restore it"
+        )))
+    })
+}
+
+/// An mmap'd folder whose reader lock (`.tantivy-meta.lock`) is skipped
+/// when the folder cannot be written (a tree read by another user, a
+/// read-only mount): reading needs no lock file of its own.
+#[derive(Debug, Clone)]
+struct ReadOnlyAware(MmapDirectory);
+
+impl tantivy::directory::Directory for ReadOnlyAware {
+    fn get_file_handle(
+        &self,
+        path: &Path,
+    ) -> Result<
+        std::sync::Arc<dyn tantivy::directory::FileHandle>,
+        tantivy::directory::error::OpenReadError,
+    > {
+        self.0.get_file_handle(path)
+    }
+    fn delete(&self, path: &Path) -> Result<(), tantivy::directory::error::DeleteError> {
+        self.0.delete(path)
+    }
+    fn exists(&self, path: &Path) -> Result<bool, tantivy::directory::error::OpenReadError> {
+        self.0.exists(path)
+    }
+    fn open_write(
+        &self,
+        path: &Path,
+    ) -> Result<tantivy::directory::WritePtr, tantivy::directory::error::OpenWriteError> {
+        self.0.open_write(path)
+    }
+    fn atomic_read(
+        &self,
+        path: &Path,
+    ) -> Result<Vec<u8>, tantivy::directory::error::OpenReadError> {
+        self.0.atomic_read(path)
+    }
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> std::io::Result<()> {
+        self.0.atomic_write(path, data)
+    }
+    fn sync_directory(&self) -> std::io::Result<()> {
+        self.0.sync_directory()
+    }
+    fn watch(
+        &self,
+        callback: tantivy::directory::WatchCallback,
+    ) -> tantivy::Result<tantivy::directory::WatchHandle> {
+        self.0.watch(callback)
+    }
+    fn acquire_lock(
+        &self,
+        lock: &tantivy::directory::Lock,
+    ) -> Result<tantivy::directory::DirectoryLock, tantivy::directory::error::LockError> {
+        use tantivy::directory::error::LockError;
+        match self.0.acquire_lock(lock) {
+            Err(LockError::IoError(e))
+                if lock.filepath == tantivy::directory::META_LOCK.filepath
+                    && matches!(
+                        e.kind(),
+                        std::io::ErrorKind::PermissionDenied
+                            | std::io::ErrorKind::ReadOnlyFilesystem
+                    ) =>
+            {
+                Ok(tantivy::directory::DirectoryLock::from(Box::new(())))
+            }
+            other => other,
+        }
+    }
+}
+
 /// Where an index's files are.
 #[derive(Clone)]
 enum Files {
@@ -53,6 +139,8 @@ pub struct LexicalIndex {
     body: Field,
     analyzer: Analyzer,
     texts: u64,
+    /// Set when a read found its files damaged (a panic caught).
+    damaged: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for LexicalIndex {
@@ -120,8 +208,12 @@ impl LexicalIndex {
     }
 
     /// Opens an index a [`LexicalIndex::build`] wrote in `dir` (memory-mapped).
+    /// A folder this process cannot write is opened read-only (tantivy's
+    /// reader lock file is skipped: no writer of ours can be in it).
     pub fn open(dir: &Path) -> Result<LexicalIndex, IndexError> {
-        let index = Index::open_in_dir(dir)?;
+        let mmap =
+            MmapDirectory::open(dir).map_err(|e| IndexError(format!("{}: {e}", dir.display())))?;
+        let index = guarded(|| Ok(Index::open(ReadOnlyAware(mmap))?))?;
         let schema = index.schema();
         let body = schema.get_field(BODY)?;
         let tokenizer = match schema.get_field_entry(body).field_type() {
@@ -151,11 +243,13 @@ impl LexicalIndex {
         body: Field,
         analyzer: Analyzer,
     ) -> Result<LexicalIndex, IndexError> {
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
-        let texts = reader.searcher().num_docs();
+        let reader: IndexReader = guarded(|| {
+            Ok(index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()?)
+        })?;
+        let texts = guarded(|| Ok(reader.searcher().num_docs()))?;
         Ok(LexicalIndex {
             index,
             files,
@@ -163,7 +257,33 @@ impl LexicalIndex {
             body,
             analyzer,
             texts,
+            damaged: Default::default(),
         })
+    }
+
+    /// [`guarded`], remembering damage found.
+    fn read<T>(&self, read: impl FnOnce() -> Result<T, IndexError>) -> Result<T, IndexError> {
+        guarded(read).inspect_err(|e| {
+            if e.0.contains(DAMAGED) {
+                self.damaged
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    }
+
+    /// Whether a read found the index's files damaged.
+    pub fn is_damaged(&self) -> bool {
+        self.damaged.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Checks every file of the index against the checksum tantivy wrote
+    /// in its footer: the damaged files, none when it is whole.
+    pub fn verify(&self) -> Result<Vec<PathBuf>, IndexError> {
+        let mut damaged: Vec<PathBuf> = guarded(|| Ok(self.index.validate_checksum()?))?
+            .into_iter()
+            .collect();
+        damaged.sort();
+        Ok(damaged)
     }
 
     /// The analyzer of the index and its queries.
@@ -184,7 +304,7 @@ impl LexicalIndex {
     /// The top `n` keys for `query` with their BM25 scores, best first;
     /// equal scores in key order. A query without terms finds nothing.
     pub fn search(&self, query: &str, n: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        self.search_keys(query, n, None::<fn(u64) -> bool>)
+        self.read(|| self.search_keys(query, n, None::<fn(u64) -> bool>))
     }
 
     /// [`LexicalIndex::search`] over the texts whose key `keep` accepts
@@ -199,7 +319,7 @@ impl LexicalIndex {
     where
         F: Fn(u64) -> bool + Send + Sync + Clone + 'static,
     {
-        self.search_keys(query, n, Some(keep))
+        self.read(|| self.search_keys(query, n, Some(keep)))
     }
 
     fn search_keys<F>(
@@ -323,7 +443,7 @@ impl LexicalIndex {
     /// The number of texts holding `term` (an analyzed term).
     pub fn doc_freq(&self, term: &str) -> Result<u64, IndexError> {
         let term = Term::from_field_text(self.body, term);
-        Ok(self.reader.searcher().doc_freq(&term)?)
+        self.read(|| Ok(self.reader.searcher().doc_freq(&term)?))
     }
 
     /// The index's tantivy handle.
@@ -485,5 +605,75 @@ mod tests {
     fn a_folder_that_is_not_an_index_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert!(LexicalIndex::open(dir.path()).is_err());
+    }
+
+    /// A flipped byte in any of the index's files is an error or a
+    /// result, never a panic; `verify` names the damaged file.
+    #[test]
+    fn a_damaged_file_is_an_error_never_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let many: Vec<(u64, String)> = (0..300)
+            .map(|i| {
+                (
+                    i,
+                    format!(
+                        "glucose insulin word{i} note {}",
+                        "filler ".repeat(i as usize % 7)
+                    ),
+                )
+            })
+            .collect();
+        LexicalIndex::build(Some(dir.path()), Analyzer::default(), &many).expect("build");
+        let files: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .expect("read_dir")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                !name.starts_with('.') && !name.ends_with(".json")
+            })
+            .collect();
+        assert!(files.len() >= 4, "{files:?}");
+        let (mut damaged_found, mut caught) = (0, 0);
+        for file in &files {
+            let pristine = std::fs::read(file).expect("read");
+            let step = (pristine.len() / 40).max(1);
+            for at in (0..pristine.len()).step_by(step) {
+                let mut bytes = pristine.clone();
+                if let Some(b) = bytes.get_mut(at) {
+                    *b ^= 0x5a;
+                }
+                std::fs::write(file, &bytes).expect("write");
+                // Open, search, count: each an answer or an error.
+                if let Ok(index) = LexicalIndex::open(dir.path()) {
+                    for q in ["glucose", "insulin word7", "note"] {
+                        if index
+                            .search(q, 10)
+                            .is_err_and(|e| e.to_string().contains("damaged"))
+                        {
+                            caught += 1;
+                        }
+                        let _ = index.search_where(q, 10, |k| k % 2 == 0);
+                    }
+                    let _ = index.doc_freq("glucose");
+                    if index
+                        .verify()
+                        .is_ok_and(|d| d.iter().any(|p| dir.path().join(p) == *file))
+                    {
+                        damaged_found += 1;
+                    }
+                }
+                std::fs::write(file, &pristine).expect("restore");
+            }
+        }
+        assert!(damaged_found > 0, "verify found no damaged file");
+        // tantivy panicked on some of them (fieldnorms, composite files):
+        // each became this error.
+        assert!(caught > 0, "no damage reached the guard");
+        let whole = LexicalIndex::open(dir.path()).expect("open");
+        assert_eq!(whole.verify().expect("verify"), Vec::<PathBuf>::new());
     }
 }

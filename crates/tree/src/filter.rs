@@ -237,6 +237,14 @@ fn set_bound(
     if slot.is_some() {
         return Err(bad(key, "two lower (or two upper) bounds"));
     }
+    if let Value::String(s) = value {
+        if date_shaped(s) && !is_date(s) {
+            return Err(bad(
+                key,
+                format!("`{s}` is not a calendar date (month 01–12, a day the month has)"),
+            ));
+        }
+    }
     let bound = match value {
         Value::Number(n) => n.as_f64().map(Bound::Number),
         Value::String(s) if is_date(s) => Some(Bound::Date(s.clone())),
@@ -261,8 +269,8 @@ fn range(
     Ok(Test::Range { lower, upper })
 }
 
-/// `YYYY-MM-DD`, alone or followed by a time (`T…` or ` …`).
-fn is_date(s: &str) -> bool {
+/// Shaped as `YYYY-MM-DD`, alone or followed by a time (`T…` or ` …`).
+fn date_shaped(s: &str) -> bool {
     let b = s.as_bytes();
     let digits =
         |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
@@ -272,6 +280,28 @@ fn is_date(s: &str) -> bool {
         && b.get(7) == Some(&b'-')
         && digits(8..10)
         && matches!(b.get(10), None | Some(b'T' | b't' | b' '))
+}
+
+/// A real calendar date `YYYY-MM-DD` (optionally followed by a time):
+/// `2023-13-45` and `2023-02-30` are not. A metadata value that is not one
+/// never matches a date range.
+pub fn is_date(s: &str) -> bool {
+    if !date_shaped(s) {
+        return false;
+    }
+    let number = |r: std::ops::Range<usize>| s.get(r).and_then(|d| d.parse::<u32>().ok());
+    let (Some(year), Some(month), Some(day)) = (number(0..4), number(5..7), number(8..10)) else {
+        return false;
+    };
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
 }
 
 /// The operators of a clause, longest first.
@@ -314,6 +344,18 @@ fn parse_clause(clause: &str) -> Result<Condition, FilterError> {
     let raw = text[at + op.len()..].trim();
     if raw.is_empty() {
         return Err(bad(clause, "no value after the operator"));
+    }
+    if let Some(extra) = raw
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '=' | '<' | '>' | '!'))
+    {
+        return Err(bad(
+            clause,
+            format!(
+                "`{op}{extra}` is not an operator; write key=value, key!=value, key>=v, key>v, key<=v or key<v"
+            ),
+        ));
     }
     let value = clause_value(raw);
     let test = match op {
@@ -608,12 +650,45 @@ mod tests {
     }
 
     #[test]
+    fn dates_are_calendar_dates() {
+        for ok in [
+            "2024-02-29",
+            "2000-02-29",
+            "2023-12-31T23:59:59Z",
+            "2023-01-01 10:00",
+        ] {
+            assert!(is_date(ok), "{ok}");
+        }
+        for bad in [
+            "2023-02-29",
+            "1900-02-29",
+            "2023-13-01",
+            "2023-00-10",
+            "2023-04-31",
+            "2023-01-00",
+            "2023-1-01",
+        ] {
+            assert!(!is_date(bad), "{bad}");
+        }
+        // A metadata value that is no date never matches a date range.
+        let f = cli(&["date>=2023-01-01"]);
+        let meta = |d: &str| json!({ "date": d }).as_object().cloned().expect("object");
+        assert!(f.matches(Some(&meta("2023-05-01"))));
+        assert!(!f.matches(Some(&meta("2023-13-45"))));
+    }
+
+    #[test]
     fn bad_filters_say_what_is_wrong() {
         for (clause, says) in [
             ("source", "no operator"),
             ("=wiki", "no field name"),
             ("year>=", "no value"),
             ("year>=recent", "number or an ISO 8601 date"),
+            ("year=>2019", "`=>` is not an operator"),
+            ("year==2019", "`==` is not an operator"),
+            ("year<>2019", "`<>` is not an operator"),
+            ("date>=2023-13-45", "not a calendar date"),
+            ("date<2023-02-30", "not a calendar date"),
             ("tenant in a, b", "in brackets"),
         ] {
             let e = Filter::parse_clauses(&[clause]).expect_err(clause);

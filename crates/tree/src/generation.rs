@@ -331,11 +331,13 @@ pub(crate) fn settle(tree: &Path) -> Result<()> {
                 drop(lock);
                 return Ok(());
             }
-            None if started.elapsed() > SETTLE_WAIT => return Err(Error::Param(format!(
+            None if started.elapsed() > SETTLE_WAIT => {
+                return Err(Error::Param(format!(
                 "{} is being saved by another process ({} is locked): try again when it is done",
                 tree.display(),
                 lock_path(tree).display()
-            ))),
+            )))
+            }
             None => std::thread::sleep(std::time::Duration::from_millis(20)),
         }
     }

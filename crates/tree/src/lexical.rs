@@ -108,6 +108,18 @@ impl DocumentIndex {
         self.index.folder()
     }
 
+    /// Whether a read found the index's files damaged.
+    pub fn is_damaged(&self) -> bool {
+        self.index.is_damaged()
+    }
+
+    /// The index's files that fail their checksums (none: whole).
+    pub fn verify(&self) -> Result<Vec<PathBuf>> {
+        self.index
+            .verify()
+            .map_err(|e| Error::Encode(e.to_string()))
+    }
+
     /// The top `n` document nodes for a query with their BM25 scores, best
     /// first (equal scores: the lower node id first). Fails only when a
     /// stored index cannot be read.
@@ -409,7 +421,12 @@ fn open_index_folder(
             "the tree's lexical index folder is missing: copy it beside the tree file, or rebuild the tree".into(),
         ));
     }
-    if paired_hash(dir)? != format!("{paired:032x}") {
+    let pairing = paired_hash(dir).map_err(|e| {
+        bad(format!(
+            "is not a tree's lexical index folder ({PAIRING_FILE} cannot be read: {e}): copy the tree's own folder beside it, or rebuild the tree"
+        ))
+    })?;
+    if pairing != format!("{paired:032x}") {
         return Err(bad(
             "this lexical index folder does not belong to its tree file (another build's): copy the matching folder beside the tree, or rebuild".into(),
         ));

@@ -341,12 +341,16 @@ impl Tree {
     }
 
     /// A side file this tree reads from (its text store or lexical index)
-    /// that was written over in place since it was loaded: its data no
-    /// longer match the tree. Replace trees by writing new files and
-    /// renaming them over the old (as `treenav build` does), then reload.
+    /// that was written over in place since it was loaded, or whose
+    /// tantivy files a read found damaged: its data no longer match the
+    /// tree. Replace trees by writing new files and renaming them over the
+    /// old (as `treenav build` does), then reload.
     pub fn changed_on_disk(&self) -> Option<&std::path::Path> {
         let texts = self.texts.as_ref().and_then(|t| t.store.changed());
-        texts.or_else(|| self.lexical.as_ref()?.file.as_ref()?.changed())
+        let lexical = self.lexical.as_ref();
+        texts
+            .or_else(|| lexical?.file.as_ref()?.changed())
+            .or_else(|| lexical.filter(|l| l.index.is_damaged())?.index.folder())
     }
 
     /// The lexical index and statistics stored beside the tree file, if it

@@ -179,6 +179,14 @@ fn front_matter(text: &str) -> std::result::Result<FrontMatter<'_>, (usize, Prob
         if bare == "---" || bare == "..." {
             let yaml = &rest[..at];
             let body = &rest[at + line.len()..];
+            if let Some((line, depth)) = too_deep(yaml) {
+                return Err((
+                    line + 1,
+                    Problem::FrontMatter(format!(
+                        "nested {depth} deep; front matter may nest at most {MAX_FRONT_MATTER_DEPTH} levels"
+                    )),
+                ));
+            }
             let value: Value = match serde_yaml_ng::from_str(yaml) {
                 Ok(v) => v,
                 Err(e) => {
@@ -199,6 +207,46 @@ fn front_matter(text: &str) -> std::result::Result<FrontMatter<'_>, (usize, Prob
     }
     // No closing line: not front matter, only a rule at the top.
     Ok((Map::new(), text))
+}
+
+/// The deepest front matter read: the YAML parser's own limit is reached
+/// only after quadratic work (100,000 levels took 47 s).
+const MAX_FRONT_MATTER_DEPTH: usize = 64;
+
+/// Where YAML nests past [`MAX_FRONT_MATTER_DEPTH`], found in one pass
+/// before parsing: the line (from 1, in the YAML) and a depth at least that
+/// deep. Nesting counts open flow brackets (`[`, `{`) and, per line, the
+/// block levels its indentation (two columns a level) and leading `- `
+/// items open. An over-count (a bracket inside a quoted string) can only
+/// refuse deeply bracketed text, never let deep nesting through.
+fn too_deep(yaml: &str) -> Option<(usize, usize)> {
+    let mut flow = 0usize;
+    for (n, line) in yaml.lines().enumerate() {
+        let body = line.trim_start();
+        let mut block = (line.len() - body.len()) / 2;
+        let mut rest = body;
+        while let Some(after) = rest
+            .strip_prefix('-')
+            .filter(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        {
+            block += 1;
+            rest = after.trim_start();
+        }
+        for c in line.chars() {
+            match c {
+                '[' | '{' => flow += 1,
+                ']' | '}' => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            if flow + block > MAX_FRONT_MATTER_DEPTH {
+                return Some((n + 1, flow + block));
+            }
+        }
+        if block > MAX_FRONT_MATTER_DEPTH {
+            return Some((n + 1, block));
+        }
+    }
+    None
 }
 
 /// A document with its front matter: `title` names it, the other fields

@@ -419,6 +419,38 @@ mod tests {
             err.as_deref().is_some_and(|e| e.contains("not a mapping")),
             "{err:?}"
         );
+        // Nesting 100,000 deep (flow, block items, indentation) is refused
+        // at once, before the parser's quadratic work; 10 levels are read.
+        let deep = [
+            format!("a: {}1{}", "[".repeat(100_000), "]".repeat(100_000)),
+            format!("a:\n{}x", "- ".repeat(100_000)),
+            (0..200)
+                .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+                .collect(),
+        ];
+        for yaml in deep {
+            let started = std::time::Instant::now();
+            let err = load_str(
+                &format!("---\n{yaml}\n---\ntext\n"),
+                "n.md",
+                Format::Files,
+                &opts(),
+            )
+            .err()
+            .map(|e| e.to_string());
+            assert!(
+                err.as_deref()
+                    .is_some_and(|e| e.contains("at most 64 levels")),
+                "{err:?}"
+            );
+            assert!(
+                started.elapsed().as_secs() < 5,
+                "took {:?}",
+                started.elapsed()
+            );
+        }
+        let ten = format!("---\na: {}1{}\n---\ntext\n", "[".repeat(10), "]".repeat(10));
+        assert!(load_str(&ten, "n.md", Format::Files, &opts()).is_ok());
         // A rule at the top with no closing line is text.
         let c = load_str("---\nJust text.\n", "n.md", Format::Files, &opts())?;
         assert_eq!(c.documents[0].metadata, None);

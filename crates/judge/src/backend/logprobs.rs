@@ -289,9 +289,10 @@ impl Logprobs {
         instruction: &str,
         max_tokens: u32,
     ) -> Result<Reading> {
-        let body = self.body(state, question, instruction, max_tokens);
-        let reply = self.remote.post::<Reply>(NAME, &body).await?;
-        reply.into_reading().ok_or_else(|| {
+        let reading = self
+            .read_reply(state, question, instruction, max_tokens)
+            .await?;
+        reading.ok_or_else(|| {
             Error::malformed(
                 NAME,
                 format!(
@@ -300,6 +301,20 @@ impl Logprobs {
                 ),
             )
         })
+    }
+
+    /// [`Self::read`], a reply without log-probabilities as `None` (any
+    /// other fault, a cut-off or oversized body or a NaN, is its own error).
+    async fn read_reply(
+        &self,
+        state: &str,
+        question: &str,
+        instruction: &str,
+        max_tokens: u32,
+    ) -> Result<Option<Reading>> {
+        let body = self.body(state, question, instruction, max_tokens);
+        let reply = self.remote.post::<Reply>(NAME, &body).await?;
+        Ok(reply.into_reading())
     }
 
     async fn ask(
@@ -402,10 +417,12 @@ impl Logprobs {
     /// generation, and reports what the endpoint returned.
     pub(crate) async fn probe(&self, state: &str, question: &str) -> Result<LlmProbe> {
         let instruction = YES_NO;
-        let first = self.read(state, question, instruction, 8).await;
+        // Only a reply without log-probabilities is reported as such; any
+        // other fault is the error `query` would give.
+        let first = self.read_reply(state, question, instruction, 8).await?;
         let r = match first {
-            Ok(r) => r,
-            Err(e) if e.kind == crate::ErrorKind::MalformedResponse => {
+            Some(r) => r,
+            None => {
                 return Ok(LlmProbe {
                     api: self.api.name(),
                     logprobs: false,
@@ -417,7 +434,6 @@ impl Logprobs {
                     cached_prompt_tokens: None,
                 })
             }
-            Err(e) => return Err(e),
         };
         let again = self.read(state, question, instruction, 1).await?;
         let labels = ["yes".to_string(), "no".to_string()];

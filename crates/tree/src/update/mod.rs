@@ -55,6 +55,9 @@ pub struct Report {
     pub removed: usize,
     /// Ids asked to be removed that the tree does not have.
     pub not_found: Vec<String>,
+    /// Documents given again exactly as the tree holds them (same title,
+    /// metadata and passages): left as they are.
+    pub unchanged: usize,
     /// Leaf clusters split in this update.
     pub splits: u64,
     /// Clusters merged into a sibling or dropped when emptied.
@@ -299,13 +302,33 @@ pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
 /// (needed unless the tree is TF-IDF's or stores its vectors' model).
 pub async fn add(
     path: &Path,
-    corpus: Corpus,
+    mut corpus: Corpus,
     embedder: Option<&Embedder>,
     progress: &dyn Progress,
 ) -> Result<Report> {
     // Room for the new nodes: documents, passages, a few clusters.
     let room = corpus.documents.len() * 2 + corpus.passage_count();
     let mut session = Session::open(path, embedder, room).await?;
+    // Documents the tree holds exactly as given are left alone: adding the
+    // same documents again changes nothing (no new generation at all).
+    let given = corpus.documents.len();
+    let held = session.by_id();
+    let mut kept = Vec::with_capacity(given);
+    for d in std::mem::take(&mut corpus.documents) {
+        match held.get(&d.id) {
+            Some(nodes) if holds_as_given(&session.tree, nodes, &d)? => {}
+            _ => kept.push(d),
+        }
+    }
+    corpus.documents = kept;
+    let unchanged = given - corpus.documents.len();
+    if corpus.documents.is_empty() {
+        return Ok(Report {
+            generation: current_generation(&session.tree).number,
+            unchanged,
+            ..Report::default()
+        });
+    }
     let branching = session.tree.meta().branching as usize;
     let units = units(&corpus, branching);
     progress.stage("embedding", units.len() as u64);
@@ -360,7 +383,42 @@ pub async fn add(
     report.added = corpus.documents.len() - replaced;
     report.replaced = replaced;
     report.relabelled = relabelled;
+    report.unchanged = unchanged;
     Ok(report)
+}
+
+/// Whether the tree's document nodes `nodes` (its parts) hold `doc` as
+/// given: the same title and metadata, the same passages (ids and texts)
+/// in the same order.
+fn holds_as_given(tree: &Tree, nodes: &[NodeId], doc: &treenav_corpus::Document) -> Result<bool> {
+    let mut parts: Vec<(u32, NodeId)> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        match tree.get(*n).map(|n| &n.kind) {
+            Some(NodeKind::Document {
+                title,
+                metadata,
+                part,
+                ..
+            }) if *title == doc.title && *metadata == doc.metadata => {
+                parts.push((part.map_or(0, |(i, _)| i), *n));
+            }
+            _ => return Ok(false),
+        }
+    }
+    parts.sort_unstable();
+    let mut given = doc.passages.iter();
+    for (_, n) in parts {
+        for p in tree.children(n) {
+            let Some(expected) = given.next() else {
+                return Ok(false);
+            };
+            let same_id = matches!(tree.get(*p).map(|n| &n.kind), Some(NodeKind::Passage { id, .. }) if *id == expected.id);
+            if !same_id || tree.passage_text(*p)? != expected.text {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(given.next().is_none())
 }
 
 /// Removes the documents with the given source ids (every part of each)

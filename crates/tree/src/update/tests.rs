@@ -89,7 +89,11 @@ async fn added_documents_land_among_their_topic_and_removed_ones_are_gone() {
 
     // 60 new documents, and 6 of the old ones again (replaced).
     let mut new = corpus(0..60, "n");
-    new.documents.extend(corpus(0..6, "d").documents);
+    let mut revised = corpus(0..6, "d").documents;
+    for d in &mut revised {
+        d.title.push_str(" (revised)");
+    }
+    new.documents.extend(revised);
     let report = add(&path, new, None, &NoProgress).await.expect("add");
     assert_eq!(
         (report.added, report.replaced, report.generation),
@@ -287,4 +291,130 @@ async fn a_crash_on_either_side_of_the_index_commit_gives_before_or_after() {
     std::fs::remove_file(delta_path(&path)).expect("rm");
     let err = file::load(&path).expect_err("no delta");
     assert!(err.to_string().contains("generation 2"), "{err}");
+}
+
+/// Adding the documents a tree holds, as it holds them, changes nothing:
+/// no generation, no delta growth, no restructuring, however often.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_the_same_documents_again_is_a_no_op() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    let first = add(&path, corpus(0..30, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    assert_eq!((first.added, first.generation), (30, 1));
+    let delta = std::fs::read(crate::delta::delta_path(&path)).expect("delta");
+    for _ in 0..5 {
+        let mut again = corpus(0..30, "n");
+        again.documents.extend(corpus(0..120, "d").documents);
+        let report = add(&path, again, None, &NoProgress)
+            .await
+            .expect("add again");
+        assert_eq!(
+            (
+                report.added,
+                report.replaced,
+                report.unchanged,
+                report.generation
+            ),
+            (0, 0, 150, 1)
+        );
+    }
+    assert_eq!(
+        std::fs::read(crate::delta::delta_path(&path)).expect("delta"),
+        delta
+    );
+    // One changed document among them is replaced, alone.
+    let mut again = corpus(0..30, "n");
+    again.documents[3].passages[0].text.push_str(" Revised.");
+    let report = add(&path, again, None, &NoProgress)
+        .await
+        .expect("add changed");
+    assert_eq!(
+        (report.replaced, report.unchanged, report.generation),
+        (1, 29, 2)
+    );
+}
+
+/// A broken tantivy folder (empty, a link to another folder, its pairing
+/// file gone) is named in the error, not the `.lexical` file beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_index_folder_is_the_one_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    let folder = crate::file::index_folder(&path);
+    let kept = dir.path().join("kept-index");
+    std::fs::rename(&folder, &kept).expect("move aside");
+    let breakages: [&dyn Fn(); 3] = [
+        &|| std::fs::create_dir(&folder).expect("empty folder"),
+        &|| std::os::unix::fs::symlink("/etc", &folder).expect("symlink"),
+        &|| {
+            copy_dir(&kept, &folder);
+            std::fs::remove_file(folder.join("treenav-lexical.hash")).expect("remove hash");
+        },
+    ];
+    for (i, breakage) in breakages.iter().enumerate() {
+        let _ = std::fs::remove_file(&folder);
+        let _ = std::fs::remove_dir_all(&folder);
+        breakage();
+        let e = file::load(&path).expect_err("refused").to_string();
+        assert!(
+            e.contains(".tantivy") && e.contains("not a tree's lexical index folder"),
+            "case {i}: {e}"
+        );
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("dir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+    }
+}
+
+/// A tree on a read-only folder (another user's, a read-only mount) opens
+/// and answers: reading takes no lock file. Needs a read-only bind mount
+/// (root); skipped, saying so, where the machine gives none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_in_a_read_only_folder_opens_and_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("rw")).expect("dir");
+    let path = saved_tree(&dir.path().join("rw")).await;
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).expect("dir");
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let (rw, ro_s) = (
+        path.parent().expect("dir").to_string_lossy().into_owned(),
+        ro.to_string_lossy().into_owned(),
+    );
+    if !mount(&["--bind", &rw, &ro_s]) {
+        println!("SKIPPED read-only tree test: cannot bind-mount here (needs root)");
+        return;
+    }
+    let remounted = mount(&["-o", "remount,ro,bind", &ro_s]);
+    let result = std::panic::catch_unwind(|| {
+        assert!(remounted, "remount read-only");
+        assert!(
+            std::fs::write(ro.join("probe"), "x").is_err(),
+            "the mount is read-only"
+        );
+        let tree = file::load(&ro.join("t.tree")).expect("a read-only tree opens");
+        let hits = tree
+            .lexical()
+            .expect("lexical")
+            .index
+            .search_scored("volcano magma", 5)
+            .expect("search");
+        assert!(!hits.is_empty());
+    });
+    let _ = std::process::Command::new("umount").arg(&ro).status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }
