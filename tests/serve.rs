@@ -878,6 +878,82 @@ async fn a_side_file_written_over_in_place_is_refused_until_reloaded() {
     s.shutdown().await;
 }
 
+/// A byte of the served tree's tantivy files damaged in place: each
+/// request gets a JSON answer (an error, never a dropped connection), the
+/// tree answers 503 once damage was read and `/readyz` says so, and no
+/// request is left counted in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_index_fails_requests_cleanly_and_is_not_ready() {
+    use std::io::{Seek, SeekFrom, Write};
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path: path.clone(),
+    };
+    let s = start_with(
+        dir.clone(),
+        ServeOptions::new(vec![spec], JudgeOptions::default()),
+    )
+    .await;
+    assert_eq!(
+        post(&s.base, "/v1/retrieve", question()).await.0,
+        StatusCode::OK
+    );
+    let folder = treenav::tree::file::index_folder(&path);
+    let segment_files: Vec<std::path::PathBuf> = std::fs::read_dir(&folder)
+        .expect("folder")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+        .collect();
+    let mut failed = 0;
+    for file in &segment_files {
+        // The posting data, in place and never truncated (the server has
+        // the files mapped; their footers were read at open).
+        let mut bytes = std::fs::read(file).expect("read");
+        let body = bytes.len().saturating_sub(64);
+        for b in &mut bytes[..body] {
+            *b ^= 0x5a;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file)
+            .expect("open");
+        f.seek(SeekFrom::Start(0)).expect("seek");
+        f.write_all(&bytes[..body]).expect("write");
+        f.sync_all().expect("sync");
+    }
+    for q in [
+        "Tesla alternating current",
+        "Normans in France",
+        "Tesla Edison",
+        "oxygen",
+    ] {
+        let (status, body) = post(
+            &s.base,
+            "/v1/retrieve",
+            json!({"tree": "sample", "query": q}),
+        )
+        .await;
+        assert!(body.is_object(), "{status}: not a JSON answer");
+        if status != StatusCode::OK {
+            failed += 1;
+        }
+    }
+    assert!(failed > 0, "the damage was never read");
+    let (status, ready) = get(&s.base, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
+    assert!(ready.contains("found damaged"), "{ready}");
+    let (_, metrics) = get(&s.base, "/metrics").await;
+    let in_flight = metrics
+        .lines()
+        .find(|l| l.starts_with("treenav_http_in_flight"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(in_flight.is_some_and(|n| n <= 1.0), "{in_flight:?}");
+    s.shutdown().await;
+}
+
 /// A tree of notes with metadata (tests/fixtures/notes-metadata.jsonl:
 /// `tenant` a/b, `year` 2015–2024, `lang`, `tags`) served as `notes`: a
 /// filter keeps every other document out of both strategies' answers, every

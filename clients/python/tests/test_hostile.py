@@ -137,3 +137,65 @@ def test_async_calls_hold_the_same_line(raw: List[RawServer]) -> None:
 
     asyncio.run(run())
     assert other.requests == []
+
+
+class EchoServer(RawServer):
+    """Answers 400 quoting the request it got (headers and all)."""
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                request = conn.recv(65536)
+                self.requests.append(request)
+                body = (b'{"error": {"code": "bad", "message": "you sent: '
+                        + request.replace(b"\\", b"\\\\").replace(b'"', b"'").replace(b"\r\n", b" | ")
+                        + b'"}}')
+                conn.sendall(http("400 Bad Request", body))
+            except OSError:
+                pass
+
+
+def test_no_token_or_password_reaches_an_error_or_repr(raw: List[RawServer]) -> None:
+    echo = EchoServer(b"")
+    raw.append(echo)
+    with_password = echo.url.replace("http://", "http://alice:pw-hunter2-xyz@")
+    for client in [
+        TreenavClient(echo.url, token="tok-secret-12345", timeout=5),
+        TreenavClient(with_password, timeout=5),
+    ]:
+        shown = repr(client)
+        with pytest.raises(TreenavError) as e:
+            client.trees()
+        shown += f" {e.value} {e.value.message!r} {e.value!r}"
+        assert "you sent" in shown, "the echo did not reach the error"
+        for secret in ["tok-secret-12345", "pw-hunter2-xyz", "YWxpY2U6cHctaHVudGVyMi14eXo"]:
+            assert secret not in shown, shown
+    # The password was sent, as Basic auth, and the URL carries none.
+    assert any(b"Authorization: Basic YWxpY2U6cHctaHVudGVyMi14eXo" in r for r in echo.requests)
+    assert TreenavClient(with_password).base_url == echo.url
+
+
+def test_a_trickling_server_never_starves_another_client(raw: List[RawServer]) -> None:
+    body = b'{"trees": []}'
+    slow = serve(raw, http("200 OK", body) + b" " * 200, trickle=0.05)
+    healthy = serve(raw, http("200 OK", b'{"version": 1, "trees": []}'))
+    stuck = TreenavClient(slow.url, timeout=1.0)
+    errors: List[str] = []
+
+    def hammer() -> None:
+        try:
+            stuck.trees()
+        except TreenavError as e:
+            errors.append(e.code)
+
+    threads = [threading.Thread(target=hammer) for _ in range(48)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert TreenavClient(healthy.url, timeout=3).trees() == []
+    assert time.monotonic() - started < 2
+    for t in threads:
+        t.join()
+    assert errors and set(errors) == {"timeout"}

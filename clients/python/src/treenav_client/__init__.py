@@ -7,6 +7,7 @@ Standard library only. The LangChain and LlamaIndex retrievers live in
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import http.client
 import json
@@ -261,7 +262,9 @@ class TreenavClient:
     """A client of one `treenav serve`.
 
     ``token`` (or the ``TREENAV_TOKEN`` environment variable) is sent as a
-    bearer token. Overloaded answers (503) are retried after their
+    bearer token; a ``user:password@`` in ``base_url`` is taken out of it and
+    sent as Basic auth. Neither ever appears in ``repr()`` or an error (a
+    server echoing them back is scrubbed). Overloaded answers (503) are retried after their
     ``Retry-After``, at most ``retries`` times. ``timeout`` bounds the whole
     call, retries included, however slowly a server answers. Redirects are
     never followed (a token is never sent elsewhere). Every failure is a
@@ -282,13 +285,56 @@ class TreenavClient:
             raise ValueError("timeout must be positive")
         if retries < 0:
             raise ValueError("retries must not be negative")
-        self.base_url = base_url.rstrip("/")
+        self.base_url, self._basic = _split_credentials(base_url.rstrip("/"))
         self._token = token if token is not None else os.environ.get("TREENAV_TOKEN")
         self.timeout = timeout
         self.retries = retries
+        # A pool of this client's own: a server trickling its answers ties
+        # up this client's threads, never another client's.
+        self._workers: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
-    def __repr__(self) -> str:  # never shows the token
-        return f"TreenavClient({self.base_url!r}, token={'set' if self._token else 'none'})"
+    def __repr__(self) -> str:  # never shows the token or a password
+        return f"TreenavClient({self.base_url!r}, token={'set' if self._token or self._basic else 'none'})"
+
+    def close(self) -> None:
+        """Stops this client's worker threads (also done when it is collected)."""
+        if self._workers is not None:
+            self._workers.shutdown(wait=False, cancel_futures=True)
+            self._workers = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutting down
+            pass
+
+    def _authorization(self) -> Optional[str]:
+        if self._token:
+            return f"Bearer {self._token}"
+        if self._basic:
+            return "Basic " + base64.b64encode(self._basic.encode("utf-8")).decode("ascii")
+        return None
+
+    def _secrets(self) -> List[str]:
+        """Every form of the credentials a server could echo back."""
+        out = []
+        if self._token:
+            out.append(self._token)
+        if self._basic:
+            out.append(base64.b64encode(self._basic.encode("utf-8")).decode("ascii"))
+            out.append(self._basic)
+            password = self._basic.split(":", 1)[1] if ":" in self._basic else ""
+            out.append(password)
+            out.append(urllib.parse.quote(password, safe=""))
+        return [x for x in out if len(x) >= 4]
+
+    def _scrubbed(self, e: TreenavError) -> TreenavError:
+        message = e.message
+        for secret in self._secrets():
+            message = message.replace(secret, "***")
+        if message == e.message:
+            return e
+        return TreenavError(e.status, e.code, message, e.field, e.retry_after)
 
     # -- routes ------------------------------------------------------------
 
@@ -422,7 +468,7 @@ class TreenavClient:
                 return self._within(deadline, method, route, body)
             except TreenavError as e:
                 if e.status != 503 or e.retry_after is None or attempt >= self.retries:
-                    raise
+                    raise self._scrubbed(e) from None
                 wait = min(e.retry_after, MAX_RETRY_WAIT)
                 if time.monotonic() + wait >= deadline:
                     raise
@@ -435,23 +481,29 @@ class TreenavClient:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s")
-        future = _WORKERS.submit(self._once, method, route, body, left)
+        if self._workers is None:
+            self._workers = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_WORKERS_PER_CLIENT, thread_name_prefix="treenav-client"
+            )
+        future = self._workers.submit(self._once, method, route, body, deadline)
         try:
             return future.result(timeout=left)
         except concurrent.futures.TimeoutError:
             raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s") from None
 
-    def _once(self, method: str, route: str, body: Any, timeout: float) -> Any:
+    def _once(self, method: str, route: str, body: Any, deadline: float) -> Any:
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(self.base_url + route, data=data, method=method)
         request.add_header("Accept", "application/json")
         if data is not None:
             request.add_header("Content-Type", "application/json")
-        if self._token:
-            request.add_header("Authorization", f"Bearer {self._token}")
+        authorization = self._authorization()
+        if authorization:
+            request.add_header("Authorization", authorization)
         try:
-            with _OPENER.open(request, timeout=timeout) as response:
-                raw = response.read(MAX_RESPONSE_BYTES + 1)
+            left = max(deadline - time.monotonic(), 0.001)
+            with _OPENER.open(request, timeout=left) as response:
+                raw = _read_until(response, deadline, self.base_url + route)
                 _check_length(response.status, response.headers.get("Content-Length"), raw)
                 return _decode(response.status, raw)
         except urllib.error.HTTPError as e:
@@ -477,11 +529,14 @@ class TreenavClient:
             return await asyncio.wait_for(self._ahttpx(httpx, method, route, body), self.timeout)
         except asyncio.TimeoutError:
             raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s") from None
+        except TreenavError as e:
+            raise self._scrubbed(e) from None
 
     async def _ahttpx(self, httpx: Any, method: str, route: str, body: Optional[Dict[str, Any]]) -> Any:
         headers = {"Accept": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
+        authorization = self._authorization()
+        if authorization:
+            headers["Authorization"] = authorization
         attempt = 0
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
             while True:
@@ -549,8 +604,44 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
-#: Worker threads the calls run on (so a deadline can bound a whole call).
-_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="treenav-client")
+#: Worker threads of one client (its calls run on them, so a deadline can
+#: bound a whole call).
+_WORKERS_PER_CLIENT = 16
+
+#: Bytes read at a time, the deadline checked between reads.
+_READ_CHUNK = 64 << 10
+
+
+def _read_until(response: Any, deadline: float, url: str) -> bytes:
+    """The body, read in chunks until ``deadline``: a server trickling it
+    byte by byte frees the worker thread at the deadline, not later."""
+    chunks = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TreenavError(0, "timeout", f"{url}: the answer did not arrive in time")
+        chunk = response.read1(_READ_CHUNK) if hasattr(response, "read1") else response.read(_READ_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            return b"".join(chunks)
+
+
+def _split_credentials(url: str) -> "tuple[str, Optional[str]]":
+    """The URL without a ``user:password@``, and ``user:password`` (decoded)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    clean = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    return clean, f"{user}:{password}"
 
 
 def _check_length(status: int, declared: Optional[str], raw: bytes) -> None:
