@@ -878,6 +878,72 @@ async fn a_side_file_written_over_in_place_is_refused_until_reloaded() {
     s.shutdown().await;
 }
 
+/// A FIFO planted as the tree's lock: an update is refused at once, the
+/// service keeps answering (`/healthz`, queries), and the compact route
+/// works once the lock is a file again.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_lock_hangs_neither_an_update_nor_the_service() {
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path: path.clone(),
+    };
+    let s = start_with(
+        dir.clone(),
+        ServeOptions::new(vec![spec], JudgeOptions::default()),
+    )
+    .await;
+    let lock = treenav::tree::generation::lock_path(&path);
+    let _ = std::fs::remove_file(&lock);
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&lock)
+        .status()
+        .expect("mkfifo")
+        .success());
+    let doc = json!([{"id": "fifo-doc", "title": "Pipes", "text": "A named pipe under the lock's name."}]);
+    let update = tokio::time::timeout(
+        Duration::from_secs(20),
+        post(&s.base, "/v1/trees/sample/documents", doc.clone()),
+    )
+    .await
+    .expect("the update hangs on a FIFO lock");
+    assert!(
+        update.0.is_server_error() || update.0.is_client_error(),
+        "{update:?}"
+    );
+    assert_eq!(get(&s.base, "/healthz").await.0, StatusCode::OK);
+    assert_eq!(
+        post(&s.base, "/v1/retrieve", question()).await.0,
+        StatusCode::OK
+    );
+    std::fs::remove_file(&lock).expect("remove the FIFO");
+    let (status, added) = post(&s.base, "/v1/trees/sample/documents", doc).await;
+    assert_eq!(status, StatusCode::OK, "{added}");
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/trees/sample/compact", s.base))
+        .send()
+        .await
+        .expect("compact");
+    let status = r.status();
+    let compacted: Value = r.json().await.unwrap_or(Value::Null);
+    assert_eq!(status, StatusCode::OK, "{compacted}");
+    assert_eq!(compacted["generation"], 0, "{compacted}");
+    let r = reqwest::Client::new()
+        .delete(format!("{}/v1/trees/sample/documents", s.base))
+        .json(&json!({"ids": ["fifo-doc"]}))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(r.status(), StatusCode::OK);
+    let gone: Value = r.json().await.expect("json");
+    assert_eq!(
+        gone["removed"], 1,
+        "the posted id is the deleted id: {gone}"
+    );
+    s.shutdown().await;
+}
+
 /// A byte of the served tree's tantivy files damaged in place: each
 /// request gets a JSON answer (an error, never a dropped connection), the
 /// tree answers 503 once damage was read and `/readyz` says so, and no
@@ -944,13 +1010,10 @@ async fn a_damaged_index_fails_requests_cleanly_and_is_not_ready() {
     let (status, ready) = get(&s.base, "/readyz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
     assert!(ready.contains("found damaged"), "{ready}");
-    let (_, metrics) = get(&s.base, "/metrics").await;
-    let in_flight = metrics
-        .lines()
-        .find(|l| l.starts_with("treenav_http_in_flight"))
-        .and_then(|l| l.split_whitespace().last())
-        .and_then(|v| v.parse::<f64>().ok());
-    assert!(in_flight.is_some_and(|n| n <= 1.0), "{in_flight:?}");
+    // The service still answers (no worker lost to a panic). (The
+    // in-flight gauge is process-wide, shared with the tests running
+    // beside this one, so it is not read here.)
+    assert_eq!(get(&s.base, "/healthz").await.0, StatusCode::OK);
     s.shutdown().await;
 }
 
@@ -1144,12 +1207,22 @@ async fn documents_added_and_removed_while_16_clients_query() {
             .all(|p| p["document_id"] != "u7"),
         "{v}"
     );
+    // The same document again is left alone; a changed one replaces it.
     let (status, v) = post(
         &s.base,
         "/v1/trees/sample/documents",
         json!([update_doc(0, 8)]),
     )
     .await;
+    assert_eq!(
+        (status, v["unchanged"].as_u64(), v["replaced"].as_u64()),
+        (StatusCode::OK, Some(1), Some(0)),
+        "{v}"
+    );
+    let mut changed = update_doc(0, 8);
+    let revised = format!("{} Revised.", changed["text"].as_str().unwrap_or(""));
+    changed["text"] = json!(revised);
+    let (status, v) = post(&s.base, "/v1/trees/sample/documents", json!([changed])).await;
     assert_eq!(
         (status, v["replaced"].as_u64()),
         (StatusCode::OK, Some(1)),

@@ -173,12 +173,13 @@ fn file_round_trip_and_atomic_write() {
         vec![
             "t.tree",
             "t.tree.lexical",
+            "t.tree.lock",
             "t.tree.passage-vectors",
             "t.tree.tantivy",
             "t.tree.texts",
             "t.tree.vectors"
         ],
-        "the tree, its side files (the build's vectors for updates and the embedding judge too) and index folder, and no temporary file left behind"
+        "the tree, its side files (the build's vectors for updates and the embedding judge too), its writer lock and index folder, and no temporary or staged file left behind"
     );
 }
 

@@ -199,3 +199,29 @@ def test_a_trickling_server_never_starves_another_client(raw: List[RawServer]) -
     for t in threads:
         t.join()
     assert errors and set(errors) == {"timeout"}
+
+
+def test_async_calls_share_one_connection_pool(raw: List[RawServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``httpx.AsyncClient`` costs the event loop 50–150 ms to make:
+    32 concurrent calls make one, not 32."""
+    import asyncio
+
+    httpx = pytest.importorskip("httpx")
+    made: List[int] = []
+
+    class Counting(httpx.AsyncClient):  # type: ignore[misc]
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            made.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(httpx, "AsyncClient", Counting)
+    ok = serve(raw, http("200 OK", b'{"tree": "t", "query": "q", "passages": []}'))
+    client = TreenavClient(ok.url, timeout=5)
+
+    async def run() -> None:
+        found = await asyncio.gather(*(client.aretrieve("t", "q") for _ in range(32)), return_exceptions=True)
+        assert not [f for f in found if isinstance(f, BaseException)], found
+        await client.aclose()
+
+    asyncio.run(run())
+    assert len(made) == 1

@@ -371,8 +371,10 @@ pub(crate) async fn reload(State(app): State<Arc<App>>, raw: Body) -> Result<Res
 
 /// Documents as the body of `POST /v1/trees/{name}/documents`: a JSON
 /// array of records in the passages-JSONL schema (`id`, `text`, optional
-/// `title`, `doc_id`, other fields the metadata) or BEIR's (`_id`, `title`,
-/// `text`); a corpus, or a 400 naming the element at fault.
+/// `title`, `doc_id` — absent: the record is a document of its own, under
+/// its `id` — other fields the metadata) or BEIR's (`_id`, `title`,
+/// `text`), one kind per request; a corpus, or a 400 naming the element at
+/// fault.
 fn documents_of(bytes: &[u8]) -> Result<treenav_tree::corpus::Corpus, ApiError> {
     let records: Vec<serde_json::Map<String, serde_json::Value>> = parse(bytes)?;
     if records.is_empty() {
@@ -381,14 +383,43 @@ fn documents_of(bytes: &[u8]) -> Result<treenav_tree::corpus::Corpus, ApiError> 
             "no documents: send a non-empty array",
         ));
     }
-    let format = if records[0].contains_key("_id") {
+    let beir = records[0].contains_key("_id");
+    if let Some(i) = records.iter().position(|r| r.contains_key("_id") != beir) {
+        return Err(ApiError::bad_field(
+            "body",
+            format!(
+                "element {} is a {} record, element 1 a {} one: send one kind per request",
+                i + 1,
+                if beir {
+                    "passages-JSONL (`id`)"
+                } else {
+                    "BEIR (`_id`)"
+                },
+                if beir {
+                    "BEIR (`_id`)"
+                } else {
+                    "passages-JSONL (`id`)"
+                },
+            ),
+        ));
+    }
+    let format = if beir {
         treenav_tree::corpus::Format::Beir
     } else {
         treenav_tree::corpus::Format::PassagesJsonl
     };
+    // A record without `doc_id` is a document of its own, under its `id`:
+    // the id a client posts is the id it deletes.
     let lines: Vec<String> = records
-        .iter()
-        .map(|r| serde_json::Value::Object(r.clone()).to_string())
+        .into_iter()
+        .map(|mut r| {
+            if !beir && !r.contains_key("doc_id") {
+                if let Some(id) = r.get("id").cloned() {
+                    r.insert("doc_id".into(), id);
+                }
+            }
+            serde_json::Value::Object(r).to_string()
+        })
         .collect();
     treenav_tree::corpus::load_str(
         &lines.join("\n"),
@@ -443,4 +474,24 @@ pub(crate) async fn not_found() -> ApiError {
 
 pub(crate) async fn method_not_allowed() -> ApiError {
     ApiError::method_not_allowed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::documents_of;
+
+    /// The id a client posts is the id it deletes; a mixed array is refused.
+    #[test]
+    fn a_posted_record_is_a_document_under_its_own_id() {
+        let body = br#"[{"id": "vpn-setup", "title": "VPN", "text": "Connect with the client."},
+                        {"id": "p2", "doc_id": "faq", "title": "FAQ", "text": "One."},
+                        {"id": "p3", "doc_id": "faq", "title": "FAQ", "text": "Two."}]"#;
+        let corpus = documents_of(body).expect("corpus");
+        let ids: Vec<&str> = corpus.documents.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["vpn-setup", "faq"]);
+        assert_eq!(corpus.documents[1].passages.len(), 2);
+        let mixed = br#"[{"id": "a", "text": "x"}, {"_id": "b", "text": "y"}]"#;
+        let e = format!("{:?}", documents_of(mixed).expect_err("mixed"));
+        assert!(e.contains("element 2"), "{e}");
+    }
 }

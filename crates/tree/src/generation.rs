@@ -285,8 +285,19 @@ fn sync_folder(path: &Path) -> std::io::Result<()> {
 }
 
 /// Removes what an interrupted save left before its commit: the staged
-/// parts and a folder moved aside. Best effort (a failure is logged).
+/// parts, a folder moved aside, and the temp files of killed writers of
+/// every part (by their pid, once that process is gone). Best effort (a
+/// failure is logged).
 fn sweep(tree: &Path) {
+    let dir = match tree.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    for suffix in PARTS {
+        if let Some(name) = part(tree, suffix).file_name() {
+            crate::store::remove_stale_temp_files(&dir, &name.to_string_lossy());
+        }
+    }
     let staged = staged_path(tree);
     let leftovers = PARTS
         .iter()

@@ -420,7 +420,7 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
 /// of the lexical index beside them, left by saves that were killed
 /// (kill -9, power loss): ours by name, and only when that process is gone
 /// (checked in `/proc`, so only on Linux; elsewhere they are left alone).
-fn remove_stale_temp_files(dir: &Path, file_name: &str) {
+pub(crate) fn remove_stale_temp_files(dir: &Path, file_name: &str) {
     if !cfg!(target_os = "linux") {
         return;
     }
