@@ -6,7 +6,8 @@ Builds a tree of the bundled sample, serves it, then for --minutes runs
 request and stall) while one thread adds documents, removes them and
 compacts the tree through the HTTP routes. Reports every failed valid
 request, and the server's resident memory (VmRSS) sampled every 5 s:
-growth after the first minute against the level at one minute.
+its growth after the first minute, as the trend line through the samples
+says it (the allocator's level swings too much for two samples).
 
     python3 scripts/soak.py --treenav target/release/treenav --minutes 10
 
@@ -43,6 +44,22 @@ def call(base: str, method: str, route: str, body=None, timeout: float = 60.0):
     req.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return r.status, json.loads(r.read() or b"null")
+
+
+def trend(samples: list[tuple[float, int]]) -> float:
+    """RSS growth after minute 1 as the least-squares line through the
+    samples says it (its rise over the span, against its mean): the
+    allocator's level swings by a third from one sample to the next, so
+    two single samples would measure the swing, not a leak."""
+    if len(samples) < 2:
+        return 0.0
+    n = len(samples)
+    mt = sum(t for t, _ in samples) / n
+    mr = sum(r for _, r in samples) / n
+    var = sum((t - mt) ** 2 for t, _ in samples)
+    slope = sum((t - mt) * (r - mr) for t, r in samples) / var if var else 0.0
+    span = samples[-1][0] - samples[0][0]
+    return slope * span / max(mr, 1.0)
 
 
 def rss_kib(pid: int) -> int:
@@ -153,9 +170,10 @@ def main() -> int:
     server.wait(timeout=30)
 
     at_minute = next((r for t, r in samples if t >= 60), samples[0][1])
-    peak_after = max((r for t, r in samples if t >= 60), default=at_minute)
+    after = [(t, r) for t, r in samples if t >= 60] or samples[-1:]
+    peak_after = max(r for _, r in after)
     last = samples[-1][1]
-    growth = (last - at_minute) / max(at_minute, 1)
+    growth = trend(after)
     print(json.dumps({
         "minutes": args.minutes, **counts, "failed": len(failures),
         "rss_kib_at_1_min": at_minute, "rss_kib_last": last, "rss_kib_peak_after_1_min": peak_after,

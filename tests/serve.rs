@@ -1258,3 +1258,94 @@ async fn documents_added_and_removed_while_16_clients_query() {
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     s.shutdown().await;
 }
+
+/// The document ids of a retrieve answer.
+fn found_ids(found: &Value) -> Vec<String> {
+    found["passages"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p["document_id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A tree another process updates (what `treenav add`, `remove` and
+/// `compact` do to its files) is followed without a reload: the next
+/// request answers from the new generation, `/v1/trees` lists it, and a
+/// new generation that does not load leaves the old one answering with
+/// `/readyz` saying so, until the files are good again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_made_by_another_process_are_served_at_the_next_request() {
+    use treenav::tree::update;
+    let (dir, path) = sample_file().await;
+    let spec = TreeSpec {
+        name: "sample".into(),
+        path: path.clone(),
+    };
+    let s = start_with(
+        dir.clone(),
+        ServeOptions::new(vec![spec], JudgeOptions::default()),
+    )
+    .await;
+    let ask =
+        json!({"tree": "sample", "query": "quokka colony Rottnest island migration", "top": 3});
+    let (status, before) = post(&s.base, "/v1/retrieve", ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{before}");
+    assert!(!found_ids(&before).contains(&"quokka-note".to_string()));
+    assert_eq!(before["generation"], 0);
+
+    let (_, listed) = get(&s.base, "/v1/trees").await;
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    let recorded = listed["trees"][0]["embedder"].as_str().unwrap_or("");
+    let embedder = update::embedder_for(recorded)
+        .transpose()
+        .expect("the tree's embedder");
+    let corpus = treenav::corpus::load_str(
+        r#"{"_id":"quokka-note","title":"Quokka migration","text":"The quokka colony on Rottnest island migrates each spring, a migration of quokkas."}"#,
+        "new.jsonl",
+        treenav::corpus::Format::Beir,
+        &treenav::corpus::LoadOptions::default(),
+    )
+    .expect("corpus");
+    let report = update::add(&path, corpus, embedder.as_ref(), &treenav::tree::NoProgress)
+        .await
+        .expect("add");
+    assert_eq!((report.added, report.generation), (1, 1));
+    let (status, after) = post(&s.base, "/v1/retrieve", ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{after}");
+    assert_eq!(after["generation"], 1, "{after}");
+    assert_eq!(
+        found_ids(&after).first().map(String::as_str),
+        Some("quokka-note")
+    );
+    let (_, listed) = get(&s.base, "/v1/trees").await;
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    assert_eq!(listed["trees"][0]["generation"], 1);
+
+    update::remove(&path, &["quokka-note".to_string()], embedder.as_ref())
+        .await
+        .expect("remove");
+    let (_, removed) = post(&s.base, "/v1/retrieve", ask.clone()).await;
+    assert_eq!(removed["generation"], 2, "{removed}");
+    assert!(!found_ids(&removed).contains(&"quokka-note".to_string()));
+
+    // A new tree file that does not load, renamed in: the old generation
+    // answers, /readyz says why it is not ready; good files again, ready.
+    let good = std::fs::read(&path).expect("read");
+    let staged = dir.path().join("broken.tmp");
+    std::fs::write(&staged, b"TRNVTREE not a tree").expect("write");
+    std::fs::rename(&staged, &path).expect("rename");
+    let (status, old) = post(&s.base, "/v1/retrieve", ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{old}");
+    assert_eq!(old["generation"], 2);
+    let (status, ready) = get(&s.base, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
+    assert!(ready.contains("newer generation on disk"), "{ready}");
+    std::fs::write(&staged, good).expect("write");
+    std::fs::rename(&staged, &path).expect("rename");
+    let (status, ready) = get(&s.base, "/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{ready}");
+    s.shutdown().await;
+}

@@ -30,6 +30,12 @@ impl App {
                 "tree `{name}` was written over in place or found damaged while served; reload it (or restore its files)"
             ));
         }
+        let stale = self.registry.stale().await;
+        for name in &stale {
+            problems.push(format!(
+                "tree `{name}` has a newer generation on disk that does not load (see the server log); the older one answers"
+            ));
+        }
         let judge_ok = match outcome {
             Ok(warnings) => {
                 problems.extend(warnings);
@@ -41,7 +47,7 @@ impl App {
             }
         };
         Readiness {
-            ready: trees > 0 && judge_ok && changed.is_empty(),
+            ready: trees > 0 && judge_ok && changed.is_empty() && stale.is_empty(),
             trees,
             judge: self.judge.kind().to_string(),
             judge_ok,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use treenav_judge::Judge;
 use treenav_navigator::{Navigator, ValidConfig};
+use treenav_tree::generation::{stamp, Stamp};
 use treenav_tree::{file, NodeKind};
 
 /// One served tree.
@@ -19,6 +20,8 @@ use treenav_tree::{file, NodeKind};
 pub(crate) struct Served {
     pub(crate) navigator: Navigator,
     pub(crate) info: TreeInfo,
+    /// The generation on disk when this copy was loaded.
+    stamp: Stamp,
 }
 
 #[derive(Debug)]
@@ -29,6 +32,9 @@ pub(crate) struct Registry {
     config: ValidConfig,
     /// One reload (or update) at a time.
     reloading: tokio::sync::Mutex<()>,
+    /// Per tree, a generation on disk that failed to load: not tried again
+    /// until the files change once more.
+    refused: std::sync::Mutex<BTreeMap<String, Stamp>>,
 }
 
 /// An update of a served tree's documents.
@@ -63,11 +69,88 @@ impl Registry {
             judge,
             config,
             reloading: tokio::sync::Mutex::new(()),
+            refused: Default::default(),
         })
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Served>> {
         self.trees.load().get(name).cloned()
+    }
+
+    /// The served copy of tree `name`, first following its files: when
+    /// another process (`treenav add`, `remove`, `compact`, a new build
+    /// renamed in) changed the generation on disk, it is loaded before
+    /// answering, so the next request after a CLI update sees it. While a
+    /// reload or an update runs here, and while a changed generation fails
+    /// to load, the copy in service answers.
+    pub(crate) async fn current(&self, name: &str) -> Option<Arc<Served>> {
+        let served = self.get(name)?;
+        let spec = self.specs.iter().find(|s| s.name == name)?;
+        let on_disk = stamp(&spec.path);
+        if on_disk == served.stamp || self.was_refused(name, &on_disk) {
+            return Some(served);
+        }
+        let Ok(_one_at_a_time) = self.reloading.try_lock() else {
+            return Some(served);
+        };
+        let served = self.get(name)?;
+        if stamp(&spec.path) == served.stamp {
+            return Some(served);
+        }
+        match load_one(spec.clone(), self.judge.clone(), self.config.clone()).await {
+            Ok(fresh) => {
+                let fresh = Arc::new(fresh);
+                tracing::info!(tree = %name, generation = fresh.info.generation,
+                    "the tree changed on disk: its new generation is served");
+                metrics::counter!("treenav_reloads_total", "outcome" => "followed").increment(1);
+                self.swap(name, fresh.clone());
+                Some(fresh)
+            }
+            Err(e) => {
+                tracing::warn!(tree = %name, error = %e,
+                    "the tree changed on disk but its new generation does not load; the copy in service answers");
+                metrics::counter!("treenav_reloads_total", "outcome" => "refused").increment(1);
+                self.refuse(name, on_disk);
+                Some(served)
+            }
+        }
+    }
+
+    /// Follows every tree's files (see [`Registry::current`]), then names
+    /// those whose generation on disk is still not the one served.
+    pub(crate) async fn stale(&self) -> Vec<String> {
+        let mut stale = Vec::new();
+        for spec in &self.specs {
+            if let Some(served) = self.current(&spec.name).await {
+                if stamp(&spec.path) != served.stamp {
+                    stale.push(spec.name.clone());
+                }
+            }
+        }
+        stale
+    }
+
+    fn was_refused(&self, name: &str, on_disk: &Stamp) -> bool {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.get(name) == Some(on_disk)
+    }
+
+    fn refuse(&self, name: &str, on_disk: Stamp) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.insert(name.to_string(), on_disk);
+    }
+
+    /// Serves `served` as tree `name` from the next request on.
+    fn swap(&self, name: &str, served: Arc<Served>) {
+        self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        self.trees.rcu(|old| {
+            let mut map = BTreeMap::clone(old);
+            map.insert(name.to_string(), served.clone());
+            map
+        });
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -111,12 +194,7 @@ impl Registry {
             let name = spec.name.clone();
             match load_one(spec, self.judge.clone(), self.config.clone()).await {
                 Ok(served) => {
-                    let served = Arc::new(served);
-                    self.trees.rcu(|old| {
-                        let mut map = BTreeMap::clone(old);
-                        map.insert(name.clone(), served.clone());
-                        map
-                    });
+                    self.swap(&name, Arc::new(served));
                     tracing::info!(tree = %name, "tree reloaded");
                     metrics::gauge!("treenav_trees_loaded").set(self.trees.load().len() as f64);
                     metrics::counter!("treenav_reloads_total", "outcome" => "ok").increment(1);
@@ -212,11 +290,7 @@ impl Registry {
                 })?,
         );
         let documents = served.info.documents;
-        self.trees.rcu(|old| {
-            let mut map = BTreeMap::clone(old);
-            map.insert(name.to_string(), served.clone());
-            map
-        });
+        self.swap(name, served);
         tracing::info!(tree = %name, generation = report.generation, added = report.added,
             replaced = report.replaced, removed = report.removed, "tree updated");
         metrics::counter!("treenav_updates_total").increment(1);
@@ -279,12 +353,19 @@ async fn load_one(spec: TreeSpec, judge: Judge, config: ValidConfig) -> Result<S
     let task_spec = spec.clone();
     let joined = tokio::task::spawn_blocking(move || -> Result<Served, Error> {
         let spec = task_spec;
+        // Taken before reading: a change made during the load makes the
+        // next request load again, never hides behind this copy.
+        let stamp = stamp(&spec.path);
         let tree = file::load(&spec.path).map_err(|e| fail(&spec, Box::new(e)))?;
         let format_version = file::version(&spec.path).map_err(|e| fail(&spec, Box::new(e)))?;
         let info = tree_info(&spec, &tree, format_version);
         let navigator =
             Navigator::new(Arc::new(tree), judge, config).map_err(|e| fail(&spec, Box::new(e)))?;
-        Ok(Served { navigator, info })
+        Ok(Served {
+            navigator,
+            info,
+            stamp,
+        })
     })
     .await;
     joined.map_err(|e| fail(&spec, Box::new(e)))?

@@ -201,7 +201,7 @@ pub(crate) async fn retrieve(
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let req: RetrieveRequest = parse(&read_body(&app, raw).await?)?;
     question(&app, "query", &req.query)?;
-    let served = app.registry.get(&req.tree).ok_or_else(|| {
+    let served = app.registry.current(&req.tree).await.ok_or_else(|| {
         ApiError::not_found(format!(
             "no tree named `{}` (trees: {})",
             req.tree,
@@ -317,6 +317,9 @@ pub(crate) async fn prune(
 }
 
 pub(crate) async fn trees(State(app): State<Arc<App>>) -> Json<TreesResponse> {
+    // The generations listed are the ones on disk (a tree another process
+    // updated is loaded first).
+    app.registry.stale().await;
     Json(TreesResponse {
         version: API_VERSION,
         trees: app.registry.infos(),

@@ -354,3 +354,48 @@ pub(crate) fn settle(tree: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// Which generation of a tree is on disk, as cheaply as it can be told:
+/// the identity of the tree file and of its delta (every save and every
+/// update replaces one of them by a rename), and whether a commit is
+/// being finished. Two stamps that differ mean another process changed
+/// the tree; a reader holding a tree loaded under an older stamp is stale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    tree: Option<FileId>,
+    delta: Option<FileId>,
+    committing: bool,
+}
+
+/// A file's identity: a rename over it changes the inode (or, where there
+/// is none, the length or the modification time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+impl FileId {
+    fn of(path: &Path) -> Option<FileId> {
+        let m = path.symlink_metadata().ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&m);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileId {
+            len: m.len(),
+            modified: m.modified().ok(),
+            inode,
+        })
+    }
+}
+
+/// The stamp of the generation now on disk at `tree` (three `stat`s).
+pub fn stamp(tree: &Path) -> Stamp {
+    Stamp {
+        tree: FileId::of(tree),
+        delta: FileId::of(&crate::delta::delta_path(tree)),
+        committing: manifest_path(tree).symlink_metadata().is_ok(),
+    }
+}

@@ -418,3 +418,35 @@ async fn a_tree_in_a_read_only_folder_opens_and_answers() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// The stamp of the generation on disk stays while nothing is written and
+/// changes with every update that lands (add, remove, compact), so a
+/// reader can tell its loaded copy is stale; a no-op add leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stamp_changes_with_every_update_that_lands() {
+    use crate::generation::stamp;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    let built = stamp(&path);
+    assert_eq!(stamp(&path), built);
+    file::load(&path).expect("load");
+    assert_eq!(stamp(&path), built, "reading changes nothing");
+    add(&path, corpus(0..3, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    let added = stamp(&path);
+    assert_ne!(added, built);
+    add(&path, corpus(0..3, "n"), None, &NoProgress)
+        .await
+        .expect("add again");
+    assert_eq!(stamp(&path), added, "a no-op add writes nothing");
+    remove(&path, &["n1".to_string()], None)
+        .await
+        .expect("remove");
+    let removed = stamp(&path);
+    assert_ne!(removed, added);
+    compact(&path).expect("compact");
+    let compacted = stamp(&path);
+    assert_ne!(compacted, removed);
+    assert_ne!(compacted, built);
+}
