@@ -1349,3 +1349,38 @@ async fn updates_made_by_another_process_are_served_at_the_next_request() {
     assert_eq!(status, StatusCode::OK, "{ready}");
     s.shutdown().await;
 }
+
+/// `POST /v1/retrieve/batch` answers each request as `/v1/retrieve`
+/// would, in order; a request that fails gets its own status and error
+/// in its place; an empty or oversized batch is a 400 naming `requests`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_answers_each_request_in_order() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    let batch = json!({"requests": [
+        question(),
+        {"tree": "nope", "query": "Who were the Normans?"},
+        {"tree": "sample", "query": "Who were the Normans?", "top": 2},
+    ]});
+    let (status, body) = post(&s.base, "/v1/retrieve/batch", batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let results = body["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    let (_, alone) = post(&s.base, "/v1/retrieve", question()).await;
+    assert_eq!(found_ids(&results[0]), found_ids(&alone));
+    assert_eq!(results[0]["passages"][0]["document_id"], "Nikola_Tesla");
+    assert_eq!(results[1]["status"], 404, "{}", results[1]);
+    assert_eq!(results[1]["error"]["code"], "not_found");
+    assert_eq!(found_ids(&results[2]).len(), 2);
+    assert_eq!(results[2]["passages"][0]["document_id"], "Normans");
+    for requests in [json!([]), json!(vec![question(); 65])] {
+        let (status, body) = post(
+            &s.base,
+            "/v1/retrieve/batch",
+            json!({ "requests": requests }),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["field"], "requests", "{body}");
+    }
+    s.shutdown().await;
+}

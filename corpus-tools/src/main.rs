@@ -11,6 +11,7 @@ macro_rules! out {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod batch;
 mod bench;
 mod build;
 mod doctor;
@@ -209,8 +210,19 @@ pub fn read_input_file(path: &std::path::Path, flag: &'static str, cap: u64) -> 
 /// with `treenav_version` first in every object output, so a saved report
 /// says which tool made it.
 pub fn json_text(value: &impl serde::Serialize) -> Result<String> {
-    let value = serde_json::to_value(value)?;
-    let value = match value {
+    let text = serde_json::to_string_pretty(&versioned(value)?)?;
+    Ok(escaped(&text))
+}
+
+/// [`json_text`] on one line (a JSON Lines record).
+pub fn json_line(value: &impl serde::Serialize) -> Result<String> {
+    let text = serde_json::to_string(&versioned(value)?)?;
+    Ok(escaped(&text))
+}
+
+/// `value` with `treenav_version` first when it is an object.
+fn versioned(value: &impl serde::Serialize) -> Result<serde_json::Value> {
+    Ok(match serde_json::to_value(value)? {
         serde_json::Value::Object(fields) => {
             let mut out = serde_json::Map::new();
             out.insert("treenav_version".into(), env!("CARGO_PKG_VERSION").into());
@@ -218,11 +230,14 @@ pub fn json_text(value: &impl serde::Serialize) -> Result<String> {
             serde_json::Value::Object(out)
         }
         other => other,
-    };
-    let text = serde_json::to_string_pretty(&value)?;
-    // serde leaves line separators and bidi overrides raw (valid JSON, but
-    // a terminal acts on them, and `emit` would escape them in a way JSON
-    // does not read): escaped here as JSON does, `\u202e`.
+    })
+}
+
+/// JSON text with a trailing newline. serde leaves line separators and
+/// bidi overrides raw (valid JSON, but a terminal acts on them, and `emit`
+/// would escape them in a way JSON does not read): escaped here as JSON
+/// does, `\u202e`.
+fn escaped(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 1);
     for c in text.chars() {
         match c {
@@ -231,7 +246,7 @@ pub fn json_text(value: &impl serde::Serialize) -> Result<String> {
         }
     }
     out.push('\n');
-    Ok(out)
+    out
 }
 
 /// Unicode line separators and bidi embeddings, overrides and isolates.

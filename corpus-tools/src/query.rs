@@ -24,9 +24,25 @@ fn non_empty(s: &str) -> std::result::Result<String, String> {
 pub struct QueryArgs {
     /// The tree file (from `treenav build`).
     pub tree: PathBuf,
-    /// The question (not empty).
-    #[arg(value_parser = non_empty)]
-    pub query: String,
+    /// The question (not empty); `-` reads queries from stdin, one per line
+    /// (as `--queries -`).
+    #[arg(value_parser = non_empty, required_unless_present = "queries")]
+    pub query: Option<String>,
+    /// Run every query of FILE (`-`: stdin) and write one JSON line per
+    /// query, in input order: a line is a query, or a JSON object with
+    /// `query` (or BEIR's `text`), optional `id` (or `_id`) and `filter`
+    /// (the JSON form, joined to --filter).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "query",
+        help_heading = "Batch"
+    )]
+    pub queries: Option<PathBuf>,
+    /// Queries run at once in a batch (1–64); the judge's own limit on
+    /// concurrent calls still holds.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64), help_heading = "Batch")]
+    pub concurrency: u64,
     #[command(flatten)]
     pub judge: JudgeArgs,
     #[command(flatten)]
@@ -264,21 +280,43 @@ fn snippet(text: &str, max: usize) -> String {
 pub async fn run(args: &QueryArgs) -> Result<()> {
     let config = args.nav.config()?.check()?;
     let filter = treenav::tree::filter::Filter::parse_clauses(&args.filters).context("--filter")?;
+    let source = match (&args.queries, args.query.as_deref()) {
+        (Some(file), _) => Some(file.clone()),
+        (None, Some("-")) => Some(PathBuf::from("-")),
+        _ => None,
+    };
+    // A batch's queries are read (and checked) before the tree is loaded.
+    let batch = match &source {
+        Some(file) => Some(crate::batch::read_queries(file)?),
+        None => None,
+    };
     let judge = args.judge.judge()?;
     let tree = treenav::tree::file::load(&args.tree)?;
     let generation = tree.updates().map_or(0, |u| u.updates);
     let navigator = Navigator::new(Arc::new(tree), judge, config)?;
+    let name = args
+        .tree
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some(queries) = batch {
+        let run = crate::batch::Batch {
+            navigator: &navigator,
+            filter: &filter,
+            concurrency: usize::try_from(args.concurrency).unwrap_or(1),
+            tree: &name,
+            generation,
+            trace: args.trace,
+        };
+        return run.run(queries).await;
+    }
+    let query = args.query.as_deref().unwrap_or_default();
     let found = navigator
-        .retrieve_filtered(&args.query, &filter)
+        .retrieve_filtered(query, &filter)
         .await
         .context("navigation failed")?;
     if args.json {
         // The service's response type: `treenav serve` answers the same JSON.
-        let name = args
-            .tree
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let response = treenav::serve::api::RetrieveResponse::new(&name, found, true, generation);
         return crate::emit(&crate::json_text(&response)?);
     }

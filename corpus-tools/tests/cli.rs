@@ -1037,3 +1037,62 @@ fn query_filters_on_metadata_and_prints_it() {
         "{stderr}"
     );
 }
+
+/// `treenav query T -` (or `--queries FILE`) runs a file of queries: one
+/// JSON line per query, in input order, with its id and the service's
+/// answer; a bad line is refused before any query runs, naming file,
+/// line and field.
+#[test]
+fn query_runs_a_batch_from_stdin_or_a_file() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sample.tree");
+    let tree = out.to_str().expect("utf8 path");
+    let o = treenav(&["build", "-o", tree]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let input = concat!(
+        "Where did Tesla work after leaving Edison's company?\n",
+        "{\"_id\": \"normans\", \"text\": \"Who were the Normans?\"}\n",
+        "\n",
+        "{\"id\": \"none\", \"query\": \"Tesla\", \"filter\": {\"lang\": \"xx\"}}\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args(["query", tree, "-", "--top", "3"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let lines: Vec<serde_json::Value> = text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let ids: Vec<&str> = lines.iter().filter_map(|l| l["id"].as_str()).collect();
+    assert_eq!(ids, ["1", "normans", "none"]);
+    assert_eq!(lines[0]["passages"][0]["document_id"], "Nikola_Tesla");
+    assert_eq!(lines[1]["query"], "Who were the Normans?");
+    assert_eq!(lines[1]["passages"][0]["document_id"], "Normans");
+    assert_eq!(lines[2]["passages"].as_array().map(Vec::len), Some(0));
+
+    let file = dir.path().join("q.jsonl");
+    std::fs::write(&file, "Tesla\n{\"query\": \"Tesla\", \"top\": 3}\n").expect("write");
+    let o = treenav(&["query", tree, "--queries", file.to_str().expect("utf8")]);
+    assert!(!o.status.success());
+    let stderr = text(&o.stderr);
+    assert!(
+        stderr.contains("q.jsonl:2: unknown field `top`"),
+        "{stderr}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "nothing runs before every line is read"
+    );
+}

@@ -113,6 +113,43 @@ impl RetrieveResponse {
     }
 }
 
+/// The most requests one `POST /v1/retrieve/batch` carries.
+pub const MAX_BATCH: usize = 64;
+
+/// `POST /v1/retrieve/batch`: several retrievals in one call.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// The requests (1–64), each as `POST /v1/retrieve` takes it; they
+    /// run a few at a time, each under its own deadline.
+    pub requests: Vec<RetrieveRequest>,
+}
+
+/// One answer of a batch: the retrieval, or the error the request would
+/// have got alone (with its HTTP status).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum BatchItem {
+    /// The request's retrieval.
+    Found(Box<RetrieveResponse>),
+    /// The request's error.
+    Failed {
+        /// The status the request alone would have got.
+        status: u16,
+        /// What went wrong.
+        error: ErrorDetail,
+    },
+}
+
+/// `POST /v1/retrieve/batch`'s answer: one item per request, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchResponse {
+    /// Response format version.
+    pub version: u32,
+    /// One per request, in the order sent.
+    pub results: Vec<BatchItem>,
+}
+
 /// `POST /v1/prune`: keep only the chunks the answer needs.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -120,6 +120,7 @@ impl Server {
     fn router(&self) -> Router {
         let mut api = Router::new()
             .route("/v1/retrieve", post(routes::retrieve))
+            .route("/v1/retrieve/batch", post(routes::retrieve_batch))
             .route("/v1/prune", post(routes::prune))
             .route("/v1/trees", get(routes::trees))
             .route("/v1/admin/reload", post(routes::reload))

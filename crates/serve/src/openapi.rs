@@ -12,9 +12,9 @@ use utoipa::OpenApi;
         description = "Retrieval by decision-model tree navigation, and context pruning.",
         license(name = "MIT OR Apache-2.0")
     ),
-    paths(retrieve, prune, trees, reload, add_documents, delete_documents, compact, healthz, readyz, metrics),
+    paths(retrieve, retrieve_batch, prune, trees, reload, add_documents, delete_documents, compact, healthz, readyz, metrics),
     components(schemas(
-        RetrieveRequest, RetrieveResponse, PruneRequest, PruneResponse, TreesResponse, TreeInfo,
+        RetrieveRequest, RetrieveResponse, BatchRequest, BatchResponse, BatchItem, PruneRequest, PruneResponse, TreesResponse, TreeInfo,
         ReloadRequest, ReloadResponse, ReloadOutcome, Readiness, ErrorBody, ErrorDetail,
         DeleteDocumentsRequest, UpdateResponse,
         treenav_navigator::Strategy
@@ -61,6 +61,18 @@ pub(crate) fn document() -> String {
         (status = 504, body = ErrorBody, description = "the request deadline passed")))]
 #[allow(dead_code)]
 fn retrieve() {}
+
+/// Several retrievals in one call: each answered as `/v1/retrieve` would,
+/// a few at a time, in order; a request that fails gets its status and
+/// error in its place and the rest are answered.
+#[utoipa::path(post, path = "/v1/retrieve/batch", request_body = BatchRequest,
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, body = BatchResponse),
+        (status = 400, body = ErrorBody, description = "not 1 to 64 requests, or a body that does not parse"),
+        (status = 401, body = ErrorBody), (status = 413, body = ErrorBody)))]
+#[allow(dead_code)]
+fn retrieve_batch() {}
 
 /// Keep only the chunks the answer needs.
 #[utoipa::path(post, path = "/v1/prune", request_body = PruneRequest,

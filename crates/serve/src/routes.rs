@@ -3,8 +3,9 @@
 //! retrieval logic lives here.
 
 use crate::api::{
-    DeleteDocumentsRequest, PruneRequest, PruneResponse, ReloadRequest, ReloadResponse,
-    RetrieveRequest, RetrieveResponse, TreesResponse, UpdateResponse, API_VERSION,
+    BatchItem, BatchRequest, BatchResponse, DeleteDocumentsRequest, PruneRequest, PruneResponse,
+    ReloadRequest, ReloadResponse, RetrieveRequest, RetrieveResponse, TreesResponse,
+    UpdateResponse, API_VERSION, MAX_BATCH,
 };
 use crate::error::ApiError;
 use crate::observe;
@@ -200,7 +201,49 @@ pub(crate) async fn retrieve(
     raw: Body,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let req: RetrieveRequest = parse(&read_body(&app, raw).await?)?;
-    question(&app, "query", &req.query)?;
+    answer(&app, req).await.map(Json)
+}
+
+/// `POST /v1/retrieve/batch`: each request answered as `/v1/retrieve`
+/// would, a few at a time, in order; one failing does not fail the rest.
+pub(crate) async fn retrieve_batch(
+    State(app): State<Arc<App>>,
+    raw: Body,
+) -> Result<Json<BatchResponse>, ApiError> {
+    use futures::StreamExt;
+    /// Requests of one batch run at once (each takes an admission slot).
+    const AT_ONCE: usize = 4;
+    let batch: BatchRequest = parse(&read_body(&app, raw).await?)?;
+    if !(1..=MAX_BATCH).contains(&batch.requests.len()) {
+        return Err(ApiError::bad_field(
+            "requests",
+            format!(
+                "{} requests: a batch carries 1 to {MAX_BATCH}",
+                batch.requests.len()
+            ),
+        ));
+    }
+    let results = futures::stream::iter(batch.requests)
+        .map(|req| answer(&app, req))
+        .buffered(AT_ONCE)
+        .map(|result| match result {
+            Ok(found) => BatchItem::Found(Box::new(found)),
+            Err(e) => BatchItem::Failed {
+                status: e.status.as_u16(),
+                error: e.detail,
+            },
+        })
+        .collect()
+        .await;
+    Ok(Json(BatchResponse {
+        version: API_VERSION,
+        results,
+    }))
+}
+
+/// One retrieval, as `POST /v1/retrieve` answers it.
+async fn answer(app: &App, req: RetrieveRequest) -> Result<RetrieveResponse, ApiError> {
+    question(app, "query", &req.query)?;
     let served = app.registry.current(&req.tree).await.ok_or_else(|| {
         ApiError::not_found(format!(
             "no tree named `{}` (trees: {})",
@@ -224,7 +267,7 @@ pub(crate) async fn retrieve(
     served.check_unchanged(&req.tree)?;
     let custom = navigator_for(&served.navigator, &req)?;
     let navigator = custom.as_ref().unwrap_or(&served.navigator);
-    let found = admitted(&app, async {
+    let found = admitted(app, async {
         navigator
             .retrieve_filtered(&req.query, &filter)
             .await
@@ -236,12 +279,12 @@ pub(crate) async fn retrieve(
     served.check_unchanged(&req.tree)?;
     let found = found?;
     observe::judge_usage("retrieve", &found.trace.usage);
-    Ok(Json(RetrieveResponse::new(
+    Ok(RetrieveResponse::new(
         &req.tree,
         found,
         req.trace,
         served.info.generation,
-    )))
+    ))
 }
 
 fn prune_options(app: &App, req: &PruneRequest) -> Result<PruneOptions, ApiError> {

@@ -128,6 +128,12 @@ impl Filter {
     }
 
     /// The filter, if within [`MAX_CONDITIONS`] and [`MAX_IN_VALUES`].
+    /// This filter's conditions and `other`'s, all of which must hold.
+    pub fn and(mut self, other: &Filter) -> Result<Filter, FilterError> {
+        self.conditions.extend(other.conditions.iter().cloned());
+        self.checked()
+    }
+
     fn checked(self) -> Result<Filter, FilterError> {
         if self.conditions.len() > MAX_CONDITIONS {
             return Err(bad(

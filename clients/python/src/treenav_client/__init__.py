@@ -148,6 +148,8 @@ class Retrieval:
     trace: Optional[Dict[str, Any]] = None
     #: Fewer passages than ``top`` were within reach.
     exhausted: bool = False
+    #: The tree's update generation this answer came from (0: as built).
+    generation: int = 0
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Retrieval":
@@ -160,6 +162,7 @@ class Retrieval:
             latency_ms=float(d.get("latency_ms", 0.0)),
             trace=d.get("trace"),
             exhausted=bool(d.get("exhausted", False)),
+            generation=int(d.get("generation", 0)),
         )
 
 
@@ -294,6 +297,8 @@ class TreenavClient:
         self._workers: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._aclient: Any = None
         self._aclient_loop: Any = None
+        # (loop, task) of the async client being made off the loop.
+        self._aclient_making: Any = None
 
     def __repr__(self) -> str:  # never shows the token or a password
         return f"TreenavClient({self.base_url!r}, token={'set' if self._token or self._basic else 'none'})"
@@ -383,6 +388,49 @@ class TreenavClient:
         a worker thread. The same deadline, retries and errors."""
         body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, filter, trace)
         return _parsed(Retrieval.from_json, await self._arequest("POST", "/v1/retrieve", body))
+
+    def retrieve_many(
+        self,
+        tree: str,
+        queries: Sequence[str],
+        *,
+        return_errors: bool = False,
+        **options: Any,
+    ) -> List[Any]:
+        """:meth:`retrieve` for many queries, in order, over
+        ``POST /v1/retrieve/batch`` (64 per call; the service runs a few at
+        a time). ``options`` are :meth:`retrieve`'s keywords, for every
+        query. A query that fails raises its :class:`TreenavError`, or with
+        ``return_errors`` stands in its place in the list."""
+        out: List[Any] = []
+        for body in _batch_bodies(tree, queries, options):
+            out.extend(_batch_results(self._request("POST", "/v1/retrieve/batch", body)))
+        return self._batch_done(out, return_errors)
+
+    async def aretrieve_many(
+        self,
+        tree: str,
+        queries: Sequence[str],
+        *,
+        return_errors: bool = False,
+        **options: Any,
+    ) -> List[Any]:
+        """:meth:`retrieve_many` for asyncio, never blocking the event loop."""
+        out: List[Any] = []
+        for body in _batch_bodies(tree, queries, options):
+            reply = await self._arequest("POST", "/v1/retrieve/batch", body)
+            out.extend(_batch_results(reply))
+        return self._batch_done(out, return_errors)
+
+    def _batch_done(self, results: List[Any], return_errors: bool) -> List[Any]:
+        """A batch's items with credentials scrubbed from their errors; the
+        first error raised unless ``return_errors``."""
+        results = [self._scrubbed(r) if isinstance(r, TreenavError) else r for r in results]
+        if not return_errors:
+            for r in results:
+                if isinstance(r, TreenavError):
+                    raise r
+        return results
 
     def prune(
         self,
@@ -540,7 +588,7 @@ class TreenavClient:
         if authorization:
             headers["Authorization"] = authorization
         attempt = 0
-        client = self._async_client(httpx)
+        client = await self._async_client(httpx)
         while True:
             try:
                 return await _ahttpx_once(client, method, self.base_url + route, body, headers)
@@ -552,14 +600,23 @@ class TreenavClient:
             except httpx.HTTPError as e:
                 raise TreenavError(0, "transport", f"{self.base_url}{route}: {e}") from None
 
-    def _async_client(self, httpx: Any) -> Any:
-        """One ``httpx.AsyncClient`` per event loop, kept and reused (making
-        one per call costs 50–150 ms of the loop's time in TLS and pool
-        setup, stalling every other task)."""
+    async def _async_client(self, httpx: Any) -> Any:
+        """One ``httpx.AsyncClient`` per event loop, kept and reused. Making
+        one costs 50-150 ms (TLS context, pools), so it is made once, on a
+        worker thread, while the loop runs other tasks; concurrent first
+        calls wait for the same one."""
         loop = asyncio.get_running_loop()
-        if self._aclient is None or self._aclient_loop is not loop:
-            self._aclient = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
-            self._aclient_loop = loop
+        if self._aclient is not None and self._aclient_loop is loop:
+            return self._aclient
+        making = self._aclient_making
+        if making is None or making[0] is not loop:
+            task = loop.create_task(
+                asyncio.to_thread(httpx.AsyncClient, timeout=self.timeout, follow_redirects=False)
+            )
+            making = self._aclient_making = (loop, task)
+        client = await asyncio.shield(making[1])
+        if self._aclient_loop is not loop:
+            self._aclient, self._aclient_loop = client, loop
         return self._aclient
 
     async def aclose(self) -> None:
@@ -568,6 +625,7 @@ class TreenavClient:
             await self._aclient.aclose()
             self._aclient = None
             self._aclient_loop = None
+            self._aclient_making = None
         self.close()
 
 
@@ -673,6 +731,44 @@ def _check_length(status: int, declared: Optional[str], raw: bytes) -> None:
         raise TreenavError(status, "bad_response", f"bad Content-Length {declared!r}") from None
     if len(raw) < expected and len(raw) <= MAX_RESPONSE_BYTES:
         raise TreenavError(status, "bad_response", f"short body: {len(raw)} of {expected} bytes")
+
+
+#: The most requests one ``POST /v1/retrieve/batch`` carries.
+MAX_BATCH = 64
+
+_RETRIEVE_OPTIONS = ("top", "shortlist", "strategy", "budgets", "judge_budget", "per_document", "filter", "trace")
+
+
+def _batch_bodies(tree: str, queries: Sequence[str], options: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The batch calls for ``queries``, 64 at most in each."""
+    unknown = sorted(set(options) - set(_RETRIEVE_OPTIONS))
+    if unknown:
+        raise TypeError(f"retrieve_many() got unexpected keyword(s): {', '.join(unknown)}")
+    if isinstance(queries, str):
+        raise TypeError("retrieve_many() takes a list of queries, not one string")
+    get = options.get
+    requests = [
+        _retrieve_body(tree, q, get("top"), get("shortlist"), get("strategy"), get("budgets"),
+                       get("judge_budget"), get("per_document"), get("filter"), bool(get("trace", False)))
+        for q in queries
+    ]
+    return [{"requests": requests[i:i + MAX_BATCH]} for i in range(0, len(requests), MAX_BATCH)]
+
+
+def _batch_results(reply: Any) -> List[Any]:
+    """A batch reply's items: each a :class:`Retrieval` or its error."""
+    def parse(r: Any) -> List[Any]:
+        out: List[Any] = []
+        for item in r["results"]:
+            if "error" in item:
+                d = item["error"]
+                out.append(TreenavError(int(item.get("status", 0)), str(d.get("code", "")),
+                                        str(d.get("message", "")), d.get("field")))
+            else:
+                out.append(Retrieval.from_json(item))
+        return out
+
+    return _parsed(parse, reply)
 
 
 def _parsed(parse: Any, reply: Any) -> Any:
