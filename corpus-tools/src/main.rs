@@ -137,7 +137,7 @@ fn init_logs(default: &str, format: LogFormat) {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| with_suggestion(e).exit());
     let filter = match (&cli.command, cli.verbose) {
         (_, true) => "debug",
         // The service logs its start, reloads and access lines.
@@ -204,6 +204,43 @@ pub fn read_input_file(path: &std::path::Path, flag: &'static str, cap: u64) -> 
         path,
         &treenav::files::Kind::new(flag, cap),
     )?)
+}
+
+/// An unknown flag's error with the nearest flag of its subcommand
+/// suggested when clap found none: clap's measure misses transposed
+/// letters (`--tpo` for `--top`).
+fn with_suggestion(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument || e.get(ContextKind::SuggestedArg).is_some() {
+        return e;
+    }
+    let Some(ContextValue::String(given)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let Some(given) = given
+        .strip_prefix("--")
+        .map(|g| g.split('=').next().unwrap_or(g).to_string())
+    else {
+        return e;
+    };
+    let command = <Cli as clap::CommandFactory>::command();
+    let sub = std::env::args()
+        .skip(1)
+        .find_map(|a| command.find_subcommand(&a).cloned());
+    let Some(sub) = sub else { return e };
+    let nearest = sub
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(|long| (strsim::osa_distance(&given, long), long))
+        .filter(|(d, long)| *d <= 2 && *d < long.len() / 2 + 1)
+        .min();
+    if let Some((_, long)) = nearest {
+        e.insert(
+            ContextKind::SuggestedArg,
+            ContextValue::String(format!("--{long}")),
+        );
+    }
+    e
 }
 
 /// The JSON a subcommand prints (`--json`): pretty, one trailing newline,

@@ -381,7 +381,7 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
             for c in shown.iter().take(level.kept.max(3)) {
                 out!(
                     o,
-                    "  {} {:.3} {:?}{} {}",
+                    "  {} {:.3} {}{} {}",
                     if c.kept { "kept" } else { "    " },
                     c.probability,
                     c.route,
@@ -419,7 +419,7 @@ fn print_rounds(o: &mut String, t: &treenav::navigator::Trace) {
                 .unwrap_or_default();
             out!(
                 o,
-                "  {} {:.3} {:?}{via}{priority}{} {}",
+                "  {} {:.3} {}{via}{priority}{} {}",
                 if c.kept { "kept" } else { "    " },
                 c.probability,
                 c.route,

@@ -1096,3 +1096,15 @@ fn query_runs_a_batch_from_stdin_or_a_file() {
         "nothing runs before every line is read"
     );
 }
+
+/// A mistyped flag gets the nearest one suggested, transposed letters too.
+#[test]
+fn a_mistyped_flag_gets_the_nearest_suggested() {
+    let o = treenav(&["query", "t.tree", "x", "--tpo", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("a similar argument exists: '--top'"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -345,11 +345,10 @@ impl NavigatorConfig {
             Strategy::BestFirst => self.shortlist.max(1) + 1..=100_000,
             Strategy::Levels => 1..=100_000,
         };
-        checked::count(
-            "judge_budget (above the shortlist)",
-            bf.judge_budget,
-            budgets,
-        )
+        // The floor follows the shortlist (the CLI's default 5, a
+        // server's own --shortlist): the message says which.
+        let name = format!("judge_budget (above the shortlist, {})", self.shortlist);
+        checked::count(&name, bf.judge_budget, budgets)
         .map_err(out_of_range)?;
         checked::count("slate_size", bf.slate_size, 2..=200).map_err(out_of_range)?;
         checked::count("rounds", bf.rounds, 1..=100).map_err(out_of_range)?;
@@ -473,7 +472,7 @@ mod tests {
             .contains("returned_passages must be at least 1, got 0"));
         let best_first = || NavigatorConfig::default().strategy(Strategy::BestFirst);
         assert!(says(best_first().judge_budget(1))
-            .contains("judge_budget (above the shortlist) must be in"));
+            .contains("judge_budget (above the shortlist, 5) must be in"));
         // A levels walk does not spend the judge budget: a shortlist above it
         // is no error there.
         let levels = NavigatorConfig::default()

@@ -177,6 +177,27 @@ pub enum Route {
     Evidence,
 }
 
+impl Route {
+    /// Its name as the JSON trace spells it (`lexical_document`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Tree => "tree",
+            Route::Lexical => "lexical",
+            Route::LexicalDocument => "lexical_document",
+            Route::Both => "both",
+            Route::Reference => "reference",
+            Route::Neighbour => "neighbour",
+            Route::Evidence => "evidence",
+        }
+    }
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One candidate shown at a level.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceCandidate {

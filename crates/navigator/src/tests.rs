@@ -480,3 +480,20 @@ async fn per_document_keeps_at_most_n_passages_of_a_document_and_still_k() {
         assert_eq!(docs.len(), 20, "{name}: a document twice");
     }
 }
+
+/// The text trace names a route as the JSON trace and the docs do.
+#[test]
+fn a_route_prints_as_the_json_names_it() {
+    for route in [
+        Route::Tree,
+        Route::Lexical,
+        Route::LexicalDocument,
+        Route::Both,
+        Route::Reference,
+        Route::Neighbour,
+        Route::Evidence,
+    ] {
+        let json = serde_json::to_value(route).expect("json");
+        assert_eq!(json.as_str(), Some(route.to_string().as_str()));
+    }
+}

@@ -205,8 +205,36 @@ fn front_matter(text: &str) -> std::result::Result<FrontMatter<'_>, (usize, Prob
         }
         at += line.len();
     }
-    // No closing line: not front matter, only a rule at the top.
+    // No closing line: a rule at the top, unless fields follow it (then
+    // the closing line was forgotten, and the fields would become text).
+    if rest
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(looks_like_a_field)
+    {
+        return Err((
+            1,
+            Problem::FrontMatter(
+                "opened by `---` but never closed: add a line `---` after its fields".into(),
+            ),
+        ));
+    }
     Ok((Map::new(), text))
+}
+
+/// `key: value` or `key:` — a YAML mapping's line.
+fn looks_like_a_field(line: &str) -> bool {
+    let Some((key, rest)) = line.split_once(':') else {
+        return false;
+    };
+    let key_ok = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    key_ok && (rest.is_empty() || rest.starts_with(' '))
 }
 
 /// The deepest front matter read: the YAML parser's own limit is reached

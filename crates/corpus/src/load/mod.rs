@@ -451,9 +451,23 @@ mod tests {
         }
         let ten = format!("---\na: {}1{}\n---\ntext\n", "[".repeat(10), "]".repeat(10));
         assert!(load_str(&ten, "n.md", Format::Files, &opts()).is_ok());
-        // A rule at the top with no closing line is text.
+        // A rule at the top with no closing line is text; fields after
+        // it with no closing line are an error (they would become text).
         let c = load_str("---\nJust text.\n", "n.md", Format::Files, &opts())?;
         assert_eq!(c.documents[0].metadata, None);
+        let err = load_str(
+            "---\ntitle: VPN\nteam: ops\n\nHow to set it up.\n",
+            "n.md",
+            Format::Files,
+            &opts(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            err.contains("n.md:1") && err.contains("never closed"),
+            "{err}"
+        );
         Ok(())
     }
 

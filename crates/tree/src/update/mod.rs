@@ -440,6 +440,14 @@ pub async fn remove(path: &Path, ids: &[String], embedder: Option<&Embedder>) ->
         }
     }
     let removed = seen.len() - not_found.len();
+    if nodes_to_remove.is_empty() {
+        // Nothing the tree holds: no new generation, nothing written.
+        return Ok(Report {
+            generation: current_generation(&session.tree).number,
+            not_found,
+            ..Report::default()
+        });
+    }
     let mut change = Change::default();
     change.stats_minus(&session, &session.passage_texts(&nodes_to_remove)?);
     let branching = session.tree.meta().branching as usize;

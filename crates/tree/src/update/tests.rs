@@ -421,7 +421,8 @@ async fn a_tree_in_a_read_only_folder_opens_and_answers() {
 
 /// The stamp of the generation on disk stays while nothing is written and
 /// changes with every update that lands (add, remove, compact), so a
-/// reader can tell its loaded copy is stale; a no-op add leaves it.
+/// reader can tell its loaded copy is stale; a no-op add or remove
+/// leaves it (and the generation).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stamp_changes_with_every_update_that_lands() {
     use crate::generation::stamp;
@@ -440,6 +441,14 @@ async fn the_stamp_changes_with_every_update_that_lands() {
         .await
         .expect("add again");
     assert_eq!(stamp(&path), added, "a no-op add writes nothing");
+    let nothing = remove(&path, &["no-such-id".to_string()], None)
+        .await
+        .expect("remove nothing");
+    assert_eq!(
+        (nothing.generation, nothing.removed, nothing.not_found.len()),
+        (1, 0, 1)
+    );
+    assert_eq!(stamp(&path), added, "a no-op remove writes nothing");
     remove(&path, &["n1".to_string()], None)
         .await
         .expect("remove");
