@@ -21,10 +21,10 @@ def test_langchain_retriever_returns_documents(server: str, guarded_server: str)
     assert len(docs) == 4
     assert all(isinstance(d, Document) for d in docs)
     first = docs[0]
-    assert first.metadata["document_id"] == "Nikola_Tesla"
-    assert first.metadata["rank"] == 1 and first.metadata["tree"] == "sample"
-    assert 0.0 <= first.metadata["score"] <= 1.0
-    assert first.id == first.metadata["id"]
+    assert first.metadata["treenav_document_id"] == "Nikola_Tesla"
+    assert first.metadata["treenav_rank"] == 1 and first.metadata["treenav_tree"] == "sample"
+    assert 0.0 <= first.metadata["treenav_score"] <= 1.0
+    assert first.id == first.metadata["treenav_id"]
     guarded = TreenavRetriever(base_url=guarded_server, tree="sample", top=2, token=TOKEN)
     assert len(guarded.invoke(QUESTION)) == 2
     assert TOKEN not in repr(guarded)
@@ -37,7 +37,7 @@ def test_langchain_retriever_async(server: str) -> None:
 
     retriever = TreenavRetriever(base_url=server, tree="sample", top=3)
     docs = asyncio.run(retriever.ainvoke(QUESTION))
-    assert [d.metadata["rank"] for d in docs] == [1, 2, 3]
+    assert [d.metadata["treenav_rank"] for d in docs] == [1, 2, 3]
 
 
 def test_llama_index_retriever_returns_scored_nodes(server: str) -> None:
@@ -51,9 +51,9 @@ def test_llama_index_retriever_returns_scored_nodes(server: str) -> None:
     nodes = retriever.retrieve(QUESTION)
     assert len(nodes) == 4
     assert all(isinstance(n, NodeWithScore) for n in nodes)
-    assert nodes[0].node.metadata["document_id"] == "Nikola_Tesla"
-    assert nodes[0].node.node_id == nodes[0].node.metadata["id"]
-    assert nodes[0].score == nodes[0].node.metadata["score"]
+    assert nodes[0].node.metadata["treenav_document_id"] == "Nikola_Tesla"
+    assert nodes[0].node.node_id == nodes[0].node.metadata["treenav_id"]
+    assert nodes[0].score == nodes[0].node.metadata["treenav_score"]
 
 
 def test_both_retrievers_take_the_same_keywords_k_and_options(server: str) -> None:
@@ -65,7 +65,7 @@ def test_both_retrievers_take_the_same_keywords_k_and_options(server: str) -> No
     assert len(lc.invoke(QUESTION)) == 2
     lc = TreenavRetriever(tree="sample", base_url=server, search_kwargs={"k": 3, "per_document": 1})
     docs = lc.invoke(QUESTION)
-    assert len(docs) == 3 and len({d.metadata["document_id"] for d in docs}) == 3
+    assert len(docs) == 3 and len({d.metadata["treenav_document_id"] for d in docs}) == 3
     with pytest.raises(TreenavError):
         TreenavRetriever(tree="sample", base_url=server, search_kwargs={"filter": ["a"]}).invoke(QUESTION)
     with pytest.raises(TreenavError):
@@ -74,7 +74,7 @@ def test_both_retrievers_take_the_same_keywords_k_and_options(server: str) -> No
     li = TreenavLlamaRetriever(tree="sample", base_url=server, similarity_top_k=3)
     nodes = li.retrieve(QUESTION)
     assert len(nodes) == 3
-    assert nodes[0].node.ref_doc_id == nodes[0].node.metadata["document_id"] == "Nikola_Tesla"
+    assert nodes[0].node.ref_doc_id == nodes[0].node.metadata["treenav_document_id"] == "Nikola_Tesla"
     scores = [n.score for n in nodes]
     assert scores == sorted(scores, reverse=True)
 
@@ -202,7 +202,7 @@ def test_filters_and_metadata_through_the_client_and_both_frameworks(server: str
     lc = TreenavRetriever(tree="notes", base_url=server, k=4, search_kwargs={"filter": {"lang": "de"}})
     docs = lc.invoke(NOTES_QUESTION)
     assert docs and all(d.metadata["lang"] == "de" for d in docs)
-    assert all(d.metadata["tree"] == "notes" and "tenant" in d.metadata for d in docs)
+    assert all(d.metadata["treenav_tree"] == "notes" and "tenant" in d.metadata for d in docs)
 
     filters = MetadataFilters(
         filters=[
@@ -240,9 +240,9 @@ def test_documents_are_added_and_deleted_through_the_client_and_both_frameworks(
     ids = lc.add_documents([Document(page_content="A wombat zzwombat digs.", metadata={"title": "Wombat", "team": "y"})], ids=["w1"])
     assert ids == ["w1"]
     top = lc.invoke("zzwombat")[0]
-    assert top.metadata["document_id"] == "w1" and top.metadata["team"] == "y"
+    assert top.metadata["treenav_document_id"] == "w1" and top.metadata["team"] == "y"
     assert lc.delete(["w1"]) is True
-    assert all(d.metadata["document_id"] != "w1" for d in lc.invoke("zzwombat"))
+    assert all(d.metadata["treenav_document_id"] != "w1" for d in lc.invoke("zzwombat"))
     assert lc.delete(["never-there"]) is False
 
     li = TreenavLlamaRetriever(tree="scratch", base_url=server, similarity_top_k=1)
@@ -250,6 +250,22 @@ def test_documents_are_added_and_deleted_through_the_client_and_both_frameworks(
     assert li.retrieve("zznumbat")[0].node.ref_doc_id == "n1"
     li.delete_ref_doc("n1")
     assert all(n.node.ref_doc_id != "n1" for n in li.retrieve("zznumbat"))
+
+    # A TextNode inserts too; the user's own `score` and `rank` fields come
+    # back as they were (`id` names the passage on the wire), ours under `treenav_`, and the text an
+    # LLM or an embedder sees carries the user's fields, none of ours.
+    from llama_index.core.schema import MetadataMode, TextNode
+
+    li.insert(TextNode(id_="b1", text="The bilby zzbilby burrows.", metadata={"title": "Bilby", "score": "A+", "rank": "captain"}))
+    node = li.retrieve("zzbilby")[0]
+    assert node.node.ref_doc_id == "b1" and node.node.node_id == "b1"
+    meta = node.node.metadata
+    assert (meta["score"], meta["rank"]) == ("A+", "captain")
+    assert meta["treenav_rank"] == 1 and meta["treenav_score"] == node.score
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        seen = node.node.get_content(metadata_mode=mode)
+        assert "treenav_" not in seen and "score: A+" in seen and "zzbilby" in seen, seen
+    li.delete_ref_doc("b1")
 
     with pytest.raises(TreenavError) as bad:
         client.add_documents("scratch", [{"id": "no-text"}])

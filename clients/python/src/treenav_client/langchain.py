@@ -29,10 +29,11 @@ class TreenavRetriever(BaseRetriever):
     (``{"source": "wiki", "year": {"gte": 2019}}``: only documents whose
     metadata passes are judged or returned).
 
-    ``metadata`` holds the document's own metadata fields, then the passage
-    and document ids, the title, the rank and
-    the scores (``score``: one calibrated relevance probability, non-increasing
-    down the list; ``probability`` and ``rerank_probability``: the judge's
+    ``metadata`` holds the document's own metadata fields as they are, then
+    ours under ``treenav_``: the passage and document ids, the title, the
+    tree, the rank and the scores (``treenav_score``: one calibrated
+    relevance probability, non-increasing down the list;
+    ``treenav_probability`` and ``treenav_rerank_probability``: the judge's
     P(yes) and the shortlist's choice probability). ``ainvoke`` does not
     block the event loop.
     """
@@ -126,7 +127,7 @@ class TreenavRetriever(BaseRetriever):
             raise ValueError("ids must have one id per document")
         records, out = [], []
         for i, doc in enumerate(documents):
-            meta = dict(doc.metadata or {})
+            meta = {k: v for k, v in (doc.metadata or {}).items() if not k.startswith("treenav_")}
             given = ids[i] if ids is not None else (doc.id or meta.pop("id", None))
             doc_id = str(given) if given is not None else str(uuid.uuid4())
             meta.pop("id", None)

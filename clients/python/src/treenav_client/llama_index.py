@@ -14,7 +14,7 @@ from llama_index.core.schema import (
 )
 
 from . import Retrieval, TreenavClient
-from .metadata import request_options, to_metadata
+from .metadata import our_keys, request_options, to_metadata
 
 __all__ = ["TreenavLlamaRetriever"]
 
@@ -27,8 +27,10 @@ class TreenavLlamaRetriever(BaseRetriever):
     ``TreenavRetriever`` (``k`` and ``top`` are accepted too). Each node's id
     is the passage id and its ``ref_doc_id`` the document id; ``score`` is
     one calibrated relevance probability, non-increasing down the list;
-    ``metadata`` holds the document's own metadata fields, then the ids,
-    title, rank and the judge's and shortlist's own probabilities.
+    ``metadata`` holds the document's own metadata fields as they are, then
+    ours under ``treenav_`` (ids, title, tree, rank, score and the judge's
+    and shortlist's own probabilities), which the LLM and embedding text
+    leave out (``excluded_llm_metadata_keys``).
     ``filters`` (LlamaIndex ``MetadataFilters`` joined by AND, or treenav's
     filter dict) keeps the documents whose metadata passes.
     ``aretrieve`` does not block the event loop.
@@ -62,7 +64,15 @@ class TreenavLlamaRetriever(BaseRetriever):
     def _nodes(self, found: Retrieval) -> List[NodeWithScore]:
         out = []
         for rank, p in enumerate(found.passages, start=1):
-            node = TextNode(id_=p.id, text=p.text, metadata=to_metadata(p, found.tree, rank))
+            metadata = to_metadata(p, found.tree, rank)
+            ours = our_keys(metadata)
+            node = TextNode(
+                id_=p.id,
+                text=p.text,
+                metadata=metadata,
+                excluded_llm_metadata_keys=ours,
+                excluded_embed_metadata_keys=ours,
+            )
             node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=p.document_id)
             out.append(NodeWithScore(node=node, score=p.score))
         return out
@@ -77,20 +87,23 @@ class TreenavLlamaRetriever(BaseRetriever):
     # -- updates (LlamaIndex's index names) -----------------------------------
 
     def insert(self, document: Any) -> None:
-        """Adds one LlamaIndex ``Document`` (its ``doc_id``, text and
-        metadata; ``metadata["title"]`` becomes the title) to the tree, or
-        replaces the document with that id."""
+        """Adds one LlamaIndex ``Document`` or ``TextNode`` (its id, text
+        and metadata; ``metadata["title"]`` becomes the title) to the tree,
+        or replaces the document with that id. A node that names its source
+        document (``ref_doc_id``) is a passage of that document."""
         self.insert_documents([document])
 
     def insert_documents(self, documents: Sequence[Any]) -> None:
-        """Adds several LlamaIndex ``Document``s at once (one update)."""
+        """Adds several ``Document``s or nodes at once (one update)."""
         records = []
         for doc in documents:
-            meta = dict(getattr(doc, "metadata", None) or {})
-            doc_id = str(doc.doc_id)
+            meta = {k: v for k, v in (getattr(doc, "metadata", None) or {}).items() if not k.startswith("treenav_")}
+            passage_id = str(doc.node_id)
+            doc_id = str(getattr(doc, "ref_doc_id", None) or passage_id)
             title = str(meta.pop("title", ""))
             meta.pop("id", None)
-            records.append({**meta, "id": doc_id, "doc_id": doc_id, "title": title, "text": doc.get_content()})
+            meta.pop("doc_id", None)
+            records.append({**meta, "id": passage_id, "doc_id": doc_id, "title": title, "text": doc.get_content()})
         if not records:
             raise ValueError("insert_documents needs at least one document")
         self._client.add_documents(self._tree, records)

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from . import Passage
 
 
+#: The prefix of every field the retrievers add to a document's metadata.
+PREFIX = "treenav_"
+
+
 def to_metadata(passage: Passage, tree: str, rank: int) -> Dict[str, Any]:
-    """The document's own metadata fields, then our ids and scores (which
-    win a clash): ``id``, ``document_id``, ``title``, ``tree``, ``rank``
-    (1-based), ``score``, ``probability``, ``rerank_probability``."""
-    return {
-        **passage.metadata,
+    """The document's own metadata fields as they are, then ours, each
+    under :data:`PREFIX` so none overwrites a field of the user's:
+    ``treenav_id``, ``treenav_document_id``, ``treenav_title``,
+    ``treenav_tree``, ``treenav_rank`` (1-based), ``treenav_score`` (the
+    calibrated probability), ``treenav_probability`` (the judge's P(yes))
+    and ``treenav_rerank_probability``."""
+    ours = {
         "id": passage.id,
         "document_id": passage.document_id,
         "title": passage.title,
@@ -22,6 +28,13 @@ def to_metadata(passage: Passage, tree: str, rank: int) -> Dict[str, Any]:
         "probability": passage.probability,
         "rerank_probability": passage.rerank_probability,
     }
+    return {**passage.metadata, **{PREFIX + k: v for k, v in ours.items()}}
+
+
+def our_keys(metadata: Dict[str, Any]) -> List[str]:
+    """The keys :func:`to_metadata` added (to keep out of an LLM's or an
+    embedder's view of a node)."""
+    return [k for k in metadata if k.startswith(PREFIX)]
 
 
 def request_options(given: Dict[str, Any], search_kwargs: Dict[str, Any]) -> Dict[str, Any]:
