@@ -459,3 +459,28 @@ async fn the_stamp_changes_with_every_update_that_lands() {
     assert_ne!(compacted, removed);
     assert_ne!(compacted, built);
 }
+
+/// A delta copied from a sibling tree (the same build, so the same base,
+/// and the same generation number, but other updates) is refused when
+/// the tree opens: the index's commit names its delta by hash, so the
+/// queries never answer from documents the index does not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delta_copied_from_a_sibling_tree_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).expect("dir");
+    std::fs::create_dir(&b).expect("dir");
+    let (a, b) = (saved_tree(&a).await, saved_tree(&b).await);
+    assert_eq!(std::fs::read(&a).ok(), std::fs::read(&b).ok(), "one build");
+    add(&a, corpus(0..3, "x"), None, &NoProgress)
+        .await
+        .expect("add a");
+    add(&b, corpus(0..3, "y"), None, &NoProgress)
+        .await
+        .expect("add b");
+    std::fs::copy(crate::delta::delta_path(&b), crate::delta::delta_path(&a)).expect("copy");
+    let e = file::load(&a)
+        .expect_err("a foreign delta is refused")
+        .to_string();
+    assert!(e.contains("delta"), "{e}");
+}
