@@ -1384,3 +1384,39 @@ async fn a_batch_answers_each_request_in_order() {
     }
     s.shutdown().await;
 }
+
+/// Every answer carries `X-Request-Id`: the client's when it is a short
+/// token, else one made by the service (also for a token that could forge
+/// a log line), different per request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_carries_a_request_id() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    let client = reqwest::Client::new();
+    let id_of = |r: &reqwest::Response| {
+        r.headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let r = client
+        .post(format!("{}/v1/retrieve", s.base))
+        .header("x-request-id", "client-7.a_b")
+        .json(&question())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(id_of(&r).as_deref(), Some("client-7.a_b"));
+    let mut made = Vec::new();
+    for given in ["has space", "x".repeat(65).as_str()] {
+        let r = client
+            .get(format!("{}/healthz", s.base))
+            .header("x-request-id", given)
+            .send()
+            .await
+            .expect("send");
+        made.push(id_of(&r).expect("an id"));
+    }
+    assert!(made.iter().all(|id| id.starts_with("tn-")), "{made:?}");
+    assert_ne!(made[0], made[1]);
+    s.shutdown().await;
+}

@@ -121,12 +121,23 @@ fn colour_on_stderr() -> bool {
 }
 
 /// Logs to stderr: the filter from `TREENAV_LOG`, else `RUST_LOG`, else
-/// `default`; text (coloured on a terminal) or JSON lines.
+/// `default` (tantivy at warn unless the filter names it); text (coloured
+/// on a terminal) or JSON lines.
 fn init_logs(default: &str, format: LogFormat) {
-    let filter = ["TREENAV_LOG", "RUST_LOG"]
+    let given = ["TREENAV_LOG", "RUST_LOG"]
         .into_iter()
-        .find_map(|var| tracing_subscriber::EnvFilter::try_from_env(var).ok())
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.trim().is_empty()));
+    let mut filter = given
+        .as_deref()
+        .and_then(|d| tracing_subscriber::EnvFilter::try_new(d).ok())
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
+    // tantivy logs every file it opens at debug: `RUST_LOG=debug` would be
+    // that flood (with its source paths), so it stays at warn unless named.
+    if !given.as_deref().is_some_and(|d| d.contains("tantivy")) {
+        if let Ok(quiet) = "tantivy=warn".parse() {
+            filter = filter.add_directive(quiet);
+        }
+    }
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

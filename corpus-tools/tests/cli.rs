@@ -1108,3 +1108,27 @@ fn a_mistyped_flag_gets_the_nearest_suggested() {
         text(&o.stderr)
     );
 }
+
+/// `RUST_LOG=debug` shows treenav's own debug lines, not tantivy's flood of
+/// file opens (nor, in JSON, the source paths its records carry).
+#[test]
+fn debug_logs_are_ours_not_tantivys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sample.tree");
+    let tree = out.to_str().expect("utf8 path");
+    let o = treenav(&["build", "-o", tree]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args(["--log-format", "json", "query", tree, "Tesla"])
+        .env("RUST_LOG", "debug")
+        .env_remove("TREENAV_LOG")
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let logs = text(&o.stderr);
+    assert!(logs.contains("treenav_navigator"), "{logs}");
+    assert!(
+        !logs.contains("mmap_directory") && !logs.contains(".cargo/registry"),
+        "{logs}"
+    );
+}

@@ -348,8 +348,7 @@ impl NavigatorConfig {
         // The floor follows the shortlist (the CLI's default 5, a
         // server's own --shortlist): the message says which.
         let name = format!("judge_budget (above the shortlist, {})", self.shortlist);
-        checked::count(&name, bf.judge_budget, budgets)
-        .map_err(out_of_range)?;
+        checked::count(&name, bf.judge_budget, budgets).map_err(out_of_range)?;
         checked::count("slate_size", bf.slate_size, 2..=200).map_err(out_of_range)?;
         checked::count("rounds", bf.rounds, 1..=100).map_err(out_of_range)?;
         for (name, w) in [

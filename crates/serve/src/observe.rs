@@ -6,9 +6,11 @@
 //! `treenav_build_info` and `treenav_trees_loaded` say what runs. Every
 //! metric has `# HELP`. A method outside the HTTP standard's is labelled
 //! and logged `OTHER`, so no client can grow the label set or the log.
-//! The access log (target `treenav_serve::access`) has method, route,
-//! status and latency — never a token, and query text only when the
-//! service was asked to log it.
+//! The access log (target `treenav_serve::access`) has the request id
+//! (the client's `X-Request-Id` when it is a short token, else one made
+//! here; echoed in the response), method, route, the tree, status and
+//! latency — never a token, and query text only when the service was
+//! asked to log it.
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
@@ -142,9 +144,71 @@ fn method_label(method: &axum::http::Method) -> &'static str {
         .unwrap_or("OTHER")
 }
 
+/// What a handler notes for the access log: the tree it answered from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Noted(std::sync::Arc<Mutex<Option<String>>>);
+
+impl Noted {
+    /// Notes the tree a request used.
+    pub(crate) fn tree(&self, name: &str) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(name.to_string());
+        }
+    }
+
+    fn noted_tree(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|slot| slot.clone())
+    }
+}
+
+/// The request's id: the client's `X-Request-Id` when it is 1–64 letters,
+/// digits, `.`, `_` or `-` (anything else could forge a log line), else one
+/// made here, unique in this process.
+fn request_id(headers: &axum::http::HeaderMap) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let given = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            (1..=64).contains(&v.len())
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        });
+    match given {
+        Some(id) => id.to_string(),
+        None => format!(
+            "tn-{:x}-{}",
+            started(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ),
+    }
+}
+
+/// This process's start, in seconds since 1970 (made ids differ across
+/// restarts).
+fn started() -> u64 {
+    static AT: OnceLock<u64> = OnceLock::new();
+    *AT.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    })
+}
+
+/// The `{name}` of a `/v1/trees/{name}/…` path.
+fn tree_in_path(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/v1/trees/")?;
+    rest.split('/').next().filter(|n| !n.is_empty())
+}
+
 /// Middleware: counts, times and logs each request.
-pub(crate) async fn track(request: Request, next: Next) -> Response {
+pub(crate) async fn track(mut request: Request, next: Next) -> Response {
     let start = Instant::now();
+    let id = request_id(request.headers());
+    let noted = Noted::default();
+    request.extensions_mut().insert(noted.clone());
+    let path_tree = tree_in_path(request.uri().path()).map(str::to_string);
     let method = method_label(request.method());
     let route = request
         .extensions()
@@ -153,8 +217,12 @@ pub(crate) async fn track(request: Request, next: Next) -> Response {
         .unwrap_or_else(|| "unmatched".to_string());
     let in_flight = metrics::gauge!("treenav_http_in_flight");
     in_flight.increment(1.0);
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     in_flight.decrement(1.0);
+    if let Ok(value) = axum::http::HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    let tree = noted.noted_tree().or(path_tree).unwrap_or_default();
     let status = response.status().as_u16();
     let secs = start.elapsed().as_secs_f64();
     let labels = [
@@ -166,8 +234,10 @@ pub(crate) async fn track(request: Request, next: Next) -> Response {
     metrics::histogram!("treenav_http_request_duration_seconds",
         "route" => route.clone(), "status" => status.to_string())
     .record(secs);
-    tracing::info!(target: "treenav_serve::access", method, route, status,
-        latency_ms = secs * 1000.0, "request");
+    // Debug formatting of the tree: quoted and escaped, so a name from a
+    // path cannot forge a log line.
+    tracing::info!(target: "treenav_serve::access", request_id = %id, method, route,
+        tree = ?tree, status, latency_ms = secs * 1000.0, "request");
     response
 }
 

@@ -9,12 +9,14 @@ use crate::api::{
 };
 use crate::error::ApiError;
 use crate::observe;
+use crate::observe::Noted;
 use crate::registry::Change;
 use crate::App;
 use axum::body::{Body, Bytes, HttpBody as _};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -198,9 +200,13 @@ async fn admitted<T>(
 
 pub(crate) async fn retrieve(
     State(app): State<Arc<App>>,
+    noted: Option<Extension<Noted>>,
     raw: Body,
 ) -> Result<Json<RetrieveResponse>, ApiError> {
     let req: RetrieveRequest = parse(&read_body(&app, raw).await?)?;
+    if let Some(Extension(noted)) = noted {
+        noted.tree(&req.tree);
+    }
     answer(&app, req).await.map(Json)
 }
 
