@@ -94,9 +94,10 @@ fn read_from(mut input: Box<dyn BufRead>, name: &str) -> Result<Vec<Query>> {
     Ok(queries)
 }
 
-/// One non-blank line: a JSON object, or the query itself.
+/// One non-blank line: a JSON object (it opens with a brace, `\x7b`), or
+/// the query itself.
 fn parse_line(text: &str, number: usize) -> std::result::Result<Query, String> {
-    if !text.starts_with('{') {
+    if !text.starts_with('\x7b') {
         return Ok(Query {
             id: number.to_string(),
             text: text.to_string(),

@@ -309,19 +309,7 @@ pub async fn add(
     // Room for the new nodes: documents, passages, a few clusters.
     let room = corpus.documents.len() * 2 + corpus.passage_count();
     let mut session = Session::open(path, embedder, room).await?;
-    // Documents the tree holds exactly as given are left alone: adding the
-    // same documents again changes nothing (no new generation at all).
-    let given = corpus.documents.len();
-    let held = session.by_id();
-    let mut kept = Vec::with_capacity(given);
-    for d in std::mem::take(&mut corpus.documents) {
-        match held.get(&d.id) {
-            Some(nodes) if holds_as_given(&session.tree, nodes, &d)? => {}
-            _ => kept.push(d),
-        }
-    }
-    corpus.documents = kept;
-    let unchanged = given - corpus.documents.len();
+    let unchanged = drop_unchanged(&session, &mut corpus)?;
     if corpus.documents.is_empty() {
         return Ok(Report {
             generation: current_generation(&session.tree).number,
@@ -385,6 +373,23 @@ pub async fn add(
     report.relabelled = relabelled;
     report.unchanged = unchanged;
     Ok(report)
+}
+
+/// Leaves out of `corpus` the documents the tree holds exactly as given
+/// (adding the same documents again changes nothing, not even the
+/// generation); how many were left out.
+fn drop_unchanged(session: &Session, corpus: &mut Corpus) -> Result<usize> {
+    let given = corpus.documents.len();
+    let held = session.by_id();
+    let mut kept = Vec::with_capacity(given);
+    for d in std::mem::take(&mut corpus.documents) {
+        match held.get(&d.id) {
+            Some(nodes) if holds_as_given(&session.tree, nodes, &d)? => {}
+            _ => kept.push(d),
+        }
+    }
+    corpus.documents = kept;
+    Ok(given - corpus.documents.len())
 }
 
 /// Whether the tree's document nodes `nodes` (its parts) hold `doc` as
@@ -583,7 +588,7 @@ impl Change {
 /// `T.delta`.
 fn commit(
     session: &mut Session,
-    change: Change,
+    mut change: Change,
     dirty: BTreeSet<u32>,
     dirty_lists: BTreeSet<u32>,
     log: UpdateLog,
@@ -597,7 +602,7 @@ fn commit(
     list_ids.extend(dirty_lists);
     let nodes = session.tree.nodes();
     let mut df = previous.df_map();
-    for (t, n) in change.stats {
+    for (t, n) in std::mem::take(&mut change.stats) {
         *df.entry(t).or_insert(0) += n;
     }
     let mut df: Vec<(String, i64)> = df.into_iter().filter(|(_, n)| *n != 0).collect();
@@ -635,8 +640,25 @@ fn commit(
             merges: old.merges + log.merges,
         },
     };
+    let path = write_delta(session, &delta, &change)?;
+    let delta_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    Ok(Report {
+        generation,
+        splits: log.splits,
+        merges: log.merges,
+        delta_bytes,
+        embedded_again: session.embedded_again,
+        ..Report::default()
+    })
+}
+
+/// Writes `delta` as `T.delta.next`, commits the lexical index naming it
+/// (its generation and hash), then renames it over `T.delta`; the delta's
+/// path.
+fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<PathBuf> {
+    let generation = delta.generation;
     let next = delta::next_path(&session.path);
-    let hash = delta::write(&delta, &next, session.base)?;
+    let hash = delta::write(delta, &next, session.base)?;
     let deletes: Vec<u64> = change.deletes.iter().map(|d| u64::from(d.0)).collect();
     let lexical = session
         .tree
@@ -656,15 +678,7 @@ fn commit(
             path: path.clone(),
             source,
         })?;
-    let delta_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    Ok(Report {
-        generation,
-        splits: log.splits,
-        merges: log.merges,
-        delta_bytes,
-        embedded_again: session.embedded_again,
-        ..Report::default()
-    })
+    Ok(path)
 }
 
 /// What a compaction did.
