@@ -1,4 +1,6 @@
-//! `treenav doctor`: one tiny known decision through a judge, to check it works.
+//! `treenav doctor`: what this install can run (the default embedder, the
+//! cross-encoder, the ONNX runtime, the model cache), then one tiny known
+//! decision through a judge, to check it works.
 
 use crate::judge_args::JudgeArgs;
 use anyhow::Result;
@@ -6,12 +8,21 @@ use treenav::judge::{checkup, CHECKUP_QUERY};
 
 /// Runs the check; an unreachable backend or malformed answers are errors (non-zero exit).
 pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
+    let install = install();
     let judge = args.for_lists("doctor")?.judge()?;
     let report = checkup(&judge).await?;
     let mut o = String::new();
     if json {
-        o.push_str(&crate::json_text(&report)?);
+        let mut value = serde_json::to_value(&report)?;
+        if let serde_json::Value::Object(fields) = &mut value {
+            fields.insert("install".into(), serde_json::to_value(&install)?);
+        }
+        o.push_str(&crate::json_text(&value)?);
     } else {
+        for part in &install {
+            let state = if part.ok { "ok" } else { "missing" };
+            out!(o, "install   {:<14} {state:<8} {}", part.part, part.detail);
+        }
         out!(o, "backend   {} ({})", report.backend, report.model);
         out!(o, "query     {CHECKUP_QUERY}");
         for (i, c) in report.candidates.iter().enumerate() {
@@ -45,6 +56,69 @@ pub async fn run(args: &JudgeArgs, json: bool) -> Result<()> {
         }
     }
     crate::emit(&o)
+}
+
+/// One part of the install and whether it is there.
+#[derive(serde::Serialize)]
+struct Part {
+    part: &'static str,
+    ok: bool,
+    detail: String,
+}
+
+/// The parts the defaults use: the model cache, bge-small (the default
+/// embedder and first judge), the ONNX runtime, the cross-encoder.
+fn install() -> Vec<Part> {
+    use treenav::tree::embed;
+    let file = |part: &'static str, path: std::path::PathBuf| Part {
+        part,
+        ok: path.is_file(),
+        detail: if path.is_file() {
+            path.display().to_string()
+        } else {
+            format!(
+                "{} is absent (bash scripts/fetch-models.sh fetches it)",
+                path.display()
+            )
+        },
+    };
+    let cache = embed::default_bge_dir()
+        .parent()
+        .and_then(|models| models.parent())
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let bge = embed::bge_small_available();
+    vec![
+        Part {
+            part: "model cache",
+            ok: cache.is_dir(),
+            detail: cache.display().to_string(),
+        },
+        Part {
+            part: "bge-small",
+            ok: bge.is_ok(),
+            detail: match bge {
+                Ok(()) => format!(
+                    "{} (the default embedder)",
+                    embed::default_bge_dir().display()
+                ),
+                Err(e) => format!("{e}; builds fall back to tfidf"),
+            },
+        },
+        file("onnx runtime", treenav::judge::default_ort_library()),
+        Part {
+            part: "cross-encoder",
+            ok: cfg!(feature = "cross-encoder")
+                && treenav::judge::default_model_dir()
+                    .join("model.onnx")
+                    .is_file(),
+            detail: if cfg!(feature = "cross-encoder") {
+                file("", treenav::judge::default_model_dir().join("model.onnx")).detail
+            } else {
+                "this build has none (rebuild with --features cross-encoder)".into()
+            },
+        },
+    ]
 }
 
 /// What the LLM probe found, a line each.

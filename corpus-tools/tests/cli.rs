@@ -1132,3 +1132,45 @@ fn debug_logs_are_ours_not_tantivys() {
         "{logs}"
     );
 }
+
+/// `doctor` checks the install before the judge: the model cache,
+/// bge-small, the ONNX runtime and the cross-encoder, each present or
+/// missing with how to get it.
+#[test]
+fn doctor_checks_the_install() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let o = Command::new(env!("CARGO_BIN_EXE_treenav"))
+        .args(["doctor", "--json"])
+        .env("TREENAV_CACHE_DIR", cache.path())
+        .env_remove("ORT_DYLIB_PATH")
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let parts: Vec<(&str, bool)> = v["install"]
+        .as_array()
+        .expect("install")
+        .iter()
+        .map(|p| {
+            (
+                p["part"].as_str().unwrap_or(""),
+                p["ok"].as_bool().unwrap_or(true),
+            )
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("model cache", true),
+            ("bge-small", false),
+            ("onnx runtime", false),
+            ("cross-encoder", false)
+        ]
+    );
+    assert!(
+        v["install"][1]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("fetch-models.sh")),
+        "{v}"
+    );
+}
