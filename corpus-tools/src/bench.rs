@@ -194,31 +194,12 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 
 pub async fn run(args: &BenchArgs) -> Result<()> {
     // Check every setting before any work.
-    let mut systems: Vec<SystemKind> = Vec::new();
-    for s in &args.systems {
-        let kind: SystemKind = s.parse()?;
-        if !systems.contains(&kind) {
-            systems.push(kind);
-        }
-    }
+    let systems = systems_of(args)?;
     let navigator = args.nav.config()?.check()?;
     if args.prune && !args.judge_budgets.is_empty() {
         bail!("--prune and --judge-budgets measure different things: run them separately");
     }
-    // Judged lists (rerank, flat, the budget sweep, the pruning curve)
-    // have no tree for the embedding judge: they default to lexical.
-    let lists = args.prune
-        || !args.judge_budgets.is_empty()
-        || systems
-            .iter()
-            .any(|s| matches!(s, SystemKind::Rerank | SystemKind::Flat));
-    let judge_args = match lists {
-        true => args
-            .judge
-            .for_lists("this bench (rerank, flat, --judge-budgets or --prune)")?,
-        false => args.judge.clone(),
-    };
-    let judge = judge_args.options()?;
+    let judge = judge_of(args, &systems)?;
     // Ranges are checked once, by `BenchSetup::check`.
     let concurrency = args
         .concurrency
@@ -282,6 +263,36 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
     }
     crate::emit(&report.markdown())
+}
+
+/// The systems named by `--systems`, each once, in the order given.
+fn systems_of(args: &BenchArgs) -> Result<Vec<SystemKind>> {
+    let mut systems: Vec<SystemKind> = Vec::new();
+    for s in &args.systems {
+        let kind: SystemKind = s.parse()?;
+        if !systems.contains(&kind) {
+            systems.push(kind);
+        }
+    }
+    Ok(systems)
+}
+
+/// The judge's options. Judged lists (rerank, flat, the budget sweep, the
+/// pruning curve) have no tree for the embedding judge: they default to
+/// lexical.
+fn judge_of(args: &BenchArgs, systems: &[SystemKind]) -> Result<treenav::judge::JudgeOptions> {
+    let lists = args.prune
+        || !args.judge_budgets.is_empty()
+        || systems
+            .iter()
+            .any(|s| matches!(s, SystemKind::Rerank | SystemKind::Flat));
+    let judge_args = match lists {
+        true => args
+            .judge
+            .for_lists("this bench (rerank, flat, --judge-budgets or --prune)")?,
+        false => args.judge.clone(),
+    };
+    judge_args.options()
 }
 
 /// The output paths' folders exist (and `--run-dir` is made), before any work.
