@@ -61,14 +61,23 @@ async fn start_with(dir: Arc<TempDir>, options: ServeOptions) -> Running {
 
 /// The sample tree as `sample`, with `judge` and `tune` applied.
 async fn start(judge: JudgeOptions, tune: impl FnOnce(&mut ServeOptions)) -> Running {
+    start_file(judge, tune).await.0
+}
+
+/// [`start`], also giving the served tree file's path and its folder
+/// (which lives as long as the service).
+async fn start_file(
+    judge: JudgeOptions,
+    tune: impl FnOnce(&mut ServeOptions),
+) -> (Running, std::path::PathBuf, Arc<TempDir>) {
     let (dir, path) = sample_file().await;
     let spec = TreeSpec {
         name: "sample".into(),
-        path,
+        path: path.clone(),
     };
     let mut options = ServeOptions::new(vec![spec], judge);
     tune(&mut options);
-    start_with(dir, options).await
+    (start_with(dir.clone(), options).await, path, dir)
 }
 
 fn slow_judge(base: &str) -> JudgeOptions {
@@ -659,12 +668,7 @@ fn hammer(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_swaps_atomically_and_refuses_a_corrupt_file_under_load() {
-    let (dir, path) = sample_file().await;
-    let spec = TreeSpec {
-        name: "sample".into(),
-        path: path.clone(),
-    };
-    let s = start_with(dir, ServeOptions::new(vec![spec], JudgeOptions::default())).await;
+    let (s, path, _) = start_file(JudgeOptions::default(), |_| {}).await;
     let clusters = |v: &str| -> Value {
         let v: Value = serde_json::from_str(v).expect("json");
         v["trees"][0]["clusters"].clone()
@@ -832,16 +836,7 @@ async fn idle_and_half_sent_connections_are_closed_and_capped() {
 /// safe way (new files, renamed over) are reloaded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_side_file_written_over_in_place_is_refused_until_reloaded() {
-    let (dir, path) = sample_file().await;
-    let spec = TreeSpec {
-        name: "sample".into(),
-        path: path.clone(),
-    };
-    let s = start_with(
-        dir.clone(),
-        ServeOptions::new(vec![spec], JudgeOptions::default()),
-    )
-    .await;
+    let (s, path, dir) = start_file(JudgeOptions::default(), |_| {}).await;
     assert_eq!(
         post(&s.base, "/v1/retrieve", question()).await.0,
         StatusCode::OK
@@ -884,16 +879,7 @@ async fn a_side_file_written_over_in_place_is_refused_until_reloaded() {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fifo_lock_hangs_neither_an_update_nor_the_service() {
-    let (dir, path) = sample_file().await;
-    let spec = TreeSpec {
-        name: "sample".into(),
-        path: path.clone(),
-    };
-    let s = start_with(
-        dir.clone(),
-        ServeOptions::new(vec![spec], JudgeOptions::default()),
-    )
-    .await;
+    let (s, path, _) = start_file(JudgeOptions::default(), |_| {}).await;
     let lock = treenav::tree::generation::lock_path(&path);
     let _ = std::fs::remove_file(&lock);
     assert!(std::process::Command::new("mkfifo")
@@ -951,16 +937,7 @@ async fn a_fifo_lock_hangs_neither_an_update_nor_the_service() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_index_fails_requests_cleanly_and_is_not_ready() {
     use std::io::{Seek, SeekFrom, Write};
-    let (dir, path) = sample_file().await;
-    let spec = TreeSpec {
-        name: "sample".into(),
-        path: path.clone(),
-    };
-    let s = start_with(
-        dir.clone(),
-        ServeOptions::new(vec![spec], JudgeOptions::default()),
-    )
-    .await;
+    let (s, path, _) = start_file(JudgeOptions::default(), |_| {}).await;
     assert_eq!(
         post(&s.base, "/v1/retrieve", question()).await.0,
         StatusCode::OK
@@ -1101,12 +1078,7 @@ fn update_doc(b: usize, i: usize) -> Value {
 /// word is found exactly when the answer's generation includes it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_added_and_removed_while_16_clients_query() {
-    let (dir, path) = sample_file().await;
-    let spec = TreeSpec {
-        name: "sample".into(),
-        path,
-    };
-    let s = start_with(dir, ServeOptions::new(vec![spec], JudgeOptions::default())).await;
+    let s = start(JudgeOptions::default(), |_| {}).await;
     const BATCHES: usize = 20;
     const PER_BATCH: usize = 500;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1279,16 +1251,7 @@ fn found_ids(found: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_made_by_another_process_are_served_at_the_next_request() {
     use treenav::tree::update;
-    let (dir, path) = sample_file().await;
-    let spec = TreeSpec {
-        name: "sample".into(),
-        path: path.clone(),
-    };
-    let s = start_with(
-        dir.clone(),
-        ServeOptions::new(vec![spec], JudgeOptions::default()),
-    )
-    .await;
+    let (s, path, dir) = start_file(JudgeOptions::default(), |_| {}).await;
     let ask =
         json!({"tree": "sample", "query": "quokka colony Rottnest island migration", "top": 3});
     let (status, before) = post(&s.base, "/v1/retrieve", ask.clone()).await;
