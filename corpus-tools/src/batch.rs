@@ -152,7 +152,7 @@ impl Batch<'_> {
         let mut failed = 0;
         while let Some((q, answer)) = answers.next().await {
             let line = match answer {
-                Ok(found) => found,
+                Ok(found) => serde_json::to_value(found)?,
                 Err(e) => {
                     failed += 1;
                     serde_json::json!({"id": q.id, "query": q.text, "error": e})
@@ -169,7 +169,7 @@ impl Batch<'_> {
     }
 
     /// The service's answer for one query, with the query's id first.
-    async fn answer(&self, q: &Query) -> std::result::Result<serde_json::Value, String> {
+    async fn answer(&self, q: &Query) -> std::result::Result<Answer, String> {
         let filter = self
             .filter
             .clone()
@@ -180,22 +180,24 @@ impl Batch<'_> {
             .retrieve_filtered(&q.text, &filter)
             .await
             .map_err(|e| format!("navigation failed: {e}"))?;
-        let response = treenav::serve::api::RetrieveResponse::new(
-            self.tree,
-            found,
-            self.trace,
-            self.generation,
-        );
-        let mut line = serde_json::Map::new();
-        line.insert("id".into(), q.id.clone().into());
-        match serde_json::to_value(response).map_err(|e| e.to_string())? {
-            serde_json::Value::Object(fields) => line.extend(fields),
-            other => {
-                line.insert("answer".into(), other);
-            }
-        }
-        Ok(serde_json::Value::Object(line))
+        Ok(Answer {
+            id: q.id.clone(),
+            found: treenav::serve::api::RetrieveResponse::new(
+                self.tree,
+                found,
+                self.trace,
+                self.generation,
+            ),
+        })
     }
+}
+
+/// One line of a batch's output: the query's id, then the service's answer.
+#[derive(serde::Serialize)]
+struct Answer {
+    id: String,
+    #[serde(flatten)]
+    found: treenav::serve::api::RetrieveResponse,
 }
 
 #[cfg(test)]

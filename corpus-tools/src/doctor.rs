@@ -70,24 +70,23 @@ struct Part {
 /// embedder and first judge), the ONNX runtime, the cross-encoder.
 fn install() -> Vec<Part> {
     use treenav::tree::embed;
-    let file = |part: &'static str, path: std::path::PathBuf| Part {
-        part,
-        ok: path.is_file(),
-        detail: if path.is_file() {
-            path.display().to_string()
-        } else {
-            format!(
-                "{} is absent (bash scripts/fetch-models.sh fetches it)",
-                path.display()
-            )
-        },
-    };
     let cache = embed::default_bge_dir()
         .parent()
         .and_then(|models| models.parent())
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
     let bge = embed::bge_small_available();
+    let cross_encoder = match cfg!(feature = "cross-encoder") {
+        true => file(
+            "cross-encoder",
+            treenav::judge::default_model_dir().join("model.onnx"),
+        ),
+        false => Part {
+            part: "cross-encoder",
+            ok: false,
+            detail: "this build has none (rebuild with --features cross-encoder)".into(),
+        },
+    };
     vec![
         Part {
             part: "model cache",
@@ -106,19 +105,21 @@ fn install() -> Vec<Part> {
             },
         },
         file("onnx runtime", treenav::judge::default_ort_library()),
-        Part {
-            part: "cross-encoder",
-            ok: cfg!(feature = "cross-encoder")
-                && treenav::judge::default_model_dir()
-                    .join("model.onnx")
-                    .is_file(),
-            detail: if cfg!(feature = "cross-encoder") {
-                file("", treenav::judge::default_model_dir().join("model.onnx")).detail
-            } else {
-                "this build has none (rebuild with --features cross-encoder)".into()
-            },
-        },
+        cross_encoder,
     ]
+}
+
+/// A part that is one file: there, or what fetches it.
+fn file(part: &'static str, path: std::path::PathBuf) -> Part {
+    let ok = path.is_file();
+    let detail = match ok {
+        true => path.display().to_string(),
+        false => format!(
+            "{} is absent (bash scripts/fetch-models.sh fetches it)",
+            path.display()
+        ),
+    };
+    Part { part, ok, detail }
 }
 
 /// What the LLM probe found, a line each.
