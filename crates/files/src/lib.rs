@@ -260,26 +260,17 @@ pub fn open_lock(path: &Path, what: &'static str) -> Result<File, Error> {
     Ok(file)
 }
 
-#[cfg(unix)]
+/// Opens (or makes) a lock file for reading and writing; on Unix without
+/// waiting on a FIFO (`O_NONBLOCK`) or taking a terminal (`O_NOCTTY`).
 fn open_lock_nonblocking(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_lock_nonblocking(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    options.open(path)
 }
 
 #[cfg(unix)]
