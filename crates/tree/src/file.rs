@@ -654,11 +654,11 @@ fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
     };
     let tmp = crate::store::temp_path(path);
     let write = || -> std::io::Result<()> {
-        crate::generation::io_step()?;
+        crate::fault::io_step()?;
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        crate::generation::io_step()?;
+        crate::fault::io_step()?;
         std::fs::rename(&tmp, path)
     };
     write().map_err(|e| {

@@ -34,8 +34,8 @@ const PARTS: [&str; 6] = [
     crate::vectors::PASSAGE_VECTORS_SUFFIX,
 ];
 
-/// The name a fault-injection test configures (`fail::cfg`).
-pub const FAULT_POINT: &str = "treenav::io";
+pub(crate) use crate::fault::io_step;
+pub use crate::fault::FAULT_POINT;
 
 /// The most bytes a manifest may have.
 const MANIFEST_CAP: u64 = 4 << 10;
@@ -43,16 +43,6 @@ const MANIFEST_CAP: u64 = 4 << 10;
 /// How long a reader waits for another process to finish a commit it
 /// found under way.
 const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// One step of writing or renaming a tree's files: where injected faults
-/// strike (a no-op unless a test configured [`FAULT_POINT`]).
-pub(crate) fn io_step() -> std::io::Result<()> {
-    fail::fail_point!(FAULT_POINT, |_| Err(std::io::Error::new(
-        std::io::ErrorKind::StorageFull,
-        "injected fault: no space left on device"
-    )));
-    Ok(())
-}
 
 /// The tree's writer lock, `T.lock`: an advisory lock the kernel releases
 /// when the process ends. One writer at a time: a second fails at once.

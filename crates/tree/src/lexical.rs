@@ -237,12 +237,12 @@ fn write_index_folder(index: &LexicalIndex, dir: &Path, paired: u128) -> Result<
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp).map_err(io)?;
     let write = || -> Result<()> {
-        crate::generation::io_step().map_err(io)?;
+        crate::fault::io_step().map_err(io)?;
         index
             .write_to(&tmp)
             .map_err(|e| Error::Encode(e.to_string()))?;
         std::fs::write(tmp.join(PAIRING_FILE), format!("{paired:032x}\n")).map_err(io)?;
-        crate::generation::io_step().map_err(io)?;
+        crate::fault::io_step().map_err(io)?;
         if dir.exists() {
             let _ = std::fs::remove_dir_all(&old);
             std::fs::rename(dir, &old).map_err(io)?;

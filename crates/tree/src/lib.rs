@@ -41,6 +41,7 @@ mod build;
 pub mod cluster;
 pub mod delta;
 pub mod embed;
+mod fault;
 pub mod file;
 pub mod filter;
 pub mod generation;

@@ -157,7 +157,7 @@ pub(crate) fn write_atomically(
     };
     let tmp = temp_path(path);
     let write = || -> Result<SideFile> {
-        crate::generation::io_step().map_err(io)?;
+        crate::fault::io_step().map_err(io)?;
         let file = std::fs::File::create(&tmp).map_err(io)?;
         let mut out = std::io::BufWriter::new(file);
         out.write_all(&vec![0u8; header]).map_err(io)?;
@@ -172,7 +172,7 @@ pub(crate) fn write_atomically(
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(&header_of(hash, len)).map_err(io)?;
         file.sync_all().map_err(io)?;
-        crate::generation::io_step().map_err(io)?;
+        crate::fault::io_step().map_err(io)?;
         std::fs::rename(&tmp, path).map_err(io)?;
         Ok(SideFile {
             hash,

@@ -664,7 +664,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
         .tree
         .lexical_mut()
         .ok_or_else(|| Error::Param("the tree has no lexical index".into()))?;
-    crate::generation::io_step().map_err(|source| Error::Io {
+    crate::fault::io_step().map_err(|source| Error::Io {
         path: next.clone(),
         source,
     })?;
@@ -672,7 +672,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
         .ok_or_else(|| Error::Task("the lexical index is shared".into()))?
         .apply(&deletes, &change.adds, &delta::payload(generation, hash))?;
     let path = delta_path(&session.path);
-    crate::generation::io_step()
+    crate::fault::io_step()
         .and_then(|()| std::fs::rename(&next, &path))
         .map_err(|source| Error::Io {
             path: path.clone(),
