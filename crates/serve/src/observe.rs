@@ -46,8 +46,29 @@ pub(crate) fn prometheus() -> &'static PrometheusHandle {
         };
         describe();
         metrics::gauge!("treenav_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        keep_drained(handle.clone());
         handle
     })
+}
+
+/// How often the histograms' raw samples are folded into their buckets.
+const UPKEEP: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Folds the histograms' raw samples into their buckets every [`UPKEEP`].
+/// The recorder keeps every sample until a scrape or an upkeep drains it,
+/// and `install_recorder` runs no upkeep of its own: without this thread a
+/// service nobody scrapes grows by 8 bytes per sample for ever (the soak's
+/// +45% in 20 minutes, docs/serve.md).
+fn keep_drained(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("treenav-metrics".into())
+        .spawn(move || loop {
+            std::thread::sleep(UPKEEP);
+            handle.run_upkeep();
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no thread for the metrics upkeep: histograms are drained only by scrapes");
+    }
 }
 
 /// `# HELP` for every metric.
