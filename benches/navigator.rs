@@ -242,6 +242,7 @@ async fn at_concurrency(
         limit,
         config: serde_json::json!({}),
         judge_budgets: Vec::new(),
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),

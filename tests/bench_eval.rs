@@ -218,6 +218,7 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
         limit: Some(40),
         config: serde_json::json!({"note": "test"}),
         judge_budgets: Vec::new(),
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
@@ -308,6 +309,7 @@ async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Resul
         limit: Some(5),
         config: serde_json::Value::Null,
         judge_budgets: Vec::new(),
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
@@ -344,6 +346,7 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
         limit,
         config: serde_json::Value::Null,
         judge_budgets: Vec::new(),
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
@@ -432,6 +435,7 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
         limit: Some(30),
         config: serde_json::json!({}),
         judge_budgets: vec![20],
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
@@ -462,6 +466,79 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--explore-budgets`: the embedding judge alone at each budget, its
+/// vectors read per query counted and bounded by the budget, more budget
+/// reading more; a tree whose vectors the judge may not use is refused,
+/// saying why. (TF-IDF vectors, allowed by `tfidf_vectors`, stand in for
+/// bge-small's here: the sweep's logic does not depend on the model.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_explore_sweep_counts_the_vectors_each_budget_reads() -> anyhow::Result<()> {
+    use treenav::navigator::{BestFirstConfig, Strategy};
+    let (_dir, d) = sample_dataset()?;
+    let tree = support::tree_of(d.corpus.clone(), None).await;
+    let navigator = |tfidf_vectors: bool| {
+        NavigatorConfig::default()
+            .strategy(Strategy::BestFirst)
+            .best_first(BestFirstConfig {
+                tfidf_vectors,
+                ..BestFirstConfig::default()
+            })
+            .check()
+    };
+    let mut setup = BenchSetup {
+        systems: vec![SystemKind::Bm25],
+        judge: JudgeOptions::default(),
+        navigator: navigator(true)?,
+        tree: Some(tree),
+        embedder: None,
+        rerank_n: 20,
+        flat_max_passages: 20_000,
+        rrf_k: 60.0,
+        seed: 5,
+        limit: Some(20),
+        config: serde_json::json!({}),
+        judge_budgets: Vec::new(),
+        explore_budgets: vec![10, 40],
+        concurrency: 2,
+        run_dir: None,
+        fusion_weights: Vec::new(),
+        share_scores: false,
+        score_file: None,
+        analyzer: Default::default(),
+    };
+    let report = bench::run(&d, &setup, &NoProgress).await?;
+    let rows = &report.explore_budgets;
+    assert_eq!(rows.iter().map(|r| r.budget).collect::<Vec<_>>(), [10, 40]);
+    for r in rows {
+        let read = r.system.vectors_scored;
+        // The budget's passages, plus the descent's centroids and the
+        // documents of at most two leaves.
+        assert!(
+            read > 0.0 && read <= 2.0 * r.budget as f64 + 40.0,
+            "{}: {read}",
+            r.budget
+        );
+        assert!((r.corpus_share - read / report.dataset.passages as f64).abs() < 1e-9);
+        assert!(r.system.document.ndcg_at_10 > 0.0);
+    }
+    assert!(rows[1].system.vectors_scored > rows[0].system.vectors_scored);
+    let markdown = report.markdown();
+    assert!(markdown.contains("| explore budget |"), "{markdown}");
+    assert!(markdown.contains("| 40 | "), "{markdown}");
+
+    setup.navigator = navigator(false)?;
+    let refused = bench::run(&d, &setup, &NoProgress)
+        .await
+        .expect_err("refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("--explore-budgets needs a tree with stored vectors"),
+        "{refused}"
+    );
+    Ok(())
+}
+
 /// A tree built from another corpus is refused before any query runs (it
 /// used to bench and report figures for passages the dataset lacks); a tree
 /// from before format version 3, without a fingerprint, still benches.
@@ -487,6 +564,7 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
         limit: Some(3),
         config: serde_json::json!({}),
         judge_budgets: Vec::new(),
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: None,
         fusion_weights: Vec::new(),
@@ -558,6 +636,7 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
         limit: Some(30),
         config: serde_json::json!({}),
         judge_budgets: vec![20],
+        explore_budgets: Vec::new(),
         concurrency: 1,
         run_dir: Some(runs.path().to_path_buf()),
         fusion_weights: Vec::new(),
@@ -566,7 +645,15 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
         analyzer: Default::default(),
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
-    for name in ["bm25", "tree", "tree@20", "rerank@20", "tree+clusters@20"] {
+    // File names keep no `+` or `:` (`tree+fused@20` → `tree-fused@20`).
+    for name in [
+        "bm25",
+        "tree",
+        "tree@20",
+        "rerank@20",
+        "tree-fused@20",
+        "tree-clusters@20",
+    ] {
         for file in ["documents.run", "passages.run", "metrics.jsonl"] {
             let path = runs.path().join(format!("{name}.{file}"));
             assert!(path.is_file(), "{} missing", path.display());
@@ -574,8 +661,27 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
     }
     let lines = std::fs::read_to_string(runs.path().join("tree.metrics.jsonl"))?;
     assert_eq!(lines.lines().count(), 30);
-    // The sweep's table carries the paired tests.
-    assert!(report.markdown().contains("p vs bm25"));
+    // The sweep's table carries the paired tests, and the JSON names
+    // their metric and test.
+    let markdown = report.markdown();
+    assert!(markdown.contains("p vs bm25"));
+    assert!(markdown.contains("paired randomisation test, two-sided"));
+    let json = serde_json::to_value(&report.judge_budgets[0].systems["tree"])?;
+    let tests = json["significance"].as_array().expect("significance");
+    let against: Vec<&str> = tests.iter().filter_map(|t| t["against"].as_str()).collect();
+    assert_eq!(against, ["bm25", "rerank"]);
+    assert_eq!(tests[0]["metric"], "document nDCG@10");
+    let p = tests[0]["p"].as_f64().expect("p");
+    assert!((0.0..=1.0).contains(&p), "{p}");
+    // The tree's score is a probability, BM25's is not one: ECE for the
+    // first only, with a reliability table whose counts are the top 10s.
+    let calibration = report.systems["tree"].calibration.as_ref().expect("ece");
+    assert!((0.0..=1.0).contains(&calibration.ece));
+    let counted: usize = calibration.bins.iter().map(|b| b.count).sum();
+    assert_eq!(counted, calibration.scores);
+    assert!(calibration.scores <= 30 * 10 && calibration.scores >= 30);
+    assert!(report.systems["bm25"].calibration.is_none());
+    assert!(markdown.contains("tree: score ECE "), "{markdown}");
     let script = r#"
 import sys, ir_measures
 from ir_measures import nDCG

@@ -127,6 +127,13 @@ pub struct BenchArgs {
     /// the judge per query, references and the shortlist rerank included.
     #[arg(long, value_delimiter = ',')]
     pub judge_budgets: Vec<usize>,
+    /// Run the cascade's cheap stage alone (the embedding judge over the
+    /// tree's vectors) at each of these exploration budgets, e.g.
+    /// 50,100,300,1000: nDCG@10 and the vectors read per query, beside
+    /// `dense` (every passage) when it runs. Needs a tree with vectors of
+    /// an embedder available here.
+    #[arg(long, value_delimiter = ',')]
+    pub explore_budgets: Vec<usize>,
     /// Queries run at once (default: the cores for an in-process judge,
     /// the judge's concurrency for a remote one). Metric values do not
     /// depend on it; throughput (queries/s) does.
@@ -196,8 +203,8 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     // Check every setting before any work.
     let systems = systems_of(args)?;
     let navigator = args.nav.config()?.check()?;
-    if args.prune && !args.judge_budgets.is_empty() {
-        bail!("--prune and --judge-budgets measure different things: run them separately");
+    if args.prune && !(args.judge_budgets.is_empty() && args.explore_budgets.is_empty()) {
+        bail!("--prune and --judge-budgets or --explore-budgets measure different things: run them separately");
     }
     let judge = judge_of(args, &systems)?;
     // Ranges are checked once, by `BenchSetup::check`.
@@ -227,6 +234,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         "embedder": embedder.as_ref().map(|e| e.describe()),
         "passage_words": args.passage_words,
         "judge_budgets": args.judge_budgets,
+        "explore_budgets": args.explore_budgets,
         "concurrency": concurrency,
         "share_scores": args.share_scores || args.score_file.is_some(),
     });
@@ -243,6 +251,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         limit: args.limit,
         config,
         judge_budgets: args.judge_budgets.clone(),
+        explore_budgets: args.explore_budgets.clone(),
         concurrency,
         run_dir: args.run_dir.clone(),
         fusion_weights: args.fusion_weights.clone(),
@@ -386,6 +395,7 @@ async fn bench_tree(
         systems.contains(&SystemKind::Tree)
             || systems.contains(&SystemKind::Gar)
             || !args.judge_budgets.is_empty()
+            || !args.explore_budgets.is_empty()
     };
     Ok(if needs_tree {
         match &args.tree {

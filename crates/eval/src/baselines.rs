@@ -196,6 +196,9 @@ pub fn rrf(lists: &[Vec<usize>], k: f64, n: usize) -> Vec<usize> {
 pub struct Judged {
     /// Passage indices, best first: the reranked shortlist, then the rest.
     pub ranking: Vec<usize>,
+    /// The judge's score of each ranked passage (its calibrated P(yes)),
+    /// in `ranking`'s order.
+    pub scores: Vec<f64>,
     /// Candidates shown to the judge: references and the shortlist rerank included.
     pub candidates_judged: usize,
     /// Judge usage, shortlist included.
@@ -226,7 +229,13 @@ pub async fn judge_rank(
         .await
         .map_err(|e| e.source)?;
     let reranked = ranked.rerank.iter().any(Option::is_some);
+    let scores = ranked
+        .order
+        .iter()
+        .map(|i| ranked.scores.get(*i).copied().unwrap_or(0.0))
+        .collect();
     Ok(Judged {
+        scores,
         ranking: ranked.order.into_iter().map(|i| passages[i]).collect(),
         candidates_judged: ranked.shown,
         usage: ranked.usage,

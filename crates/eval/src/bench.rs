@@ -79,6 +79,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
         systems: BTreeMap::new(),
         skipped: BTreeMap::new(),
         judge_budgets: Vec::new(),
+        explore_budgets: Vec::new(),
     };
     for &system in &setup.systems {
         if system == SystemKind::Flat && collection.len() > setup.flat_max_passages {
@@ -111,5 +112,7 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
         ctx.save_scores()?;
     }
     report.judge_budgets = crate::sweep::run(&ctx, progress).await?;
+    crate::report::add_significance(&mut report.judge_budgets, report.systems.get("bm25"));
+    report.explore_budgets = crate::explore::run(&ctx, progress).await?;
     Ok(report)
 }

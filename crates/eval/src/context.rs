@@ -334,6 +334,7 @@ impl Context {
                 let docs: HashSet<usize> = pool.iter().map(|i| c.document_of[*i]).collect();
                 Outcome {
                     ranking: judged.ranking,
+                    scores: judged.scores,
                     candidates_judged: judged.candidates_judged,
                     usage: judged.usage,
                     titles_read: docs.len() as f64 / c.documents.len().max(1) as f64,
@@ -381,6 +382,7 @@ impl Context {
         let t = &found.trace;
         Ok(Outcome {
             ranking,
+            scores: found.passages.iter().map(|p| p.score).collect(),
             candidates_judged: t.candidates_judged,
             usage: t.usage.clone(),
             titles_read: t.titles_read,
@@ -531,6 +533,7 @@ pub(crate) fn tree_config(base: &ValidConfig, budget: usize, fusion: f64) -> Res
 pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
     Outcome {
         ranking,
+        scores: Vec::new(),
         candidates_judged: 0,
         usage: Usage::default(),
         titles_read: 0.0,

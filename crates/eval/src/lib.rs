@@ -8,15 +8,19 @@
 //!   judge over every passage (`flat`).
 //! * [`bench`] runs systems over the queries and gathers a [`bench::Report`],
 //!   whose JSON schema is documented on the type.
+//! * [`explore`] runs the cascade's cheap stage alone at several budgets.
 //! * [`sweep`] runs `tree`, `rerank` and `gar` at equal judgment budgets.
+//! * [`calibration`] says whether a system's scores are probabilities (ECE).
 //! * [`score_file`] keeps the cross-encoder's scores between runs.
 //! * [`prune_curve`] measures the pruner: recall retention against compression.
 #![warn(missing_docs)]
 
 pub mod baselines;
 pub mod bench;
+pub mod calibration;
 mod context;
 pub mod dataset;
+pub mod explore;
 mod gold;
 pub mod metrics;
 mod outcome;

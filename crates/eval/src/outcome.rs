@@ -22,6 +22,9 @@ pub struct StepCost {
 /// One query's result from one system.
 pub(crate) struct Outcome {
     pub(crate) ranking: Vec<usize>,
+    /// The score of each ranked passage, as the system gives it
+    /// (P(relevant) for the judged systems); empty for systems without one.
+    pub(crate) scores: Vec<f64>,
     pub(crate) candidates_judged: usize,
     pub(crate) usage: Usage,
     pub(crate) titles_read: f64,

@@ -2,6 +2,7 @@
 //! the budget sweep, and their Markdown.
 
 use crate::baselines::Collection;
+use crate::calibration::{calibration, Calibration, TOP};
 use crate::dataset::{DatasetFormat, GoldLevel};
 use crate::gold::{metrics, Gold};
 use crate::metrics::{quantile, Mean, Metrics};
@@ -28,6 +29,8 @@ pub struct SystemReport {
     pub rounds: f64,
     /// Judge calls per query (cache hits excluded).
     pub judge_calls: f64,
+    /// Stored vectors the embedding judge read per query (0 without it).
+    pub vectors_scored: f64,
     /// Judge calls answered from the cache per query.
     pub cache_hits: f64,
     /// Share of all documents whose title (or passage) the judge read.
@@ -48,6 +51,13 @@ pub struct SystemReport {
     /// Throughput: queries answered per second of the system's wall time,
     /// with `concurrency` queries at once.
     pub queries_per_second: f64,
+    /// Whether the scores are probabilities: ECE and the reliability table
+    /// over each query's top 10 (systems that give P(relevant) only).
+    pub calibration: Option<Calibration>,
+    /// Paired tests against other systems (the sweep's rows; empty
+    /// elsewhere).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub significance: Vec<Significance>,
     /// Where the gold was lost on the way down (tree only).
     pub navigation: Option<NavigationLoss>,
     /// Where a query's time goes, step by step (tree and gar: each level or
@@ -131,6 +141,8 @@ pub struct Report {
     pub skipped: BTreeMap<String, String>,
     /// The judgment-budget sweep (empty without `--judge-budgets`).
     pub judge_budgets: Vec<BudgetReport>,
+    /// The exploration sweep (empty without `--explore-budgets`).
+    pub explore_budgets: Vec<crate::explore::ExploreReport>,
 }
 
 pub(crate) fn summarize(
@@ -169,6 +181,7 @@ pub(crate) fn summarize(
         candidates_judged: mean(&|o| o.candidates_judged as f64),
         rounds: mean(&|o| o.rounds as f64),
         judge_calls: mean(&|o| f64::from(o.usage.calls)),
+        vectors_scored: mean(&|o| o.usage.vectors_scored as f64),
         cache_hits: mean(&|o| f64::from(o.usage.cache_hits)),
         titles_read: mean(&|o| o.titles_read),
         input_tokens: mean(&|o| o.usage.input_tokens as f64),
@@ -178,10 +191,30 @@ pub(crate) fn summarize(
         latency_p50_ms: quantile(&latencies, 0.5),
         latency_p95_ms: quantile(&latencies, 0.95),
         queries_per_second: 0.0,
+        calibration: scored(outcomes, golds),
+        significance: Vec::new(),
         navigation,
         time_by_step: time_by_step(outcomes),
         per_query: crate::runs::per_query(outcomes, golds, c),
     }
+}
+
+/// The calibration of the systems' scores over each query's top [`TOP`]
+/// (none when a system gives no scores).
+fn scored(outcomes: &[Outcome], golds: &[Gold]) -> Option<Calibration> {
+    if outcomes.iter().any(|o| o.scores.len() != o.ranking.len()) {
+        return None;
+    }
+    let pairs = outcomes.iter().zip(golds).flat_map(|(o, g)| {
+        let gold = g.passages();
+        o.ranking
+            .iter()
+            .zip(&o.scores)
+            .take(TOP)
+            .map(move |(p, s)| (*s, gold.contains(p)))
+            .collect::<Vec<_>>()
+    });
+    calibration(pairs)
 }
 
 /// Where the gold was lost on the way down, over the outcomes that walked
@@ -358,15 +391,15 @@ impl Report {
     pub fn markdown(&self) -> String {
         use std::fmt::Write as _;
         let mut o = self.heading();
-        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | titles read | q/s | p50 ms | p95 ms |\n");
-        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        o.push_str("| system | P@1 | P@5 | P R@10 | P MRR@10 | P nDCG@10 | D@1 | D R@10 | D nDCG@10 | judged/q | D judged recall | calls/q | vectors/q | titles read | q/s | p50 ms | p95 ms |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for name in &self.order {
             let Some(s) = self.systems.get(name) else {
                 continue;
             };
             let _ = writeln!(
                 o,
-                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {} | {:.1} | {:.1}% | {} | {:.1} | {:.1} |",
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {} | {:.1} | {:.0} | {:.1}% | {} | {:.1} | {:.1} |",
                 s.passage.hit_at_1,
                 s.passage.hit_at_5,
                 s.passage.recall_at_10,
@@ -380,6 +413,7 @@ impl Report {
                     .judged_recall
                     .map_or("—".to_string(), |r| format!("{r:.3}")),
                 s.judge_calls,
+                s.vectors_scored,
                 s.titles_read * 100.0,
                 rate(s.queries_per_second),
                 s.latency_p50_ms,
@@ -387,6 +421,11 @@ impl Report {
             );
         }
         o.push_str(&self.time_lines());
+        for name in &self.order {
+            if let Some(c) = self.systems.get(name).and_then(|s| s.calibration.as_ref()) {
+                let _ = writeln!(o, "\n{name}: score {}", c.line());
+            }
+        }
         for name in &self.order {
             if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {
                 let levels: Vec<String> = nav
@@ -414,7 +453,12 @@ impl Report {
         for (name, why) in &self.skipped {
             let _ = writeln!(o, "\n{name} skipped: {why}");
         }
-        o.push_str(&markdown(&self.judge_budgets, self.systems.get("bm25")));
+        o.push_str(&markdown(&self.judge_budgets));
+        o.push_str(&crate::explore::markdown(
+            &self.explore_budgets,
+            self.systems.get("dense"),
+            self.dataset.passages,
+        ));
         o
     }
 }
@@ -428,40 +472,85 @@ pub struct BudgetReport {
     pub systems: BTreeMap<String, SystemReport>,
 }
 
-/// The sweep as a Markdown table (empty without a sweep), with the p-value
-/// of a paired randomisation test on document nDCG@10 ([`crate::runs::paired_p`])
-/// of each system against flat BM25 (when `bm25` ran) and of the tree
-/// systems against `rerank` at the same budget.
-pub fn markdown(budgets: &[BudgetReport], bm25: Option<&SystemReport>) -> String {
+/// The metric the sweep's paired tests compare.
+pub const TEST_METRIC: &str = "document nDCG@10";
+/// The sweep's paired test ([`crate::runs::paired_p`]).
+pub const TEST: &str = "paired randomisation test, two-sided, 10,000 sign flips, seed fixed";
+
+/// A paired test of one system against another on the same queries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Significance {
+    /// The other system (`bm25`, or `rerank` at the same budget).
+    pub against: String,
+    /// [`TEST_METRIC`].
+    pub metric: &'static str,
+    /// [`TEST`].
+    pub test: &'static str,
+    /// The p-value.
+    pub p: f64,
+}
+
+/// Tests each sweep row against flat BM25 (when `bm25` ran) and the tree
+/// rows also against `rerank` at the same budget, on [`TEST_METRIC`].
+pub(crate) fn add_significance(budgets: &mut [BudgetReport], bm25: Option<&SystemReport>) {
+    let ndcg = |s: &SystemReport| -> Vec<f64> {
+        s.per_query.iter().map(|q| q.document.ndcg_at_10).collect()
+    };
+    let test = |a: &SystemReport, against: &str, b: Option<&SystemReport>| {
+        let p = crate::runs::paired_p(&ndcg(a), &ndcg(b?))?;
+        Some(Significance {
+            against: against.into(),
+            metric: TEST_METRIC,
+            test: TEST,
+            p,
+        })
+    };
+    for b in budgets {
+        let rerank = b.systems.get("rerank").cloned();
+        for (name, s) in b.systems.iter_mut() {
+            let tree_like = matches!(
+                name.split(':').next().unwrap_or_default(),
+                "tree" | "tree+fused" | "gar" | "tree+clusters"
+            );
+            let mut tests: Vec<Significance> = test(s, "bm25", bm25).into_iter().collect();
+            if tree_like {
+                tests.extend(test(s, "rerank", rerank.as_ref()));
+            }
+            s.significance = tests;
+        }
+    }
+}
+
+/// The sweep as a Markdown table (empty without a sweep), with the p-values
+/// [`add_significance`] found.
+pub fn markdown(budgets: &[BudgetReport]) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     if budgets.is_empty() {
         return o;
     }
-    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | calls/q | rounds | s/q | p vs bm25 | p vs rerank |\n");
-    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    let ndcg = |s: &SystemReport| -> Vec<f64> {
-        s.per_query.iter().map(|q| q.document.ndcg_at_10).collect()
-    };
-    let p = |a: &SystemReport, b: Option<&SystemReport>| -> String {
-        b.and_then(|b| crate::runs::paired_p(&ndcg(a), &ndcg(b)))
-            .map_or_else(String::new, |p| format!("{p:.3}"))
+    o.push_str("\n| budget | system | judged/q | judged recall (D) | D@1 | D nDCG@10 | D MRR@10 | P@1 | P nDCG@10 | ECE | calls/q | rounds | s/q | p vs bm25 | p vs rerank |\n");
+    o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let p = |s: &SystemReport, against: &str| -> String {
+        s.significance
+            .iter()
+            .find(|t| t.against == against)
+            .map_or_else(String::new, |t| format!("{:.3}", t.p))
     };
     for b in budgets {
-        let rerank = b.systems.get("rerank");
         let named = SYSTEMS.iter().flat_map(|name| {
             b.systems
                 .iter()
                 .filter(move |(k, _)| k.as_str() == *name || k.starts_with(&format!("{name}:")))
         });
         for (name, s) in named {
-            let vs_rerank = match name.split(':').next().unwrap_or_default() {
-                "tree" | "tree+fused" | "gar" | "tree+clusters" => p(s, rerank),
-                _ => String::new(),
-            };
+            let ece = s
+                .calibration
+                .as_ref()
+                .map_or_else(|| "—".to_string(), |c| format!("{:.3}", c.ece));
             let _ = writeln!(
                 o,
-                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} | {:.3} | {} | {vs_rerank} |",
+                "| {} | {name} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {ece} | {:.1} | {:.1} | {:.3} | {} | {} |",
                 b.budget,
                 s.candidates_judged,
                 s.document.judged_recall.unwrap_or(0.0),
@@ -473,16 +562,21 @@ pub fn markdown(budgets: &[BudgetReport], bm25: Option<&SystemReport>) -> String
                 s.judge_calls,
                 s.rounds,
                 s.seconds_per_query,
-                p(s, bm25),
+                p(s, "bm25"),
+                p(s, "rerank"),
             );
         }
     }
+    let _ = writeln!(
+        o,
+        "\np: {TEST} on {TEST_METRIC}, per query; ECE: expected calibration error of the score over each query's top 10 (10 bins)."
+    );
     o
 }
 
 /// The systems of the sweep, in the order run (the last two only with a
 /// dense embedder).
-pub const SYSTEMS: [&str; 8] = [
+pub const SYSTEMS: [&str; 10] = [
     "tree",
     "tree+fused",
     "rerank",
@@ -490,7 +584,9 @@ pub const SYSTEMS: [&str; 8] = [
     "gar",
     "tree+clusters",
     "dense-rerank",
+    "dense-rerank+fused",
     "hybrid-rerank",
+    "hybrid-rerank+fused",
 ];
 
 #[cfg(test)]

@@ -4,12 +4,15 @@
 //! * `qrels.documents.txt`, `qrels.passages.txt`: the gold as TREC qrels
 //!   (`qid 0 docid 1`), documents and passages (a BEIR set's passage gold is
 //!   every passage of a gold document, as the bench scores it);
-//! * per system (and `system@B` in the sweep) `NAME.documents.run` and
-//!   `NAME.passages.run`: TREC runs (`qid Q0 docid rank score NAME`), the
+//! * per system (and `system@B` in the sweep) `FILE.documents.run` and
+//!   `FILE.passages.run`, FILE being the system's name with `+` written
+//!   `-` and `:W` written `-wW` (`tree+fused:4@50` → `tree-fused-w4@50`,
+//!   names a shell or another OS takes as they are): TREC runs
+//!   (`qid Q0 docid rank score NAME`), the
 //!   document ranking being each document at its first passage's rank. The
 //!   scores are rank-derived (`1 / rank`): the order is what the system
 //!   returned, whichever score produced it;
-//! * `NAME.metrics.jsonl`: one line per query, `{"query", "passage",
+//! * `FILE.metrics.jsonl`: one line per query, `{"query", "passage",
 //!   "document"}` with that query's metrics.
 //!
 //! Every file is written to a temporary name and renamed.
@@ -121,9 +124,15 @@ pub(crate) fn write_system(
         let line = serde_json::json!({"query": q.id, "passage": m.passage, "document": m.document});
         let _ = writeln!(lines, "{line}");
     }
-    write_atomically(&dir.join(format!("{name}.documents.run")), &documents)?;
-    write_atomically(&dir.join(format!("{name}.passages.run")), &passages)?;
-    write_atomically(&dir.join(format!("{name}.metrics.jsonl")), &lines)
+    let file = file_name(name);
+    write_atomically(&dir.join(format!("{file}.documents.run")), &documents)?;
+    write_atomically(&dir.join(format!("{file}.passages.run")), &passages)?;
+    write_atomically(&dir.join(format!("{file}.metrics.jsonl")), &lines)
+}
+
+/// A system's name as a file name: `+` as `-`, `:` as `-w`.
+pub fn file_name(system: &str) -> String {
+    system.replace('+', "-").replace(':', "-w")
 }
 
 /// Two-sided p-value of a paired randomisation test (Fisher; Smucker et

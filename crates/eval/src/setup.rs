@@ -110,6 +110,9 @@ pub struct BenchSetup {
     pub config: serde_json::Value,
     /// Judgment budgets to sweep `tree`, `rerank` and `gar` over (empty: no sweep).
     pub judge_budgets: Vec<usize>,
+    /// The exploration sweep's budgets (the embedding judge alone over
+    /// the tree's vectors at each); empty: none.
+    pub explore_budgets: Vec<usize>,
     /// Queries run at once (at least 1). Metric values do not depend on it.
     pub concurrency: usize,
     /// Where to write TREC runs and per-query metrics ([`crate::runs`]);
@@ -174,6 +177,15 @@ impl BenchSetup {
             )
             .map_err(config)?;
         }
+        for &budget in &self.explore_budgets {
+            checked::count("an explore budget (--explore-budgets)", budget, 1..=100_000)
+                .map_err(config)?;
+        }
+        if self.explore_budgets.len() > 16 || self.judge_budgets.len() > 16 {
+            return Err(Error::Config(
+                "at most 16 budgets in a sweep (--judge-budgets, --explore-budgets)".into(),
+            ));
+        }
         if self.share_scores && !matches!(self.judge.backend, BackendOptions::CrossEncoder { .. }) {
             return Err(Error::Config(format!(
                 "--share-scores needs the cross-encoder judge (a pair's score must depend on that pair alone), not {}",
@@ -214,6 +226,7 @@ mod tests {
             limit: None,
             config: serde_json::json!({}),
             judge_budgets: Vec::new(),
+            explore_budgets: Vec::new(),
             concurrency: 1,
             run_dir: None,
             fusion_weights: Vec::new(),

@@ -19,8 +19,13 @@
 //! * with a dense embedder (`--embedder`, the tree's own for a fair
 //!   comparison), `dense-rerank` (brute-force cosine top N, judged, the
 //!   shortlist) and `hybrid-rerank` (BM25 and dense fused by RRF, top N,
-//!   judged): the vector-index pipelines a user would deploy instead. They
-//!   embed queries; treenav itself never does.
+//!   judged): the vector-index pipelines a user would deploy instead, and
+//!   their `+fused` rows (the same fusion as `tree+fused`), so each
+//!   pipeline is compared at its best.
+//!
+//! Each row is tested against flat BM25 (and the tree rows against
+//! `rerank`) by [`crate::runs::paired_p`] on document nDCG@10; the p-values
+//! are in the table and in the JSON (`significance`).
 //!
 //! Each system but the `+fused` rows gets a fresh judge at each budget, so
 //! none reads another's cache.
