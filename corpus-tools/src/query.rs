@@ -8,9 +8,6 @@ use treenav::navigator::{
     BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
 };
 
-/// Vectors the embedding judge scores per query by default (`--explore-budget`).
-pub const DEFAULT_EXPLORE_BUDGET: usize = 300;
-
 /// A query with a word in it: an empty one is a usage error (exit 2).
 fn non_empty(s: &str) -> std::result::Result<String, String> {
     if s.trim().is_empty() {
@@ -159,7 +156,7 @@ pub struct NavArgs {
     /// by centroid and the neighbour lists). With --judge embedding (the
     /// default) the only stage; with another judge, that judge then spends
     /// --judge-budget on what it ranked best. 0 turns it off.
-    #[arg(long, default_value_t = DEFAULT_EXPLORE_BUDGET)]
+    #[arg(long, default_value_t = BestFirstConfig::default().explore_budget)]
     pub explore_budget: usize,
     /// best-first: the exploration's final order, the embedding judge's
     /// score fused with BM25's rank and the judged neighbours (weight on the

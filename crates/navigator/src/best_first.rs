@@ -67,6 +67,9 @@ struct Search<'a> {
     nav: &'a Navigator,
     /// Which stage this search is ([`STAGE_EXPLORE`] or [`STAGE_JUDGE`]).
     stage: &'static str,
+    /// Whether an earlier stage's ranking took the lexical list's place
+    /// ([`Search::seed`]): its picks are traced as [`Route::Explored`].
+    seeded: bool,
     /// Its budget, slate size and final fusion weight.
     budget: usize,
     slate_size: usize,
@@ -413,6 +416,7 @@ impl<'a> Search<'a> {
         Search {
             nav,
             stage: spec.stage,
+            seeded: false,
             budget: spec.budget,
             slate_size: spec.slate_size,
             fusion: spec.fusion,
@@ -520,6 +524,7 @@ impl<'a> Search<'a> {
     /// of the lexical list's passages, and each document's best passage in
     /// that order in place of its documents.
     fn seed(&mut self, ranked: &[NodeId]) {
+        self.seeded = true;
         let mut seen = HashSet::new();
         self.by_document = ranked
             .iter()
@@ -894,7 +899,10 @@ impl<'a> Search<'a> {
             label: cut(&self.nav.label(pick.node), 300),
             probability,
             kept: false,
-            route: pick.route,
+            route: match (self.seeded, lexical_order(pick.route)) {
+                (true, Some(_)) => Route::Explored,
+                _ => pick.route,
+            },
             batch: slate,
             fallback,
             via: pick.via,

@@ -119,6 +119,16 @@ async fn the_judge_spends_its_budget_on_what_the_exploration_ranked_best() {
         first.iter().all(|c| top_half.contains(&c.node)),
         "{first:?}"
     );
+    // Picked from the exploration's ranking, and traced so; the exploration
+    // itself entered through BM25's list.
+    assert!(
+        first.iter().all(|c| c.route == crate::Route::Explored),
+        "{first:?}"
+    );
+    assert!(explored
+        .iter()
+        .flat_map(|r| &r.candidates)
+        .all(|c| c.route != crate::Route::Explored));
     // The judge saw at most its budget; the scripted judge's preference leads.
     let shown: usize = judged.iter().map(|r| r.candidates.len()).sum();
     assert!(shown <= 24, "{shown}");

@@ -99,8 +99,9 @@ pub struct BestFirstConfig {
     /// vectors, the query embedded once), in rounds of 25 over BM25's list,
     /// the documents a descent of the clusters by centroid reaches, and
     /// the neighbour lists. 0 turns the stage off. With the embedding judge
-    /// as `--judge`, the only stage. By default, 0 in the library (the CLI,
-    /// `serve` and the bench set 300).
+    /// as `--judge`, the only stage. By default, 300 (the library, the CLI,
+    /// `serve` and the bench alike): on SciFact it scores 2.7% of the
+    /// passages per query and reaches exhaustive dense's nDCG@10.
     pub explore_budget: usize,
     /// The exploration's final order: the embedding judge's score fused
     /// with the search's evidence (as `fusion`). By default, 2 (chosen on
@@ -167,7 +168,7 @@ impl Default for BestFirstConfig {
             // within 0.6 points; 8 gained more on SciFact but is that set's
             // last point.
             fusion: 4.0,
-            explore_budget: 0,
+            explore_budget: 300,
             explore_fusion: 2.0,
             explore_weight: 1.0,
             passage_evidence: true,

@@ -165,6 +165,10 @@ pub enum Route {
     /// Best-first: a top BM25 document's best passage, in the documents'
     /// BM25 order (the lexical list's second order).
     LexicalDocument,
+    /// Best-first, the cascade's judge stage: picked from the exploration's
+    /// ranking (passages in its order, or each document's best), which
+    /// takes the lexical list's place there.
+    Explored,
     /// Both.
     Both,
     /// Shown in every batch as a calibration reference.
@@ -184,6 +188,7 @@ impl Route {
             Route::Tree => "tree",
             Route::Lexical => "lexical",
             Route::LexicalDocument => "lexical_document",
+            Route::Explored => "explored",
             Route::Both => "both",
             Route::Reference => "reference",
             Route::Neighbour => "neighbour",

@@ -488,6 +488,7 @@ fn a_route_prints_as_the_json_names_it() {
         Route::Tree,
         Route::Lexical,
         Route::LexicalDocument,
+        Route::Explored,
         Route::Both,
         Route::Reference,
         Route::Neighbour,
