@@ -1383,3 +1383,96 @@ async fn every_answer_carries_a_request_id() {
     assert_ne!(made[0], made[1]);
     s.shutdown().await;
 }
+
+/// Debian's Chromium, headless, with the flags this closed network needs
+/// (no background connections), loading `url` with `extra` arguments; its
+/// stdout. `None` (skipped, said) without Chromium outside CI.
+async fn chromium(url: &str, extra: &[String]) -> Option<String> {
+    let profile = tempfile::tempdir().expect("profile");
+    let mut command = tokio::process::Command::new("chromium");
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=15000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(url)
+        .kill_on_drop(true);
+    let out = match tokio::time::timeout(Duration::from_secs(120), command.output()).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) if !support::in_ci() => {
+            eprintln!("SKIPPED: chromium is not installed ({e}); apt-get install chromium");
+            return None;
+        }
+        Ok(Err(e)) => panic!("chromium is required in CI: {e}"),
+        Err(_) => panic!("chromium did not finish within 120 s"),
+    };
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The page at `/`, in a real browser: it lists the trees, runs the query
+/// in its URL through `/v1/retrieve`, shows the passages with their scores
+/// and draws the navigation (one dot per judged candidate, one row per
+/// round). The screenshot is kept for a person to look at
+/// (`target/artifacts/page.png`, CI keeps it) and checked to be a picture
+/// with something on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_runs_a_query_and_draws_its_navigation_in_chromium() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    let (status, html) = get(&s.base, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<title>treenav</title>"));
+    let url = format!(
+        "{}/?tree=sample&top=3&q=Where%20did%20Tesla%20work%20after%20leaving%20Edison%27s%20company%3F",
+        s.base
+    );
+    let Some(dom) = chromium(&url, &["--dump-dom".into()]).await else {
+        return;
+    };
+    assert_eq!(dom.matches(r#"class="passage""#).count(), 3, "{dom}");
+    assert!(dom.contains("Nikola Tesla"), "{dom}");
+    assert!(dom.contains("3 passages ·"), "{dom}");
+    let dots = dom.matches(r#"class="candidate""#).count();
+    let rounds = dom.matches(r#"class="round""#).count();
+    assert!(dots >= 10 && rounds >= 1, "{dots} dots, {rounds} rounds");
+    assert!(
+        ["tree", "lexical", "both", "neighbour"]
+            .iter()
+            .any(|r| dom.contains(&format!(r#"data-route="{r}""#))),
+        "the routes drawn"
+    );
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/artifacts");
+    std::fs::create_dir_all(&dir).expect("artifacts folder");
+    let png = dir.join("page.png");
+    let _ = std::fs::remove_file(&png);
+    let shot = [
+        "--window-size=1280,900".to_string(),
+        "--hide-scrollbars".to_string(),
+        format!("--screenshot={}", png.display()),
+    ];
+    chromium(&url, &shot).await.expect("chromium ran above");
+    let bytes = std::fs::read(&png).expect("the screenshot");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // A blank 1280×900 page compresses to a few KB; text and a drawing
+    // take far more.
+    assert!(
+        bytes.len() > 40_000,
+        "{} bytes: nothing drawn?",
+        bytes.len()
+    );
+    s.shutdown().await;
+}

@@ -15,6 +15,7 @@
 //! | `GET /healthz`, `GET /readyz` | up; trees loaded and the judge answering |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /openapi.json` | the OpenAPI document |
+//! | `GET /` | a search page: passages, scores, metadata and the navigation drawn |
 //!
 //! ```no_run
 //! use treenav_serve::{Server, ServeOptions, TreeSpec};
@@ -137,6 +138,7 @@ impl Server {
             ));
         }
         Router::new()
+            .route("/", get(routes::page))
             .route("/healthz", get(routes::healthz))
             .route("/readyz", get(routes::readyz))
             .route("/openapi.json", get(routes::openapi))

@@ -397,6 +397,23 @@ pub(crate) async fn metrics() -> Response {
         .into_response()
 }
 
+/// The search page: one static file compiled into the binary (no build
+/// step, no CDN), which calls `/v1/trees` and `/v1/retrieve` like any
+/// client; the page itself holds no data, so it needs no token.
+pub(crate) async fn page() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+            ),
+        ],
+        include_str!("page.html"),
+    )
+        .into_response()
+}
+
 pub(crate) async fn openapi() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
