@@ -12,7 +12,12 @@
 //! query` opens it: load, navigator with the lexical judge, first query
 //! (the cold-start figure), then the p50 of 50 further queries (document
 //! titles) and that process's peak memory; three times, the table showing
-//! the medians. The bench uses the `treenav` binary's allocator (mimalloc).
+//! the medians. The same 50 queries then run the default query's path, the
+//! embedding judge exploring the stored vectors (a generated tree's TF-IDF
+//! vectors stand in for bge-small's: the search reads as many rows), with
+//! the vectors read per query; with `--features onnx` and the model files,
+//! bge-small's query embedding is timed apart (add the two p50s for the
+//! default query's). The bench uses the `treenav` binary's allocator (mimalloc).
 
 /// The allocator of the `treenav` binary, so that builds and opens cost
 /// here what they cost there.
@@ -140,16 +145,106 @@ fn open(path: &Path) -> anyhow::Result<()> {
         rt.block_on(navigator.retrieve(&title(*doc)))?;
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    times.sort_by(f64::total_cmp);
+    let queries: Vec<String> = documents
+        .iter()
+        .step_by(step)
+        .take(50)
+        .map(|d| title(*d))
+        .collect();
+    let (embedding_p50_ms, vectors_per_query) = rt.block_on(embedding_path(&tree, &queries))?;
     println!(
         "{}",
         serde_json::json!({
             "load_s": load_s, "ready_s": ready_s, "open_first_query_s": first_query_s,
-            "p50_ms": times.get(times.len() / 2).copied().unwrap_or(f64::NAN),
+            "p50_ms": median(&mut times),
+            "embedding_p50_ms": embedding_p50_ms,
+            "vectors_per_query": vectors_per_query,
+            "query_embed_p50_ms": rt.block_on(query_embed_p50_ms(&queries)),
             "open_rss_mib": peak_rss_mib(),
         })
     );
     Ok(())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The default query's path, the embedding judge exploring the tree's
+/// stored vectors (the explore budget's default): p50 ms and vectors read
+/// per query. A generated tree has TF-IDF vectors, which stand in for
+/// bge-small's (`tfidf_vectors`): the search reads and scores the same
+/// number of rows whatever the model; the query's own embedding is timed
+/// apart ([`query_embed_p50_ms`]).
+async fn embedding_path(
+    tree: &std::sync::Arc<treenav::tree::Tree>,
+    queries: &[String],
+) -> anyhow::Result<(f64, f64)> {
+    use treenav::judge::{BackendOptions, Judge, JudgeOptions};
+    use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Strategy};
+    let judge = Judge::new(&JudgeOptions {
+        backend: BackendOptions::Embedding {},
+        ..JudgeOptions::default()
+    })?;
+    let config = NavigatorConfig::default()
+        .strategy(Strategy::BestFirst)
+        .best_first(BestFirstConfig {
+            tfidf_vectors: true,
+            ..BestFirstConfig::default()
+        })
+        .check()?;
+    let navigator = Navigator::new(tree.clone(), judge, config)?;
+    if !navigator.embeds_queries() {
+        return Ok((f64::NAN, f64::NAN));
+    }
+    let (mut times, mut vectors) = (Vec::new(), 0u64);
+    for q in queries {
+        let t = Instant::now();
+        let found = navigator.retrieve(q).await?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        vectors += found.trace.usage.vectors_scored;
+    }
+    Ok((
+        median(&mut times),
+        vectors as f64 / queries.len().max(1) as f64,
+    ))
+}
+
+/// bge-small's in-process query embedding, p50 ms over `queries` (NaN
+/// without `--features onnx` or the model files).
+async fn query_embed_p50_ms(queries: &[String]) -> f64 {
+    #[cfg(feature = "onnx")]
+    {
+        use treenav::tree::{default_bge_dir, Embedder, EmbedderOptions, NoProgress};
+        if !default_bge_dir().join("model.onnx").is_file() {
+            return f64::NAN;
+        }
+        let options = EmbedderOptions::BgeSmall {
+            model_dir: None,
+            ort_library: None,
+            batch_size: 1,
+            max_tokens: 256,
+            threads: 2,
+        };
+        let Ok(embedder) = Embedder::new(&options, 42) else {
+            return f64::NAN;
+        };
+        let mut times = Vec::new();
+        for q in queries {
+            let t = Instant::now();
+            if embedder.embed(vec![q.clone()], &NoProgress).await.is_err() {
+                return f64::NAN;
+            }
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        median(&mut times)
+    }
+    #[cfg(not(feature = "onnx"))]
+    {
+        let _ = queries;
+        f64::NAN
+    }
 }
 
 /// Runs this benchmark again as a child with `env` set; its last stdout
@@ -205,8 +300,8 @@ fn main() -> anyhow::Result<()> {
         generate(*n, &p)?;
         runs.push((format!("generated-{n}"), p));
     }
-    println!("| corpus | documents | passages | clusters | ingest s | build s | save s | peak RSS MiB | tree / texts / lexical MiB | open + first query s | open RSS MiB | p50 query ms |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| corpus | documents | passages | clusters | ingest s | build s | save s | peak RSS MiB | tree / texts / lexical MiB | open + first query s | open RSS MiB | p50 query ms (lexical) | p50 ms (embedding judge) | vectors/q | bge-small query embed p50 ms |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut points: Vec<(f64, f64)> = Vec::new();
     let mut p50s: Vec<(f64, f64)> = Vec::new();
     for (name, path) in &runs {
@@ -229,7 +324,7 @@ fn main() -> anyhow::Result<()> {
         };
         let f = |k: &str| r[k].as_f64().or_else(|| median(k)).unwrap_or(f64::NAN);
         println!(
-            "| {name} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.0} | {:.1} / {:.1} / {:.1} | {:.3} | {:.0} | {:.1} |",
+            "| {name} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.0} | {:.1} / {:.1} / {:.1} | {:.3} | {:.0} | {:.1} | {:.1} | {:.0} | {:.1} |",
             r["documents"],
             r["passages"],
             r["clusters"],
@@ -243,6 +338,9 @@ fn main() -> anyhow::Result<()> {
             f("open_first_query_s"),
             f("open_rss_mib"),
             f("p50_ms"),
+            f("embedding_p50_ms"),
+            f("vectors_per_query"),
+            f("query_embed_p50_ms"),
         );
         points.push((f("documents"), f("total_s")));
         p50s.push((f("documents"), f("p50_ms")));

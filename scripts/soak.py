@@ -5,7 +5,7 @@ Builds a tree of the bundled sample, serves it, then for --minutes runs
 --clients threads of queries (and a few slow sockets that send half a
 request and stall) while one thread adds documents, removes them and
 compacts the tree through the HTTP routes. Reports every failed valid
-request, and the server's resident memory (VmRSS) sampled every 5 s:
+request, and the server's resident memory (VmRSS, and its heap part RssAnon) sampled every 5 s:
 its growth after the first minute, as the trend line through the samples
 says it (the allocator's level swings too much for two samples).
 
@@ -62,12 +62,25 @@ def trend(samples: list[tuple[float, int]]) -> float:
     return slope * span / max(mr, 1.0)
 
 
-def rss_kib(pid: int) -> int:
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """A /proc status memory field in KiB: VmRSS, or its parts RssAnon
+    (the heap) and RssFile (mapped tree files)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def floors(samples: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """The lowest sample of each minute: what the process keeps, without
+    the transient peaks of a compaction caught mid-way."""
+    by_minute: dict[int, tuple[float, int]] = {}
+    for t, r in samples:
+        m = int(t // 60)
+        if m not in by_minute or r < by_minute[m][1]:
+            by_minute[m] = (t, r)
+    return [by_minute[m] for m in sorted(by_minute)]
 
 
 def main() -> int:
@@ -156,11 +169,15 @@ def main() -> int:
         t.start()
     started = time.monotonic()
     samples: list[tuple[float, int]] = []
+    anon: list[tuple[float, int]] = []
     next_report = 60.0
     while time.monotonic() < stop:
-        samples.append((time.monotonic() - started, rss_kib(server.pid)))
+        now = time.monotonic() - started
+        samples.append((now, rss_kib(server.pid)))
+        anon.append((now, rss_kib(server.pid, "RssAnon")))
         if samples[-1][0] >= next_report:
-            print(f"minute {next_report / 60:.0f}: rss {samples[-1][1]} KiB, {counts}", file=sys.stderr, flush=True)
+            file_kib = rss_kib(server.pid, "RssFile")
+            print(f"minute {next_report / 60:.0f}: rss {samples[-1][1]} KiB (anon {anon[-1][1]}, file {file_kib}), {counts}", file=sys.stderr, flush=True)
             next_report += 60.0
         time.sleep(5)
     for t in threads:
@@ -178,6 +195,8 @@ def main() -> int:
         "minutes": args.minutes, **counts, "failed": len(failures),
         "rss_kib_at_1_min": at_minute, "rss_kib_last": last, "rss_kib_peak_after_1_min": peak_after,
         "growth_after_1_min": round(growth, 4),
+        "anon_growth_after_1_min": round(trend([(t, r) for t, r in anon if t >= 60] or anon[-1:]), 4),
+        "floor_growth_after_1_min": round(trend(floors(after)), 4),
     }))
     return 0 if not failures and growth <= args.max_growth else 1
 
