@@ -484,3 +484,108 @@ async fn a_delta_copied_from_a_sibling_tree_is_refused() {
         .to_string();
     assert!(e.contains("delta"), "{e}");
 }
+
+/// The clusters holding documents, each with its documents' ids.
+fn leaves(tree: &Tree) -> Vec<Vec<NodeId>> {
+    let mut out: Vec<Vec<NodeId>> = Vec::new();
+    let mut parents: Vec<NodeId> = tree
+        .documents()
+        .filter_map(|d| tree.get(d)?.parent)
+        .collect();
+    parents.sort_unstable();
+    parents.dedup();
+    for p in parents {
+        out.push(
+            tree.children(p)
+                .iter()
+                .copied()
+                .filter(|c| tree.documents().any(|d| d == *c))
+                .collect(),
+        );
+    }
+    out
+}
+
+/// A small tree (leaves of a few documents under the default limit of
+/// 100) keeps its clusters through small updates: two adds, two
+/// replacements, two removals merge nothing (six clusters became two
+/// when a leaf counted as small against the limit instead of its siblings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_updates_of_a_small_tree_keep_its_clusters() {
+    let dir = tempfile::tempdir().expect("dir");
+    let params = TreeParams::default().check().expect("params");
+    let embedder = Embedder::new(&crate::EmbedderOptions::default(), params.seed()).expect("e");
+    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("s");
+    let tree = build_tree(
+        corpus(0..36, "d"),
+        "c",
+        &params,
+        &embedder,
+        &summarizer,
+        &NoProgress,
+    )
+    .await
+    .expect("build");
+    let before = leaves(&tree).len();
+    assert!(before >= 3, "the build made {before} leaves");
+    let path = dir.path().join("t.tree");
+    file::save(&tree, &path).expect("save");
+
+    let mut merges = 0;
+    merges += add(&path, corpus(40..42, "n"), None, &NoProgress)
+        .await
+        .expect("add")
+        .merges;
+    let replaced = add(&path, corpus(3..5, "d"), None, &NoProgress)
+        .await
+        .expect("replace");
+    merges += replaced.merges;
+    let removed = remove(&path, &["d7".into(), "d20".into()], None)
+        .await
+        .expect("remove");
+    assert_eq!(removed.removed, 2);
+    merges += removed.merges;
+    assert_eq!(merges, 0);
+    let tree = file::load(&path).expect("load");
+    assert_eq!(leaves(&tree).len(), before);
+    assert_eq!(tree.documents().count(), 36);
+}
+
+/// A leaf left far below its sibling leaves is still merged into the
+/// nearest of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaf_left_far_below_its_siblings_is_merged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = saved_tree(dir.path()).await;
+    let tree = file::load(&path).expect("load");
+    let all = leaves(&tree);
+    let (i, biggest) = all
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, l)| l.len())
+        .expect("a leaf");
+    let siblings: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .map(|(_, l)| l.len())
+        .collect();
+    let mean = siblings.iter().sum::<usize>() as f64 / siblings.len() as f64;
+    assert!(
+        mean > 4.0,
+        "siblings of {mean} documents: one left is not far below"
+    );
+    let gone: Vec<String> = biggest[1..]
+        .iter()
+        .filter_map(|d| match &tree.get(*d)?.kind {
+            NodeKind::Document { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    let report = remove(&path, &gone, None).await.expect("remove");
+    assert!(report.merges >= 1, "{report:?}");
+    assert_eq!(
+        leaves(&file::load(&path).expect("load")).len(),
+        all.len() - 1
+    );
+}
