@@ -149,6 +149,9 @@ fn init_logs(default: &str, format: LogFormat) {
 
 fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|e| with_suggestion(e).exit());
+    if matches!(cli.command, Command::Serve(_)) {
+        serve::return_freed_memory_at_once();
+    }
     let filter = match (&cli.command, cli.verbose) {
         (_, true) => "debug",
         // The service logs its start, reloads and access lines.

@@ -338,3 +338,44 @@ async fn a_fifo_side_file_hangs_neither_reload_nor_shutdown() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The service runs with mimalloc returning freed pages at once: it
+/// restarts itself with `MIMALLOC_PURGE_DELAY=0` (same process id, so
+/// signals and the address line still belong to the child we started),
+/// and keeps a value the user gave.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_service_returns_freed_memory_at_once_unless_told_otherwise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("sample.tree");
+    build_sample(&tree, "8");
+    let spec = format!("sample={}", tree.display());
+    let purge_delay_of = |given: Option<&str>| -> Option<String> {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_treenav"));
+        command
+            .args(["serve", "--addr", "127.0.0.1:0", "--tree", &spec])
+            .env_remove("MIMALLOC_PURGE_DELAY")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(v) = given {
+            command.env("MIMALLOC_PURGE_DELAY", v);
+        }
+        let mut child = command.spawn().expect("spawn treenav serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read");
+        assert!(line.starts_with("listening on "), "{line:?}");
+        let s = Serving {
+            base: line.trim().trim_start_matches("listening on ").to_string(),
+            child,
+        };
+        let environ = std::fs::read(format!("/proc/{}/environ", s.child.id())).expect("environ");
+        environ
+            .split(|b| *b == 0)
+            .filter_map(|v| std::str::from_utf8(v).ok())
+            .find_map(|v| v.strip_prefix("MIMALLOC_PURGE_DELAY=").map(str::to_string))
+    };
+    assert_eq!(purge_delay_of(None).as_deref(), Some("0"));
+    assert_eq!(purge_delay_of(Some("250")).as_deref(), Some("250"));
+}
