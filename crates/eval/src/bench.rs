@@ -46,7 +46,9 @@ use std::sync::Arc;
 use treenav_tree::Progress;
 
 pub use crate::outcome::StepCost;
-pub use crate::report::{DatasetInfo, LevelLoss, NavigationLoss, Report, SystemReport, SCHEMA};
+pub use crate::report::{
+    DatasetInfo, ExploreReport, LevelLoss, NavigationLoss, Report, SystemReport, SCHEMA,
+};
 pub use crate::setup::{BenchSetup, SystemKind};
 
 /// Runs the systems over the dataset's queries (sampled by `setup.limit`),

@@ -142,7 +142,7 @@ pub struct Report {
     /// The judgment-budget sweep (empty without `--judge-budgets`).
     pub judge_budgets: Vec<BudgetReport>,
     /// The exploration sweep (empty without `--explore-budgets`).
-    pub explore_budgets: Vec<crate::explore::ExploreReport>,
+    pub explore_budgets: Vec<ExploreReport>,
 }
 
 pub(crate) fn summarize(
@@ -454,7 +454,7 @@ impl Report {
             let _ = writeln!(o, "\n{name} skipped: {why}");
         }
         o.push_str(&markdown(&self.judge_budgets));
-        o.push_str(&crate::explore::markdown(
+        o.push_str(&explore_markdown(
             &self.explore_budgets,
             self.systems.get("dense"),
             self.dataset.passages,
@@ -470,6 +470,53 @@ pub struct BudgetReport {
     pub budget: usize,
     /// `tree`, `rerank` and `gar` at B.
     pub systems: BTreeMap<String, SystemReport>,
+}
+
+/// The cheap stage at one exploration budget (`--explore-budgets`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExploreReport {
+    /// Vectors the exploration may score per query (`--explore-budget`).
+    pub budget: usize,
+    /// Stored vectors read per query over the passages in the corpus
+    /// (centroids of the descent included).
+    pub corpus_share: f64,
+    /// The figures.
+    pub system: SystemReport,
+}
+
+/// The sweep as a Markdown table, with `dense` (exhaustive) as the
+/// reference when it ran.
+pub fn explore_markdown(
+    rows: &[ExploreReport],
+    dense: Option<&SystemReport>,
+    passages: usize,
+) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    if rows.is_empty() {
+        return o;
+    }
+    o.push_str("\n| explore budget | D nDCG@10 | D@1 | P@1 | P nDCG@10 | vectors/q | of the corpus | p50 ms |\n");
+    o.push_str("|---|---|---|---|---|---|---|---|\n");
+    let mut line = |label: &str, s: &SystemReport, vectors: f64| {
+        let _ = writeln!(
+            o,
+            "| {label} | {:.3} | {:.3} | {:.3} | {:.3} | {vectors:.0} | {:.1}% | {:.1} |",
+            s.document.ndcg_at_10,
+            s.document.hit_at_1,
+            s.passage.hit_at_1,
+            s.passage.ndcg_at_10,
+            vectors / passages.max(1) as f64 * 100.0,
+            s.latency_p50_ms
+        );
+    };
+    for r in rows {
+        line(&r.budget.to_string(), &r.system, r.system.vectors_scored);
+    }
+    if let Some(d) = dense {
+        line("dense (every passage)", d, passages as f64);
+    }
+    o
 }
 
 /// The metric the sweep's paired tests compare.
