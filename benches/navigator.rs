@@ -229,26 +229,13 @@ async fn at_concurrency(
 ) {
     use treenav::eval::bench::{self, BenchSetup, SystemKind};
     let tree = support::tree_of(data.corpus.clone(), None).await;
+    let navigator = NavigatorConfig::default().check().expect("config");
     let mut setup = BenchSetup {
-        systems: vec![SystemKind::Tree],
         judge,
-        navigator: NavigatorConfig::default().check().expect("config"),
         tree: Some(tree),
-        embedder: None,
         rerank_n: 100,
-        flat_max_passages: 20_000,
-        rrf_k: 60.0,
-        seed: 42,
         limit,
-        config: serde_json::json!({}),
-        judge_budgets: Vec::new(),
-        explore_budgets: Vec::new(),
-        concurrency: 1,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..BenchSetup::new(vec![SystemKind::Tree], navigator)
     };
     let mut first: Option<(f64, serde_json::Value)> = None;
     for &c in levels {

@@ -164,6 +164,21 @@ fn bad_squad_names_the_line_or_question() {
     assert!(err.contains("not a dataset"), "{err}");
 }
 
+/// A bench over `tree` running `systems` with the defaults the tests
+/// share (lexical judge, the navigator's defaults, seed 3, 30 queries, one
+/// at a time, no sweep); each test changes what it measures.
+fn sample_setup(
+    tree: Option<Arc<treenav::tree::Tree>>,
+    systems: Vec<SystemKind>,
+) -> anyhow::Result<BenchSetup> {
+    Ok(BenchSetup {
+        tree,
+        seed: 3,
+        limit: Some(30),
+        ..BenchSetup::new(systems, NavigatorConfig::default().check()?)
+    })
+}
+
 fn sample_dataset() -> anyhow::Result<(tempfile::TempDir, dataset::Dataset)> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("sample.json");
@@ -199,32 +214,19 @@ fn sampling_is_seeded_and_keeps_file_order() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
-    let tree = std::sync::Arc::unwrap_or_clone(support::tree_of(d.corpus.clone(), None).await);
+    let tree = support::tree_of(d.corpus.clone(), None).await;
     let setup = BenchSetup {
-        systems: vec![
-            SystemKind::Tree,
-            SystemKind::Bm25,
-            SystemKind::Rerank,
-            SystemKind::Flat,
-        ],
-        judge: JudgeOptions::default(),
-        navigator: NavigatorConfig::default().check()?,
-        tree: Some(Arc::new(tree)),
-        embedder: None,
-        rerank_n: 20,
-        flat_max_passages: 20_000,
-        rrf_k: 60.0,
-        seed: 3,
         limit: Some(40),
         config: serde_json::json!({"note": "test"}),
-        judge_budgets: Vec::new(),
-        explore_budgets: Vec::new(),
-        concurrency: 1,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(
+            Some(tree),
+            vec![
+                SystemKind::Tree,
+                SystemKind::Bm25,
+                SystemKind::Rerank,
+                SystemKind::Flat,
+            ],
+        )?
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert_eq!(report.dataset.queries, 40);
@@ -297,25 +299,10 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
 async fn flat_is_skipped_over_its_limit_and_tree_needs_a_tree() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
     let mut setup = BenchSetup {
-        systems: vec![SystemKind::Flat],
-        judge: JudgeOptions::default(),
-        navigator: NavigatorConfig::default().check()?,
-        tree: None,
-        embedder: None,
-        rerank_n: 20,
         flat_max_passages: 10,
-        rrf_k: 60.0,
-        seed: 3,
         limit: Some(5),
         config: serde_json::Value::Null,
-        judge_budgets: Vec::new(),
-        explore_budgets: Vec::new(),
-        concurrency: 1,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(None, vec![SystemKind::Flat])?
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     assert!(report.systems.is_empty());
@@ -334,25 +321,12 @@ async fn bm25_hit_at_1(rel: &str, limit: Option<usize>) -> anyhow::Result<Option
     };
     let d = dataset::load(&path, &DatasetOptions::default())?;
     let setup = BenchSetup {
-        systems: vec![SystemKind::Bm25],
-        judge: JudgeOptions::default(),
-        navigator: NavigatorConfig::default().check()?,
-        tree: None,
-        embedder: None,
         rerank_n: 100,
         flat_max_passages: 0,
-        rrf_k: 60.0,
         seed: 42,
         limit,
         config: serde_json::Value::Null,
-        judge_budgets: Vec::new(),
-        explore_budgets: Vec::new(),
-        concurrency: 1,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(None, vec![SystemKind::Bm25])?
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     Ok(Some(report.systems["bm25"].passage.hit_at_1))
@@ -416,32 +390,19 @@ async fn prune_curve_on_the_sample_is_consistent() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
     let (_dir, d) = sample_dataset()?;
-    let tree = std::sync::Arc::unwrap_or_clone(support::tree_of(d.corpus.clone(), None).await);
+    let tree = support::tree_of(d.corpus.clone(), None).await;
     let mut setup = BenchSetup {
-        systems: vec![
-            SystemKind::Tree,
-            SystemKind::Bm25,
-            SystemKind::Rerank,
-            SystemKind::Gar,
-        ],
-        judge: JudgeOptions::default(),
-        navigator: NavigatorConfig::default().check()?,
-        tree: Some(Arc::new(tree)),
-        embedder: None,
-        rerank_n: 20,
-        flat_max_passages: 20_000,
-        rrf_k: 60.0,
         seed: 5,
-        limit: Some(30),
-        config: serde_json::json!({}),
         judge_budgets: vec![20],
-        explore_budgets: Vec::new(),
-        concurrency: 1,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(
+            Some(tree),
+            vec![
+                SystemKind::Tree,
+                SystemKind::Bm25,
+                SystemKind::Rerank,
+                SystemKind::Gar,
+            ],
+        )?
     };
     let one = bench::run(&d, &setup, &NoProgress).await?;
     setup.concurrency = 6;
@@ -486,25 +447,12 @@ async fn the_explore_sweep_counts_the_vectors_each_budget_reads() -> anyhow::Res
             .check()
     };
     let mut setup = BenchSetup {
-        systems: vec![SystemKind::Bm25],
-        judge: JudgeOptions::default(),
         navigator: navigator(true)?,
-        tree: Some(tree),
-        embedder: None,
-        rerank_n: 20,
-        flat_max_passages: 20_000,
-        rrf_k: 60.0,
         seed: 5,
         limit: Some(20),
-        config: serde_json::json!({}),
-        judge_budgets: Vec::new(),
         explore_budgets: vec![10, 40],
         concurrency: 2,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(Some(tree), vec![SystemKind::Bm25])?
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     let rows = &report.explore_budgets;
@@ -552,25 +500,9 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
     let foreign =
         std::sync::Arc::unwrap_or_clone(support::tree_of(other.corpus.clone(), None).await);
     let setup = |tree: treenav::tree::Tree| BenchSetup {
-        systems: vec![SystemKind::Tree],
-        judge: JudgeOptions::default(),
-        navigator: NavigatorConfig::default().check().expect("defaults"),
-        tree: Some(Arc::new(tree)),
-        embedder: None,
-        rerank_n: 20,
-        flat_max_passages: 20_000,
-        rrf_k: 60.0,
         seed: 5,
         limit: Some(3),
-        config: serde_json::json!({}),
-        judge_budgets: Vec::new(),
-        explore_budgets: Vec::new(),
-        concurrency: 1,
-        run_dir: None,
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(Some(Arc::new(tree)), vec![SystemKind::Tree]).expect("setup")
     };
     let err = bench::run(&d, &setup(foreign.clone()), &NoProgress)
         .await
@@ -624,25 +556,9 @@ async fn run_files_read_back_by_ir_measures_give_our_figures() -> anyhow::Result
     let tree = support::tree_of(d.corpus.clone(), None).await;
     let runs = tempfile::tempdir()?;
     let setup = BenchSetup {
-        systems: vec![SystemKind::Bm25, SystemKind::Tree],
-        judge: JudgeOptions::default(),
-        navigator: NavigatorConfig::default().check()?,
-        tree: Some(tree),
-        embedder: None,
-        rerank_n: 20,
-        flat_max_passages: 20_000,
-        rrf_k: 60.0,
-        seed: 3,
-        limit: Some(30),
-        config: serde_json::json!({}),
         judge_budgets: vec![20],
-        explore_budgets: Vec::new(),
-        concurrency: 1,
         run_dir: Some(runs.path().to_path_buf()),
-        fusion_weights: Vec::new(),
-        share_scores: false,
-        score_file: None,
-        analyzer: Default::default(),
+        ..sample_setup(Some(tree), vec![SystemKind::Bm25, SystemKind::Tree])?
     };
     let report = bench::run(&d, &setup, &NoProgress).await?;
     // File names keep no `+` or `:` (`tree+fused@20` → `tree-fused@20`).

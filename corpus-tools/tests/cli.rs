@@ -10,6 +10,14 @@ fn treenav(args: &[&str]) -> Output {
         .expect("run treenav")
 }
 
+/// The bundled sample built into `dir` as `sample.tree`; its path.
+fn built_sample(dir: &Path) -> PathBuf {
+    let out = dir.join("sample.tree");
+    let o = treenav(&["build", "-o", out.to_str().expect("utf8 path")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    out
+}
+
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures")
@@ -1046,10 +1054,8 @@ fn query_filters_on_metadata_and_prints_it() {
 fn query_runs_a_batch_from_stdin_or_a_file() {
     use std::io::Write;
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("sample.tree");
+    let out = built_sample(dir.path());
     let tree = out.to_str().expect("utf8 path");
-    let o = treenav(&["build", "-o", tree]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
     let input = concat!(
         "Where did Tesla work after leaving Edison's company?\n",
         "{\"_id\": \"normans\", \"text\": \"Who were the Normans?\"}\n",
@@ -1114,10 +1120,8 @@ fn a_mistyped_flag_gets_the_nearest_suggested() {
 #[test]
 fn debug_logs_are_ours_not_tantivys() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("sample.tree");
+    let out = built_sample(dir.path());
     let tree = out.to_str().expect("utf8 path");
-    let o = treenav(&["build", "-o", tree]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
     let o = Command::new(env!("CARGO_BIN_EXE_treenav"))
         .args(["--log-format", "json", "query", tree, "Tesla"])
         .env("RUST_LOG", "debug")

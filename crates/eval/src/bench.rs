@@ -37,9 +37,8 @@
 //! a gold document (Recall@10 counts gold documents covered). Document
 //! level ranks documents by their first passage in the passage ranking.
 
-use crate::context::{Context, Runner};
+use crate::context::Context;
 use crate::dataset::Dataset;
-use crate::report::summarize;
 use crate::Result;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -96,20 +95,10 @@ pub async fn run(dataset: &Dataset, setup: &BenchSetup, progress: &dyn Progress)
             continue;
         }
         let runner = ctx.runner(system)?;
-        let tree = matches!(runner, Runner::Tree(_))
-            .then(|| setup.tree.clone())
-            .flatten();
-        let (outcomes, seconds) = ctx.outcomes(system.name(), runner, progress).await?;
+        let summary = ctx
+            .measure(system.name(), runner, system.uses_judge(), progress)
+            .await?;
         report.order.push(system.name().into());
-        let mut summary = summarize(
-            &outcomes,
-            &ctx.golds,
-            collection,
-            tree.as_deref(),
-            system.uses_judge(),
-        );
-        ctx.write_runs(system.name(), &outcomes, &summary)?;
-        summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
         report.systems.insert(system.name().into(), summary);
         ctx.save_scores()?;
     }

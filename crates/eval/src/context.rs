@@ -546,8 +546,34 @@ pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
 }
 
 impl Context {
+    /// Runs `runner` over every query and sums it up as one system's
+    /// figures (judged recall when `judged`, navigation loss for a tree,
+    /// throughput), writing its runs when `--run-dir` asks.
+    pub(crate) async fn measure(
+        self: &Arc<Self>,
+        name: &str,
+        runner: Runner,
+        judged: bool,
+        progress: &dyn Progress,
+    ) -> Result<crate::report::SystemReport> {
+        let tree = matches!(runner, Runner::Tree(_))
+            .then(|| self.setup.tree.clone())
+            .flatten();
+        let (outcomes, seconds) = self.outcomes(name, runner, progress).await?;
+        let mut summary = crate::report::summarize(
+            &outcomes,
+            &self.golds,
+            &self.collection,
+            tree.as_deref(),
+            judged,
+        );
+        self.write_runs(name, &outcomes, &summary)?;
+        summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
+        Ok(summary)
+    }
+
     /// Writes a system's runs and per-query metrics when `--run-dir` asks.
-    pub(crate) fn write_runs(
+    fn write_runs(
         &self,
         name: &str,
         outcomes: &[Outcome],

@@ -6,7 +6,7 @@
 //! it costs in quality.
 
 use crate::context::{Context, Runner};
-use crate::report::{summarize, ExploreReport};
+use crate::report::ExploreReport;
 use crate::{Error, Result};
 use std::sync::Arc;
 use treenav_judge::{BackendOptions, Judge, JudgeOptions};
@@ -35,11 +35,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
                 ));
             }
         }
-        let (outcomes, seconds) = ctx.outcomes(&name, runner, progress).await?;
-        let tree = ctx.setup.tree.as_deref();
-        let mut system = summarize(&outcomes, &ctx.golds, &ctx.collection, tree, true);
-        ctx.write_runs(&name, &outcomes, &system)?;
-        system.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
+        let system = ctx.measure(&name, runner, true, progress).await?;
         out.push(ExploreReport {
             budget,
             corpus_share: system.vectors_scored / ctx.collection.len().max(1) as f64,

@@ -212,7 +212,6 @@ fn scored(outcomes: &[Outcome], golds: &[Gold]) -> Option<Calibration> {
             .zip(&o.scores)
             .take(TOP)
             .map(move |(p, s)| (*s, gold.contains(p)))
-            .collect::<Vec<_>>()
     });
     calibration(pairs)
 }
@@ -498,7 +497,7 @@ pub fn explore_markdown(
     }
     o.push_str("\n| explore budget | D nDCG@10 | D@1 | P@1 | P nDCG@10 | vectors/q | of the corpus | p50 ms |\n");
     o.push_str("|---|---|---|---|---|---|---|---|\n");
-    let mut line = |label: &str, s: &SystemReport, vectors: f64| {
+    let mut line = |label: &str, s: &SystemReport, vectors: f64, share: f64| {
         let _ = writeln!(
             o,
             "| {label} | {:.3} | {:.3} | {:.3} | {:.3} | {vectors:.0} | {:.1}% | {:.1} |",
@@ -506,15 +505,16 @@ pub fn explore_markdown(
             s.document.hit_at_1,
             s.passage.hit_at_1,
             s.passage.ndcg_at_10,
-            vectors / passages.max(1) as f64 * 100.0,
+            share * 100.0,
             s.latency_p50_ms
         );
     };
     for r in rows {
-        line(&r.budget.to_string(), &r.system, r.system.vectors_scored);
+        let vectors = r.system.vectors_scored;
+        line(&r.budget.to_string(), &r.system, vectors, r.corpus_share);
     }
     if let Some(d) = dense {
-        line("dense (every passage)", d, passages as f64);
+        line("dense (every passage)", d, passages as f64, 1.0);
     }
     o
 }
@@ -543,8 +543,8 @@ pub(crate) fn add_significance(budgets: &mut [BudgetReport], bm25: Option<&Syste
     let ndcg = |s: &SystemReport| -> Vec<f64> {
         s.per_query.iter().map(|q| q.document.ndcg_at_10).collect()
     };
-    let test = |a: &SystemReport, against: &str, b: Option<&SystemReport>| {
-        let p = crate::runs::paired_p(&ndcg(a), &ndcg(b?))?;
+    let test = |a: &[f64], against: &str, b: &Option<Vec<f64>>| {
+        let p = crate::runs::paired_p(a, b.as_deref()?)?;
         Some(Significance {
             against: against.into(),
             metric: TEST_METRIC,
@@ -552,16 +552,18 @@ pub(crate) fn add_significance(budgets: &mut [BudgetReport], bm25: Option<&Syste
             p,
         })
     };
+    let bm25 = bm25.map(ndcg);
     for b in budgets {
-        let rerank = b.systems.get("rerank").cloned();
+        let rerank = b.systems.get("rerank").map(ndcg);
         for (name, s) in b.systems.iter_mut() {
             let tree_like = matches!(
                 name.split(':').next().unwrap_or_default(),
                 "tree" | "tree+fused" | "gar" | "tree+clusters"
             );
-            let mut tests: Vec<Significance> = test(s, "bm25", bm25).into_iter().collect();
+            let own = ndcg(s);
+            let mut tests: Vec<Significance> = test(&own, "bm25", &bm25).into_iter().collect();
             if tree_like {
-                tests.extend(test(s, "rerank", rerank.as_ref()));
+                tests.extend(test(&own, "rerank", &rerank));
             }
             s.significance = tests;
         }

@@ -139,6 +139,34 @@ pub struct BenchSetup {
 }
 
 impl BenchSetup {
+    /// `systems` with `navigator` and the defaults of `treenav bench`
+    /// otherwise: the lexical judge, no tree and no embedder, BM25's top 20
+    /// for `rerank`, `flat` up to 20,000 passages, RRF's k = 60, seed 42,
+    /// every query, one at a time, no sweep, no files written.
+    pub fn new(systems: Vec<SystemKind>, navigator: ValidConfig) -> BenchSetup {
+        BenchSetup {
+            systems,
+            judge: JudgeOptions::default(),
+            navigator,
+            tree: None,
+            embedder: None,
+            rerank_n: 20,
+            flat_max_passages: 20_000,
+            rrf_k: 60.0,
+            seed: 42,
+            limit: None,
+            config: serde_json::json!({}),
+            judge_budgets: Vec::new(),
+            explore_budgets: Vec::new(),
+            concurrency: 1,
+            run_dir: None,
+            fusion_weights: Vec::new(),
+            share_scores: false,
+            score_file: None,
+            analyzer: Default::default(),
+        }
+    }
+
     /// Checks the settings, once, before anything runs; every number is
     /// range-checked here (the CLI passes its flags through unchanged).
     pub fn check(&self) -> Result<()> {
@@ -211,28 +239,12 @@ mod tests {
     use super::*;
 
     fn setup() -> BenchSetup {
+        let navigator = treenav_navigator::NavigatorConfig::default()
+            .check()
+            .expect("defaults");
         BenchSetup {
-            systems: vec![SystemKind::Bm25],
-            judge: JudgeOptions::default(),
-            navigator: treenav_navigator::NavigatorConfig::default()
-                .check()
-                .expect("defaults"),
-            tree: None,
-            embedder: None,
-            rerank_n: 20,
-            flat_max_passages: 20_000,
-            rrf_k: 60.0,
             seed: 1,
-            limit: None,
-            config: serde_json::json!({}),
-            judge_budgets: Vec::new(),
-            explore_budgets: Vec::new(),
-            concurrency: 1,
-            run_dir: None,
-            fusion_weights: Vec::new(),
-            share_scores: false,
-            score_file: None,
-            analyzer: Default::default(),
+            ..BenchSetup::new(vec![SystemKind::Bm25], navigator)
         }
     }
 

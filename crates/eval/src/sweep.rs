@@ -31,7 +31,6 @@
 //! none reads another's cache.
 
 use crate::context::{clusters_config, gar_config, tree_config, Context, Runner, Stage};
-use crate::report::summarize;
 pub use crate::report::{markdown, BudgetReport, SYSTEMS};
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -93,19 +92,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
                 }
             };
             let label = format!("{name}@{budget}");
-            let tree = matches!(runner, Runner::Tree(_))
-                .then(|| ctx.setup.tree.clone())
-                .flatten();
-            let (outcomes, seconds) = ctx.outcomes(&label, runner, progress).await?;
-            let mut summary = summarize(
-                &outcomes,
-                &ctx.golds,
-                &ctx.collection,
-                tree.as_deref(),
-                true,
-            );
-            ctx.write_runs(&label, &outcomes, &summary)?;
-            summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
+            let summary = ctx.measure(&label, runner, true, progress).await?;
             systems.insert(name.to_string(), summary);
             ctx.save_scores()?;
         }

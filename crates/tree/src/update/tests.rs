@@ -34,20 +34,18 @@ fn corpus(range: std::ops::Range<usize>, prefix: &str) -> treenav_corpus::Corpus
     .expect("corpus")
 }
 
-async fn saved_tree(dir: &Path) -> PathBuf {
-    let params = TreeParams::default().branching(8).check().expect("params");
+/// `corpus` built with `params` (TF-IDF, extractive summaries).
+async fn built(corpus: treenav_corpus::Corpus, params: TreeParams) -> Tree {
+    let params = params.check().expect("params");
     let embedder = Embedder::new(&crate::EmbedderOptions::default(), params.seed()).expect("e");
     let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("s");
-    let tree = build_tree(
-        corpus(0..120, "d"),
-        "c",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await
-    .expect("build");
+    build_tree(corpus, "c", &params, &embedder, &summarizer, &NoProgress)
+        .await
+        .expect("build")
+}
+
+async fn saved_tree(dir: &Path) -> PathBuf {
+    let tree = built(corpus(0..120, "d"), TreeParams::default().branching(8)).await;
     let path = dir.join("t.tree");
     file::save(&tree, &path).expect("save");
     path
@@ -513,19 +511,7 @@ fn leaves(tree: &Tree) -> Vec<Vec<NodeId>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_updates_of_a_small_tree_keep_its_clusters() {
     let dir = tempfile::tempdir().expect("dir");
-    let params = TreeParams::default().check().expect("params");
-    let embedder = Embedder::new(&crate::EmbedderOptions::default(), params.seed()).expect("e");
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("s");
-    let tree = build_tree(
-        corpus(0..36, "d"),
-        "c",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await
-    .expect("build");
+    let tree = built(corpus(0..36, "d"), TreeParams::default()).await;
     let before = leaves(&tree).len();
     assert!(before >= 3, "the build made {before} leaves");
     let path = dir.path().join("t.tree");
