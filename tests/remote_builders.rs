@@ -165,7 +165,10 @@ async fn openai_embedder_caches_batches_and_resumes_without_the_server() {
         .embed(texts, &NoProgress)
         .await
         .expect_err("the missing batch is asked for, and the server is gone");
-    assert!(matches!(err, treenav::tree::Error::Http(_)), "{err:?}");
+    assert!(
+        matches!(err, treenav::tree::embed::Error::Http(_)),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -185,7 +188,7 @@ async fn openai_embedder_reports_a_refused_connection() {
         .embed(vec!["x".into()], &NoProgress)
         .await
         .expect_err("error");
-    let treenav::tree::Error::Http(e) = &err else {
+    let treenav::tree::embed::Error::Http(e) = &err else {
         panic!("{err:?}")
     };
     assert_eq!(e.kind, treenav::http::ErrorKind::Network);

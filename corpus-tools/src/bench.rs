@@ -4,7 +4,6 @@ use crate::judge_args::JudgeArgs;
 use crate::query::NavArgs;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use treenav::eval::bench::{self, BenchSetup, SystemKind};
@@ -187,16 +186,8 @@ fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
 
 /// Writes `text` to `path` through a temporary file in the same folder.
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    treenav::files::atomic::write(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub async fn run(args: &BenchArgs) -> Result<()> {

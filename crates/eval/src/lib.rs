@@ -150,3 +150,10 @@ pub enum Error {
         dataset: treenav_corpus::Fingerprint,
     },
 }
+
+/// Embedding fails as the tree crate reports it.
+impl From<treenav_tree::embed::Error> for Error {
+    fn from(e: treenav_tree::embed::Error) -> Error {
+        Error::Tree(e.into())
+    }
+}

@@ -53,13 +53,10 @@ pub(crate) fn per_query(outcomes: &[Outcome], golds: &[Gold], c: &Collection) ->
 
 /// Writes `text` to `path` through a temporary file and a rename.
 pub(crate) fn write_atomically(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
-    let tmp = path.with_extension("tmp-write");
-    let io = |e: std::io::Error| Error::Io {
+    treenav_files::atomic::write(path, text.as_ref()).map_err(|source| Error::Io {
         path: path.to_path_buf(),
-        source: e,
-    };
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+        source,
+    })
 }
 
 /// The qrels files (once per run directory).

@@ -26,6 +26,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod atomic;
+
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -652,18 +652,8 @@ fn write_file(bytes: &[u8], path: &Path) -> Result<()> {
         path: path.to_path_buf(),
         source,
     };
-    let tmp = crate::store::temp_path(path);
-    let write = || -> std::io::Result<()> {
-        crate::fault::io_step()?;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        crate::fault::io_step()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
+    treenav_files::atomic::write_atomically(path, crate::fault::io_step, io, |f| {
+        f.write_all(bytes).map_err(io)
     })
 }
 

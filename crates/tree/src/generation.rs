@@ -139,19 +139,8 @@ fn write_manifest(tree: &Path, parts: &[&str]) -> Result<()> {
         parts: parts.iter().map(|s| s.to_string()).collect(),
     })
     .map_err(|e| Error::Encode(e.to_string()))?;
-    let tmp = crate::store::temp_path(&path);
-    let write = || -> std::io::Result<()> {
-        io_step()?;
-        let mut f = std::fs::File::create(&tmp)?;
-        std::io::Write::write_all(&mut f, text.as_bytes())?;
-        f.sync_all()?;
-        io_step()?;
-        std::fs::rename(&tmp, &path)?;
-        sync_folder(&path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
+    treenav_files::atomic::write_atomically(&path, io_step, io, |f| {
+        std::io::Write::write_all(f, text.as_bytes()).map_err(io)
     })
 }
 
@@ -229,14 +218,14 @@ fn move_in(from: &Path, to: &Path) -> Result<()> {
         remove(&aside)?;
         if to.symlink_metadata().is_ok() {
             io_step().map_err(io)?;
-            std::fs::rename(to, &aside).map_err(io)?;
+            treenav_files::atomic::rename(to, &aside).map_err(io)?;
         }
         io_step().map_err(io)?;
-        std::fs::rename(from, to).map_err(io)?;
+        treenav_files::atomic::rename(from, to).map_err(io)?;
         return remove(&aside);
     }
     io_step().map_err(io)?;
-    std::fs::rename(from, to).map_err(io)
+    treenav_files::atomic::rename(from, to).map_err(io)
 }
 
 /// Removes a file or folder; one that is not there is no error.
@@ -257,22 +246,7 @@ fn remove(path: &Path) -> Result<()> {
     }
 }
 
-/// Syncs the folder holding `path`, so its renames are durable.
-fn sync_folder(path: &Path) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    #[cfg(unix)]
-    {
-        std::fs::File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
-}
+use treenav_files::atomic::sync_folder;
 
 /// Removes what an interrupted save left before its commit: the staged
 /// parts, a folder moved aside, and the temp files of killed writers of

@@ -245,11 +245,11 @@ fn write_index_folder(index: &LexicalIndex, dir: &Path, paired: u128) -> Result<
         crate::fault::io_step().map_err(io)?;
         if dir.exists() {
             let _ = std::fs::remove_dir_all(&old);
-            std::fs::rename(dir, &old).map_err(io)?;
-            std::fs::rename(&tmp, dir).map_err(io)?;
+            treenav_files::atomic::rename(dir, &old).map_err(io)?;
+            treenav_files::atomic::rename(&tmp, dir).map_err(io)?;
             let _ = std::fs::remove_dir_all(&old);
         } else {
-            std::fs::rename(&tmp, dir).map_err(io)?;
+            treenav_files::atomic::rename(&tmp, dir).map_err(io)?;
         }
         Ok(())
     };

@@ -38,9 +38,7 @@
 #![warn(missing_docs)]
 
 mod build;
-pub mod cluster;
 pub mod delta;
-pub mod embed;
 mod fault;
 pub mod file;
 pub mod filter;
@@ -49,7 +47,7 @@ mod grow;
 mod id;
 pub mod lexical;
 mod model;
-pub mod neighbours;
+mod query;
 pub mod shard;
 pub mod store;
 pub mod summary;
@@ -62,8 +60,18 @@ pub use build::{
 };
 pub use embed::{
     bge_small_available, default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling,
-    QueryEmbedder,
 };
+pub use query::QueryEmbedder;
+pub use treenav_cluster as cluster;
+pub use treenav_cluster::neighbours;
+pub use treenav_embed::{NoProgress, Progress};
+
+/// The embedders (the `treenav-embed` crate) and the query embedder that
+/// pairs a tree with the embedder it was built with.
+pub mod embed {
+    pub use crate::query::QueryEmbedder;
+    pub use treenav_embed::*;
+}
 pub use id::NodeId;
 pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
 pub use petgraph;
@@ -116,6 +124,27 @@ pub enum Error {
     Task(String),
 }
 
+/// The embedders' errors keep their meaning: a bad option is a
+/// [`Error::Param`], a failed server an [`Error::Http`].
+impl From<treenav_embed::Error> for Error {
+    fn from(e: treenav_embed::Error) -> Error {
+        use treenav_embed::Error as E;
+        match e {
+            E::Param(m) => Error::Param(m),
+            E::Http(e) => Error::Http(e),
+            E::Io { path, source } => Error::Io { path, source },
+            E::File(e) => Error::from(e),
+            E::Task(m) => Error::Task(m),
+        }
+    }
+}
+
+impl From<treenav_cluster::Error> for Error {
+    fn from(e: treenav_cluster::Error) -> Error {
+        Error::Cluster(e.0)
+    }
+}
+
 /// An input file refused before reading (not a regular file, over its
 /// cap, foreign) is a [`Error::BadFile`] naming it; a failed open or read
 /// is an [`Error::Io`].
@@ -141,17 +170,3 @@ impl From<treenav_files::Error> for Error {
         Error::BadFile { path, problem }
     }
 }
-
-/// Progress of a long build, reported to the caller (the CLI draws bars).
-pub trait Progress: Send + Sync {
-    /// A new stage starts with `total` units of work.
-    fn stage(&self, _name: &str, _total: u64) {}
-    /// `n` units of the current stage are done.
-    fn inc(&self, _n: u64) {}
-}
-
-/// Progress that reports nothing.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoProgress;
-
-impl Progress for NoProgress {}

@@ -155,11 +155,8 @@ pub(crate) fn write_atomically(
         path: path.to_path_buf(),
         source,
     };
-    let tmp = temp_path(path);
-    let write = || -> Result<SideFile> {
-        crate::fault::io_step().map_err(io)?;
-        let file = std::fs::File::create(&tmp).map_err(io)?;
-        let mut out = std::io::BufWriter::new(file);
+    treenav_files::atomic::write_atomically(path, crate::fault::io_step, io, |file| {
+        let mut out = std::io::BufWriter::new(&mut *file);
         out.write_all(&vec![0u8; header]).map_err(io)?;
         let mut hashing = Hashing {
             inner: &mut out,
@@ -168,19 +165,14 @@ pub(crate) fn write_atomically(
         };
         body(&mut hashing)?;
         let (hash, len) = (hashing.hasher.finish_128(), hashing.bytes);
-        let mut file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        out.flush().map_err(io)?;
+        drop(out);
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(&header_of(hash, len)).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        crate::fault::io_step().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)?;
         Ok(SideFile {
             hash,
             bytes: header as u64 + len,
         })
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
     })
 }
 
@@ -402,61 +394,4 @@ impl TextStore {
     }
 }
 
-/// The temp path a save writes before renaming over `path`.
-pub(crate) fn temp_path(path: &Path) -> PathBuf {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "tree".into());
-    remove_stale_temp_files(&dir, &file_name);
-    dir.join(format!(".{file_name}.tmp-{}", std::process::id()))
-}
-
-/// Removes `.{file_name}.tmp-{pid}` files, and the `-new`/`-old` folders
-/// of the lexical index beside them, left by saves that were killed
-/// (kill -9, power loss): ours by name, and only when that process is gone
-/// (checked in `/proc`, so only on Linux; elsewhere they are left alone).
-pub(crate) fn remove_stale_temp_files(dir: &Path, file_name: &str) {
-    if !cfg!(target_os = "linux") {
-        return;
-    }
-    let prefix = format!(".{file_name}.tmp-");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .map(|p| {
-                p.strip_suffix("-new")
-                    .or(p.strip_suffix("-old"))
-                    .unwrap_or(p)
-            })
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-        if !alive {
-            let path = entry.path();
-            let removed = match entry.file_type() {
-                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
-                _ => std::fs::remove_file(&path),
-            };
-            match removed {
-                Ok(()) => {
-                    tracing::info!(file = %entry.path().display(), "removed a stale temp file")
-                }
-                Err(e) => {
-                    tracing::warn!(file = %entry.path().display(), error = %e, "cannot remove a stale temp file")
-                }
-            }
-        }
-    }
-}
+pub(crate) use treenav_files::atomic::{remove_stale_temp_files, temp_path};

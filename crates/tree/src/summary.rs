@@ -85,19 +85,7 @@ pub struct LlmSummarizer {
     concurrency: usize,
 }
 
-/// The default cache folder of treenav: `$TREENAV_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/treenav`, else `~/.cache/treenav`.
-pub fn default_cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("TREENAV_CACHE_DIR") {
-        return PathBuf::from(dir);
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(dir).join("treenav");
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache").join("treenav"))
-        .unwrap_or_else(|| PathBuf::from(".treenav-cache"))
-}
+pub use treenav_embed::default_cache_dir;
 
 /// The chat-completions URL for an endpoint given as a base or in full.
 pub fn chat_url(endpoint: &str) -> String {
@@ -423,9 +411,7 @@ impl LlmSummarizer {
 }
 
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    treenav_files::atomic::write(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub const VECTORS_SUFFIX: &str = "vectors";
 /// The suffix of the passage vectors file: `T.tree` → `T.tree.passage-vectors`.
 pub const PASSAGE_VECTORS_SUFFIX: &str = "passage-vectors";
-const MAGIC: &[u8; 8] = b"TRNVVECS";
+pub(crate) const MAGIC: &[u8; 8] = b"TRNVVECS";
 const VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, base tree (crc, reserved, len),
 /// rows, dims, description bytes.

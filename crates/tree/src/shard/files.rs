@@ -3,7 +3,7 @@
 //!
 //! A record is `magic (8) · version u32 · reserved u32 · XXH3-128 of the
 //! body (16) · body length u64 · postcard body`. The vectors file is
-//! `TRNVVECS · version u32 · reserved u32 · XXH3-128 of the body (16) ·
+//! `TRNVPVEC · version u32 · reserved u32 · XXH3-128 of the body (16) ·
 //! rows u64 · dims u64 · rows × dims little-endian f32`, row-major, so a
 //! shard reads only its own rows.
 
@@ -15,7 +15,9 @@ use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
 
 const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
-const VECTORS_MAGIC: &[u8; 8] = b"TRNVVECS";
+/// The plan's vectors (f32 rows), a magic of their own: the tree's
+/// quantized vectors are another layout.
+const VECTORS_MAGIC: &[u8; 8] = b"TRNVPVEC";
 const VECTORS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
 const VERSION: u32 = 1;
 
@@ -178,8 +180,14 @@ impl Vectors {
             path: path.to_path_buf(),
             source,
         })?;
+        if &head[..8] == crate::vectors::MAGIC {
+            return Err(bad(
+                path,
+                "a plan's vectors written by an older build (under the tree vectors' magic): make the plan again",
+            ));
+        }
         if &head[..8] != VECTORS_MAGIC {
-            return Err(bad(path, "not a treenav vectors file"));
+            return Err(bad(path, "not a treenav plan vectors file"));
         }
         let mut found = [0u8; 16];
         found.copy_from_slice(&head[16..32]);
@@ -231,5 +239,27 @@ impl Vectors {
         }
         Array2::from_shape_vec((rows.len(), self.dims), out)
             .map_err(|e| bad(&self.path, e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_vectors_have_their_own_magic_and_an_old_ones_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("plan.vecs");
+        let rows = ndarray::arr2(&[[1.0f32, 0.0], [0.0, 1.0]]);
+        let hash = write_vectors(&path, rows.view()).expect("write");
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(&bytes[..8], VECTORS_MAGIC);
+        assert_ne!(VECTORS_MAGIC, crate::vectors::MAGIC);
+        assert!(Vectors::open(&path, 2, 2, hash).is_ok());
+        let mut old = bytes.clone();
+        old[..8].copy_from_slice(crate::vectors::MAGIC);
+        std::fs::write(&path, &old).expect("write");
+        let err = Vectors::open(&path, 2, 2, hash).err().expect("refused");
+        assert!(err.to_string().contains("older build"), "{err}");
     }
 }

@@ -294,7 +294,7 @@ pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
     } else {
         return None;
     };
-    Some(Embedder::new(&options, 0))
+    Some(Embedder::new(&options, 0).map_err(Error::from))
 }
 
 /// Adds the documents of `corpus` to the saved tree at `path`: new ids
@@ -673,7 +673,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
         .apply(&deletes, &change.adds, &delta::payload(generation, hash))?;
     let path = delta_path(&session.path);
     crate::fault::io_step()
-        .and_then(|()| std::fs::rename(&next, &path))
+        .and_then(|()| treenav_files::atomic::rename(&next, &path))
         .map_err(|source| Error::Io {
             path: path.clone(),
             source,

@@ -172,7 +172,6 @@ fn normalised(url: &str, rows: Vec<Vec<f32>>) -> Result<Array2<f32>> {
 /// leaves half a batch under its final name.
 mod cache {
     use crate::{Error, Result};
-    use std::io::Write;
     use std::path::Path;
 
     const MAGIC: &[u8; 8] = b"TRNVEMBC";
@@ -223,17 +222,7 @@ mod cache {
         for x in rows.iter().flatten() {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
-        let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, file)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(e)
-        })
+        treenav_files::atomic::write(file, &bytes).map_err(io)
     }
 }
 

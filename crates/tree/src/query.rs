@@ -1,12 +1,12 @@
 //! Embedding queries into a tree's space at query time: the one embedding a
 //! query costs (the embedding judge then reads stored vectors only).
 
-use crate::embed::tfidf::TfidfModel;
-use crate::embed::Embedder;
 use crate::model::Tree;
 use crate::{Error, Result};
 use ndarray::Array2;
 use std::sync::Arc;
+use treenav_embed::tfidf::TfidfModel;
+use treenav_embed::Embedder;
 
 /// What embeds queries (and the odd passage a tree holds no vector for)
 /// into the space of a tree's stored vectors.
@@ -73,7 +73,7 @@ impl QueryEmbedder {
     pub async fn embed(&self, texts: Vec<String>) -> Result<Array2<f32>> {
         match &self.kind {
             Kind::Tfidf(model) => Ok(model.transform(&texts)),
-            Kind::Model(embedder) => embedder.embed(texts, &crate::NoProgress).await,
+            Kind::Model(embedder) => Ok(embedder.embed(texts, &crate::NoProgress).await?),
         }
     }
 }

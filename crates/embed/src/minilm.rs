@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// The default model folder: `$TREENAV_CACHE_DIR/models/all-MiniLM-L6-v2`
 /// (`~/.cache/treenav/…`).
 pub fn default_model_dir() -> PathBuf {
-    crate::summary::default_cache_dir()
+    crate::default_cache_dir()
         .join("models")
         .join("all-MiniLM-L6-v2")
 }

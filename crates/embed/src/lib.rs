@@ -1,24 +1,86 @@
-//! Embedders: the build embeds documents (to cluster them) and passages;
-//! a query is embedded once at query time ([`QueryEmbedder`]) for the
-//! embedding judge.
+//! The embedders of treenav: text to unit vectors. The build embeds
+//! documents (to cluster them) and passages; a query is embedded once at
+//! query time for the embedding judge (the tree crate's `QueryEmbedder`
+//! pairs a tree with the embedder it was built with).
+//!
+//! TF-IDF with a seeded projection (pure Rust), bge-small on the ONNX
+//! runtime (`onnx`), all-MiniLM-L6-v2 (`minilm`), any OpenAI-compatible
+//! embeddings server, or precomputed vectors from a `.npy` file. This crate
+//! knows nothing of trees.
+#![warn(missing_docs)]
 
 mod minilm;
 mod npy;
 mod onnx;
 mod openai;
-mod query;
 pub mod tfidf;
 
 pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
 pub use onnx::{bge_small_available, default_bge_dir, OnnxEmbedder, Pooling};
 pub use openai::embeddings_url;
-pub use query::QueryEmbedder;
 
-use crate::{Error, Progress, Result};
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::time::Duration;
 use treenav_http::{ApiKey, ClientConfig, Endpoint, HttpClient};
+
+/// Result of the embedders.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of embedding.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An option is not valid; the message says which and why.
+    #[error("invalid parameter: {0}")]
+    Param(String),
+    /// A remote embedder failed (see `retryable()` on the cause).
+    #[error(transparent)]
+    Http(#[from] treenav_http::HttpError),
+    /// A file could not be read or written.
+    #[error("cannot access {}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A model file refused before reading (not a regular file, over its cap).
+    #[error(transparent)]
+    File(#[from] treenav_files::Error),
+    /// A background task failed.
+    #[error("background task failed: {0}")]
+    Task(String),
+}
+
+/// Progress of a long job, reported to the caller (the CLI draws bars).
+pub trait Progress: Send + Sync {
+    /// A new stage starts with `total` units of work.
+    fn stage(&self, _name: &str, _total: u64) {}
+    /// `n` units of the current stage are done.
+    fn inc(&self, _n: u64) {}
+}
+
+/// Progress that reports nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
+/// Where treenav caches models, embeddings and summaries:
+/// `$TREENAV_CACHE_DIR`, else `$XDG_CACHE_HOME/treenav`, else
+/// `~/.cache/treenav`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TREENAV_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("treenav");
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache").join("treenav"))
+        .unwrap_or_else(|| PathBuf::from(".treenav-cache"))
+}
 
 fn default_dims() -> usize {
     128

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// The default bge-small-en folder: `$TREENAV_CACHE_DIR/models/bge-small-en`.
 pub fn default_bge_dir() -> PathBuf {
-    crate::summary::default_cache_dir()
+    crate::default_cache_dir()
         .join("models")
         .join("bge-small-en")
 }

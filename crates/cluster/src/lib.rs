@@ -5,7 +5,18 @@
 //! branching limit, trained on a bounded sample, every row assigned in one
 //! streaming pass; subtrees in parallel).
 
-use crate::{Error, Result};
+#![warn(missing_docs)]
+
+pub mod neighbours;
+
+/// Result of clustering.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// k-means failed (linfa's message).
+#[derive(Debug, thiserror::Error)]
+#[error("clustering failed: {0}")]
+pub struct Error(pub String);
+
 use linfa::traits::{Fit, Predict};
 use linfa::DatasetBase;
 use linfa_clustering::{KMeans, KMeansInit};
@@ -41,7 +52,7 @@ pub fn kmeans(points: ArrayView2<'_, f32>, k: usize, seed: u64) -> Result<Vec<us
         .max_n_iterations(MAX_ITERATIONS)
         .tolerance(1e-4)
         .fit(&data)
-        .map_err(|e| Error::Cluster(e.to_string()))?;
+        .map_err(|e| Error(e.to_string()))?;
     let labels = model.predict(&data);
     Ok(labels.to_vec())
 }

@@ -17,7 +17,7 @@ pub const DEFAULT_NEIGHBOURS: usize = 16;
 pub type Lists = Vec<(usize, Vec<usize>)>;
 
 /// For each unit of each family (the leaf clusters sharing a parent:
-/// [`crate::cluster::Group::families`]), its `k` nearest other units
+/// [`crate::Group::families`]), its `k` nearest other units
 /// among the units of the family, nearest first (ties: lower index first).
 /// Units are rows of `embeddings`; the result pairs each unit with its list.
 pub fn nearest(embeddings: ArrayView2<'_, f32>, families: &[Vec<&[usize]>], k: usize) -> Lists {
