@@ -184,7 +184,7 @@ async fn embedding_path(
     use treenav::judge::{BackendOptions, Judge, JudgeOptions};
     use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Strategy};
     let judge = Judge::new(&JudgeOptions {
-        backend: BackendOptions::Embedding {},
+        backend: BackendOptions::Embedding(treenav::judge::EmbeddingOptions {}),
         ..JudgeOptions::default()
     })?;
     let config = NavigatorConfig::default()

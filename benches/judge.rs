@@ -131,13 +131,13 @@ fn shaped(texts: &[String], limit: usize, mixed: bool) -> Vec<String> {
 #[cfg(feature = "cross-encoder")]
 fn our_judge(tokens: usize, batch: usize) -> Judge {
     Judge::new(&JudgeOptions {
-        backend: BackendOptions::CrossEncoder {
+        backend: BackendOptions::CrossEncoder(treenav::judge::CrossEncoderOptions {
             model_dir: None,
             ort_library: None,
             threads: 2,
             batch_size: batch,
             max_tokens: tokens,
-        },
+        }),
         dispatch: DispatchOptions {
             cache_capacity: 0,
             ..DispatchOptions::default()
@@ -346,12 +346,12 @@ async fn systemone_throughput() {
     for in_flight in [1usize, 4, 16] {
         let judge = Arc::new(
             Judge::new(&JudgeOptions {
-                backend: BackendOptions::Systemone {
+                backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
                     endpoint: server.base.clone(),
                     model: "sparrow-nano-general-v1.1".into(),
                     api_key_env: None,
                     path: "/v1/systemone".into(),
-                },
+                }),
                 dispatch: DispatchOptions {
                     concurrency: in_flight,
                     cache_capacity: 0,

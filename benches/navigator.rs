@@ -121,12 +121,12 @@ async fn critical_path() {
     .expect("sample");
     let tree = support::tree_of(corpus, None).await;
     let judge = Judge::new(&JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: base,
             model: "m".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch: DispatchOptions {
             concurrency: 64,
             cache_capacity: 0,
@@ -286,12 +286,12 @@ async fn runner_throughput() {
     };
     for calls in [8usize, 64] {
         let judge = JudgeOptions {
-            backend: BackendOptions::Systemone {
+            backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
                 endpoint: base.clone(),
                 model: "m".into(),
                 api_key_env: None,
                 path: "/v1/systemone".into(),
-            },
+            }),
             dispatch: DispatchOptions {
                 concurrency: calls,
                 cache_capacity: 0,
@@ -435,13 +435,13 @@ async fn card_length(data: &SciFact) {
     println!("| token limit | titles per card | gold cluster in the best 10 | tokens per card | judge ms per query |\n|---|---|---|---|---|");
     for max_tokens in [128usize, 256] {
         let ce = Judge::new(&JudgeOptions {
-            backend: BackendOptions::CrossEncoder {
+            backend: BackendOptions::CrossEncoder(treenav::judge::CrossEncoderOptions {
                 model_dir: None,
                 ort_library: None,
                 threads: 2,
                 batch_size: 16,
                 max_tokens,
-            },
+            }),
             dispatch: DispatchOptions {
                 cache_capacity: 0,
                 ..DispatchOptions::default()

@@ -478,12 +478,12 @@ fn slow_judge(
     let (judge_base, load) =
         server_rt.block_on(support::scripted_systemone(Duration::from_millis(50)));
     let mut judge = JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: judge_base,
             model: "scripted".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         ..JudgeOptions::default()
     };
     judge.dispatch.concurrency = 1024;

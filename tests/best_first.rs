@@ -559,12 +559,12 @@ async fn rounds_run_their_slates_concurrently() {
     // decision-model server can be told to answer after exactly 50 ms.
     let (base, load) = support::scripted_systemone(Duration::from_millis(50)).await;
     let judge = Judge::new(&JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: base,
             model: "m".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch: DispatchOptions::default(),
     })
     .expect("judge");

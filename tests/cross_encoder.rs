@@ -31,13 +31,13 @@ fn judge_at(batch_size: usize, max_tokens: usize) -> Option<Judge> {
         return None;
     }
     let options = JudgeOptions {
-        backend: BackendOptions::CrossEncoder {
+        backend: BackendOptions::CrossEncoder(treenav::judge::CrossEncoderOptions {
             model_dir: None,
             ort_library: None,
             threads: 2,
             batch_size,
             max_tokens,
-        },
+        }),
         dispatch: DispatchOptions {
             cache_capacity: 0,
             ..DispatchOptions::default()
@@ -125,13 +125,13 @@ async fn ranking_does_not_depend_on_batching() {
 #[test]
 fn a_missing_model_folder_says_what_to_do() {
     let options = JudgeOptions {
-        backend: BackendOptions::CrossEncoder {
+        backend: BackendOptions::CrossEncoder(treenav::judge::CrossEncoderOptions {
             model_dir: Some("/nonexistent/reranker".into()),
             ort_library: None,
             threads: 1,
             batch_size: 4,
             max_tokens: 128,
-        },
+        }),
         dispatch: DispatchOptions::default(),
     };
     let e = Judge::new(&options).expect_err("missing folder");

@@ -57,7 +57,7 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
         "every passage's vector saved and read back"
     );
     let judge = Judge::new(&JudgeOptions {
-        backend: BackendOptions::Embedding {},
+        backend: BackendOptions::Embedding(treenav::judge::EmbeddingOptions {}),
         ..JudgeOptions::default()
     })
     .expect("judge");

@@ -106,23 +106,27 @@ fn judge(backend: Backend) -> Judge {
 fn judge_with(backend: Backend, max_reply_bytes: u64) -> Judge {
     let endpoint = server().base.clone();
     let backend = match backend {
-        Backend::SystemOne => BackendOptions::Systemone {
+        Backend::SystemOne => BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint,
             model: "m".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
-        Backend::Decisions => BackendOptions::OpenaiDecisions {
-            endpoint,
-            model: "m".into(),
-            api_key_env: None,
-        },
-        Backend::Logprobs => BackendOptions::OpenaiLogprobs {
-            endpoint,
-            model: "m".into(),
-            api_key_env: None,
-            api: Default::default(),
-        },
+        }),
+        Backend::Decisions => {
+            BackendOptions::OpenaiDecisions(treenav::judge::OpenaiDecisionsOptions {
+                endpoint,
+                model: "m".into(),
+                api_key_env: None,
+            })
+        }
+        Backend::Logprobs => {
+            BackendOptions::OpenaiLogprobs(treenav::judge::OpenaiLogprobsOptions {
+                endpoint,
+                model: "m".into(),
+                api_key_env: None,
+                api: Default::default(),
+            })
+        }
     };
     let dispatch = DispatchOptions {
         max_retries: 0,

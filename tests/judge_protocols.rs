@@ -36,11 +36,11 @@ fn judge(backend: BackendOptions, dispatch: DispatchOptions) -> Judge {
 async fn openai_decisions_shape() {
     let (base, _) = serve().await;
     let j = judge(
-        BackendOptions::OpenaiDecisions {
+        BackendOptions::OpenaiDecisions(treenav::judge::OpenaiDecisionsOptions {
             endpoint: base,
             model: "m".into(),
             api_key_env: None,
-        },
+        }),
         DispatchOptions::default(),
     );
     let q = "what lowers glucose";
@@ -67,12 +67,12 @@ async fn openai_decisions_shape() {
 async fn openai_logprobs_emulation() {
     let (base, _) = serve().await;
     let j = judge(
-        BackendOptions::OpenaiLogprobs {
+        BackendOptions::OpenaiLogprobs(treenav::judge::OpenaiLogprobsOptions {
             endpoint: base,
             model: "m".into(),
             api_key_env: None,
             api: Default::default(),
-        },
+        }),
         DispatchOptions::default(),
     );
     let q = "what lowers glucose";
@@ -110,12 +110,12 @@ async fn openai_logprobs_text_routes() {
     let (base, _) = serve().await;
     for api in [LogprobsApi::Completions, LogprobsApi::Llama] {
         let j = judge(
-            BackendOptions::OpenaiLogprobs {
+            BackendOptions::OpenaiLogprobs(treenav::judge::OpenaiLogprobsOptions {
                 endpoint: format!("{base}/v1"),
                 model: "m".into(),
                 api_key_env: None,
                 api,
-            },
+            }),
             DispatchOptions::default(),
         );
         let q = "what lowers glucose";
@@ -140,12 +140,12 @@ async fn openai_logprobs_text_routes() {
 
 fn faulty(base: &str, scenario: &str, dispatch: DispatchOptions) -> Judge {
     judge(
-        BackendOptions::Systemone {
+        BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: format!("{base}/{scenario}"),
             model: "m".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch,
     )
 }
@@ -225,12 +225,12 @@ async fn typed_errors_without_pointless_retries() {
 async fn refused_connection_and_deadline() {
     let port = support::free_port();
     let e = judge(
-        BackendOptions::Systemone {
+        BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: format!("http://127.0.0.1:{port}"),
             model: "m".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         DispatchOptions {
             max_retries: 1,
             ..fast()
@@ -263,12 +263,12 @@ async fn refused_connection_and_deadline() {
 #[test]
 fn construction_fails_with_what_to_set() {
     let e = Judge::new(&JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: "http://127.0.0.1:1".into(),
             model: "m".into(),
             api_key_env: Some("TREENAV_TEST_UNSET_JUDGE_KEY".into()),
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch: DispatchOptions::default(),
     })
     .expect_err("missing key");
@@ -277,11 +277,11 @@ fn construction_fails_with_what_to_set() {
         "{e}"
     );
     let e = Judge::new(&JudgeOptions {
-        backend: BackendOptions::OpenaiDecisions {
+        backend: BackendOptions::OpenaiDecisions(treenav::judge::OpenaiDecisionsOptions {
             endpoint: "localhost:80".into(),
             model: "m".into(),
             api_key_env: None,
-        },
+        }),
         dispatch: DispatchOptions::default(),
     })
     .expect_err("bad endpoint");
@@ -325,12 +325,12 @@ async fn the_checkup_names_the_real_fault_of_a_reply() {
     let base = broken_chat_server().await;
     let judge_at = |route: &str| {
         judge(
-            BackendOptions::OpenaiLogprobs {
+            BackendOptions::OpenaiLogprobs(treenav::judge::OpenaiLogprobsOptions {
                 endpoint: format!("{base}/{route}"),
                 model: "m".into(),
                 api_key_env: None,
                 api: LogprobsApi::Chat,
-            },
+            }),
             fast(),
         )
     };

@@ -11,12 +11,12 @@ use treenav::judge::{BackendOptions, Candidate, DispatchOptions, Judge, JudgeOpt
 
 fn systemone(base: &str) -> Judge {
     Judge::new(&JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: base.to_string(),
             model: "sparrow-nano-general-v1.1".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch: DispatchOptions::default(),
     })
     .expect("judge")

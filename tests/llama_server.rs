@@ -90,12 +90,12 @@ fn wait_healthy(base: &str) {
 
 fn logprobs(base: &str, api: LogprobsApi) -> Judge {
     Judge::new(&JudgeOptions {
-        backend: BackendOptions::OpenaiLogprobs {
+        backend: BackendOptions::OpenaiLogprobs(treenav::judge::OpenaiLogprobsOptions {
             endpoint: format!("{base}/v1"),
             model: "smollm2".into(),
             api_key_env: None,
             api,
-        },
+        }),
         dispatch: DispatchOptions {
             timeout_secs: 120.0,
             cache_capacity: 0,
@@ -225,12 +225,12 @@ async fn the_servers_own_errors() {
     );
 
     let systemone = Judge::new(&JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: server.base.clone(),
             model: "smollm2".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch: DispatchOptions::default(),
     })
     .expect("systemone judge");
@@ -246,12 +246,12 @@ async fn the_servers_own_errors() {
     );
 
     let other_name = Judge::new(&JudgeOptions {
-        backend: BackendOptions::OpenaiLogprobs {
+        backend: BackendOptions::OpenaiLogprobs(treenav::judge::OpenaiLogprobsOptions {
             endpoint: server.base.clone(),
             model: "no-such-model".into(),
             api_key_env: None,
             api: LogprobsApi::Chat,
-        },
+        }),
         dispatch: DispatchOptions::default(),
     })
     .expect("judge");

@@ -20,12 +20,12 @@ fn lexical() -> Judge {
 
 fn systemone(base: &str, dispatch: DispatchOptions) -> Judge {
     Judge::new(&JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: base.into(),
             model: "m".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         dispatch,
     })
     .expect("judge")

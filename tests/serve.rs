@@ -82,12 +82,12 @@ async fn start_file(
 
 fn slow_judge(base: &str) -> JudgeOptions {
     JudgeOptions {
-        backend: BackendOptions::Systemone {
+        backend: BackendOptions::Systemone(treenav::judge::SystemoneOptions {
             endpoint: base.to_string(),
             model: "scripted".into(),
             api_key_env: None,
             path: "/v1/systemone".into(),
-        },
+        }),
         ..JudgeOptions::default()
     }
 }

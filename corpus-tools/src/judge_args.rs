@@ -1,48 +1,30 @@
 //! The judge options shared by the subcommands that ask a decision model.
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use std::path::PathBuf;
-use treenav::judge::{defaults, BackendOptions, DispatchOptions, JudgeOptions, LogprobsApi};
+use treenav::judge::{
+    defaults, BackendOptions, DispatchOptions, JudgeOptions, LogprobsApi, PROFILES,
+};
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JudgeKind {
-    /// The tree's own embedder: cosine of stored passage vectors with the
-    /// query, calibrated (the default; falls back to lexical on a tree
-    /// without vectors or whose embedder is not here).
-    Embedding,
-    /// BM25-style, offline, deterministic.
-    Lexical,
-    /// System One format: TypeSafe Jev, OpenRouter, llama.cpp, Ollama, laya-serve.
-    Systemone,
-    /// OpenAI's /v1/decisions.
-    OpenaiDecisions,
-    /// Yes/no emulation over an OpenAI-compatible chat endpoint with logprobs.
-    OpenaiLogprobs,
-    /// ms-marco MiniLM cross-encoder in-process (build with --features cross-encoder).
-    CrossEncoder,
+/// `--judge`'s values: every registered backend, with its profile's line.
+fn judge_kinds() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        PROFILES
+            .iter()
+            .map(|p| PossibleValue::new(p.kind).help(p.about)),
+    )
 }
 
-/// `--llm-api`: [`LogprobsApi`] on the command line.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LlmApi {
-    /// POST /v1/chat/completions (logprobs, top_logprobs).
-    Chat,
-    /// POST /v1/completions (logprobs) on a plain-text prompt.
-    Completions,
-    /// llama.cpp's native POST /completion (n_probs) on a plain-text prompt.
-    Llama,
+/// `--llm-api`'s values: the logprobs routes.
+fn llm_apis() -> PossibleValuesParser {
+    PossibleValuesParser::new(LogprobsApi::ALL.map(LogprobsApi::name))
 }
 
-impl From<LlmApi> for LogprobsApi {
-    fn from(a: LlmApi) -> LogprobsApi {
-        match a {
-            LlmApi::Chat => LogprobsApi::Chat,
-            LlmApi::Completions => LogprobsApi::Completions,
-            LlmApi::Llama => LogprobsApi::Llama,
-        }
-    }
-}
+/// The judge for a query over a tree when none is named.
+const TREE_JUDGE: &str = "embedding";
+/// The judge for lists with no tree when none is named.
+const LIST_JUDGE: &str = "lexical";
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Judge")]
@@ -51,8 +33,8 @@ pub struct JudgeArgs {
     /// over a tree (`query`, `serve`, a bench of navigators and flat
     /// systems); `lexical` where lists are judged with no tree (`prune`, the
     /// bench's `rerank`, `flat`, `--judge-budgets` and `--prune`).
-    #[arg(long = "judge", value_enum)]
-    pub kind: Option<JudgeKind>,
+    #[arg(long = "judge", value_parser = judge_kinds())]
+    pub kind: Option<String>,
     /// A JSON file with the whole judge configuration
     /// ({"backend": {"kind": …}, "dispatch": {…}}); overrides --judge.
     #[arg(long)]
@@ -66,8 +48,8 @@ pub struct JudgeArgs {
     /// openai-logprobs: the route asked: chat (/v1/chat/completions, the
     /// model's chat template), completions (/v1/completions) or llama
     /// (llama.cpp's native /completion with n_probs).
-    #[arg(long, value_enum, default_value_t = LlmApi::Chat)]
-    pub llm_api: LlmApi,
+    #[arg(long, value_parser = llm_apis(), default_value = "chat")]
+    pub llm_api: String,
     /// Environment variable holding the API key (none sent when not given).
     #[arg(long)]
     pub api_key_env: Option<String>,
@@ -100,20 +82,20 @@ pub struct JudgeArgs {
 
 impl JudgeArgs {
     /// The backend named, or the default for a query over a tree.
-    pub fn kind(&self) -> JudgeKind {
-        self.kind.unwrap_or(JudgeKind::Embedding)
+    pub fn kind(&self) -> &str {
+        self.kind.as_deref().unwrap_or(TREE_JUDGE)
     }
 
     /// These flags for judging lists with no tree: `lexical` unless a
     /// judge was named; the embedding judge named is an error saying why.
     pub fn for_lists(&self, what: &str) -> Result<JudgeArgs> {
-        match self.kind {
-            Some(JudgeKind::Embedding) => anyhow::bail!(
+        match self.kind.as_deref() {
+            Some(TREE_JUDGE) => anyhow::bail!(
                 "{what} judges lists of passages with no tree, and the embedding judge reads a tree's stored vectors: give --judge cross-encoder, lexical or an LLM"
             ),
             Some(_) => Ok(self.clone()),
             None => Ok(JudgeArgs {
-                kind: Some(JudgeKind::Lexical),
+                kind: Some(LIST_JUDGE.to_string()),
                 ..self.clone()
             }),
         }
@@ -143,45 +125,7 @@ impl JudgeArgs {
             return serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a valid judge configuration", path.display()));
         }
-        let need = |v: &Option<String>, flag: &str| -> Result<String> {
-            v.clone().with_context(|| {
-                format!(
-                    "--judge {} needs {flag}",
-                    self.kind()
-                        .to_possible_value()
-                        .map(|p| p.get_name().to_string())
-                        .unwrap_or_default()
-                )
-            })
-        };
-        let backend = match self.kind() {
-            JudgeKind::Lexical => BackendOptions::default(),
-            JudgeKind::Embedding => BackendOptions::Embedding {},
-            JudgeKind::Systemone => BackendOptions::Systemone {
-                endpoint: need(&self.endpoint, "--endpoint URL")?,
-                model: need(&self.model, "--model NAME")?,
-                api_key_env: self.api_key_env.clone(),
-                path: self.systemone_path.clone(),
-            },
-            JudgeKind::OpenaiDecisions => BackendOptions::OpenaiDecisions {
-                endpoint: need(&self.endpoint, "--endpoint URL")?,
-                model: need(&self.model, "--model NAME")?,
-                api_key_env: self.api_key_env.clone(),
-            },
-            JudgeKind::OpenaiLogprobs => BackendOptions::OpenaiLogprobs {
-                endpoint: need(&self.endpoint, "--endpoint URL")?,
-                model: need(&self.model, "--model NAME")?,
-                api_key_env: self.api_key_env.clone(),
-                api: self.llm_api.into(),
-            },
-            JudgeKind::CrossEncoder => BackendOptions::CrossEncoder {
-                model_dir: self.model_dir.clone(),
-                ort_library: self.ort_library.clone(),
-                threads: defaults::CROSS_ENCODER_THREADS,
-                batch_size: defaults::CROSS_ENCODER_BATCH,
-                max_tokens: self.max_tokens,
-            },
-        };
+        let backend = self.backend()?;
         Ok(JudgeOptions {
             backend,
             dispatch: DispatchOptions {
@@ -192,5 +136,112 @@ impl JudgeArgs {
                 ..DispatchOptions::default()
             },
         })
+    }
+}
+
+impl JudgeArgs {
+    /// The backend's options from the flags: each flag the backend's
+    /// options take (its fields, read from the registry) goes in; a
+    /// required one missing is named by its flag.
+    fn backend(&self) -> Result<BackendOptions> {
+        let kind = self.kind();
+        let fields = BackendOptions::fields(kind)
+            .with_context(|| format!("--judge {kind}: no such backend"))?;
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string().into());
+        let flags: [(&str, &str, Option<serde_json::Value>); 8] = [
+            (
+                "endpoint",
+                "--endpoint URL",
+                self.endpoint.clone().map(Into::into),
+            ),
+            ("model", "--model NAME", self.model.clone().map(Into::into)),
+            (
+                "api_key_env",
+                "--api-key-env",
+                self.api_key_env.clone().map(Into::into),
+            ),
+            (
+                "path",
+                "--systemone-path",
+                Some(self.systemone_path.clone().into()),
+            ),
+            ("api", "--llm-api", Some(self.llm_api.clone().into())),
+            ("model_dir", "--model-dir", path(&self.model_dir)),
+            ("ort_library", "--ort-library", path(&self.ort_library)),
+            ("max_tokens", "--max-tokens", Some(self.max_tokens.into())),
+        ];
+        let mut config = serde_json::Map::new();
+        config.insert("kind".into(), kind.into());
+        for (field, _, value) in &flags {
+            if let (true, Some(v)) = (fields.contains(field), value) {
+                config.insert(field.to_string(), v.clone());
+            }
+        }
+        serde_json::from_value(config.into()).map_err(|e| {
+            let message = e.to_string();
+            let missing = flags
+                .iter()
+                .find(|(field, ..)| message.contains(&format!("missing field `{field}`")));
+            match missing {
+                Some((_, flag, _)) => anyhow::anyhow!("--judge {kind} needs {flag}"),
+                None => anyhow::anyhow!("--judge {kind}: {message}"),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        judge: JudgeArgs,
+    }
+
+    fn backend(args: &[&str]) -> Result<BackendOptions> {
+        let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))?;
+        cli.judge.backend()
+    }
+
+    #[test]
+    fn every_registered_backend_is_a_judge_value_and_the_flags_reach_its_options() {
+        for profile in PROFILES {
+            let parsed = Cli::try_parse_from(["t", "--judge", profile.kind]);
+            assert!(parsed.is_ok(), "--judge {}", profile.kind);
+        }
+        assert!(Cli::try_parse_from(["t", "--judge", "magic"]).is_err());
+        let remote = backend(&[
+            "--judge",
+            "openai-logprobs",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--llm-api",
+            "llama",
+            "--max-tokens",
+            "64",
+        ])
+        .expect("options");
+        let BackendOptions::OpenaiLogprobs(o) = remote else {
+            panic!("{remote:?}")
+        };
+        assert_eq!((o.model.as_str(), o.api), ("m", LogprobsApi::Llama));
+        let missing = backend(&["--judge", "systemone", "--model", "m"]).expect_err("refused");
+        assert_eq!(
+            missing.to_string(),
+            "--judge systemone needs --endpoint URL"
+        );
+        // Flags another backend takes are left out, not refused: one set
+        // of flags serves the bench's several judges.
+        let lexical = backend(&["--judge", "lexical", "--endpoint", "http://x"]).expect("ok");
+        assert_eq!(lexical, BackendOptions::default());
+        assert_eq!(
+            backend(&[]).expect("default"),
+            BackendOptions::Embedding(treenav::judge::EmbeddingOptions {})
+        );
     }
 }

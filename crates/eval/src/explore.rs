@@ -19,7 +19,7 @@ pub(crate) async fn run(ctx: &Arc<Context>, progress: &dyn Progress) -> Result<V
     for &budget in &ctx.setup.explore_budgets {
         let name = format!("explore@{budget}");
         let options = JudgeOptions {
-            backend: BackendOptions::Embedding {},
+            backend: BackendOptions::Embedding(treenav_judge::EmbeddingOptions {}),
             ..ctx.setup.judge.clone()
         };
         let judge = Judge::new(&options).map_err(|source| Error::Judge {

@@ -214,7 +214,7 @@ impl BenchSetup {
                 "at most 16 budgets in a sweep (--judge-budgets, --explore-budgets)".into(),
             ));
         }
-        if self.share_scores && !matches!(self.judge.backend, BackendOptions::CrossEncoder { .. }) {
+        if self.share_scores && !matches!(self.judge.backend, BackendOptions::CrossEncoder(_)) {
             return Err(Error::Config(format!(
                 "--share-scores needs the cross-encoder judge (a pair's score must depend on that pair alone), not {}",
                 self.judge.backend.kind()

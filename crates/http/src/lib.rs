@@ -138,7 +138,9 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// What went wrong with a call, and so whether retrying may help.
+/// What went wrong with a call to a model, and so whether retrying may
+/// help: the one classification of the workspace (the judges use it as it
+/// is; `Refused` and `Deadline` are theirs, never made from a status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
@@ -162,6 +164,10 @@ pub enum ErrorKind {
     MalformedResponse,
     /// The client is misconfigured (bad URL, missing key).
     Config,
+    /// The model refused to answer a question.
+    Refused,
+    /// The operation's overall deadline passed.
+    Deadline,
 }
 
 impl ErrorKind {
@@ -177,7 +183,9 @@ impl ErrorKind {
             | ErrorKind::InvalidRequest
             | ErrorKind::TooLarge
             | ErrorKind::MalformedResponse
-            | ErrorKind::Config => false,
+            | ErrorKind::Config
+            | ErrorKind::Refused
+            | ErrorKind::Deadline => false,
         }
     }
 
@@ -229,6 +237,8 @@ fn kind_text(kind: ErrorKind) -> &'static str {
         ErrorKind::Network => "network error",
         ErrorKind::MalformedResponse => "malformed response",
         ErrorKind::Config => "configuration error",
+        ErrorKind::Refused => "refused",
+        ErrorKind::Deadline => "deadline passed",
     }
 }
 

@@ -1,9 +1,10 @@
 //! The dispatcher: limits, tournament, cache, concurrency, deadline, usage.
 
+use crate::backend::Limits;
 use crate::backend::{text_key, Backend, CorpusStats, Op, OpKind, Raw, Values};
 use crate::checked;
 use crate::error::{Error, ErrorKind, Result};
-use crate::options::{JudgeOptions, Limits};
+use crate::options::JudgeOptions;
 use crate::render::{call_tokens, split_batches};
 use crate::{
     confidence, expected_level, normalize, Candidate, Choice, Grade, Grades, Judgments, Scale,
@@ -20,7 +21,7 @@ use treenav_text::fingerprint;
 #[derive(Debug)]
 struct Inner {
     options: JudgeOptions,
-    backend: Backend,
+    backend: Box<dyn Backend>,
     kind: &'static str,
     model: String,
     limits: Limits,
@@ -104,8 +105,8 @@ impl Judge {
             },
             ..ClientConfig::default()
         };
-        let kind = options.backend.kind();
-        let (backend, model) = Backend::new(&options.backend, &client)?;
+        let (backend, model) = options.backend.build(&client)?;
+        let kind = backend.profile().kind;
         Ok(Judge {
             inner: Arc::new(Inner {
                 options: options.clone(),
@@ -169,8 +170,7 @@ impl Judge {
     /// the judge shares scores ([`Judge::sharing_scores`]). For saving
     /// them to a score file.
     pub fn scored_pairs(&self) -> Option<(String, Vec<crate::ScoredPair>)> {
-        let c = self.inner.backend.cross_encoder()?;
-        Some((c.tag()?.to_string(), c.scored_pairs()?))
+        self.inner.backend.scored_pairs()
     }
 
     /// Adds pairs scored before (read from a score file written under
@@ -178,28 +178,19 @@ impl Judge {
     /// none or `tag` is not this judge's: a score depends on the model
     /// file and the token limit.
     pub fn add_scored_pairs(&self, tag: &str, pairs: &[crate::ScoredPair]) -> Result<()> {
-        let c = self
-            .inner
+        self.inner
             .backend
-            .cross_encoder()
-            .ok_or_else(|| Error::config("only the cross-encoder's scores can be reused"))?;
-        let own = c
-            .tag()
-            .ok_or_else(|| Error::config("this judge does not share scores"))?;
-        if own != tag {
-            return Err(Error::config(format!(
-                "the scores were made by {tag:?}, this judge is {own:?}"
-            )));
-        }
-        match c.add_scored_pairs(pairs) {
-            true => Ok(()),
-            false => Err(Error::config("this judge does not share scores")),
-        }
+            .add_scored_pairs(tag, pairs)
+            .unwrap_or_else(|| {
+                Err(Error::config(
+                    "only the cross-encoder's scores can be reused",
+                ))
+            })
     }
 
     /// A judge with this one's settings, `backend` and `model`, and a new
     /// cache and concurrency limit.
-    fn fresh(&self, backend: Backend, model: String) -> Judge {
+    fn fresh(&self, backend: Box<dyn Backend>, model: String) -> Judge {
         let i = &self.inner;
         let d = &i.options.dispatch;
         Judge {
@@ -236,7 +227,8 @@ impl Judge {
             .first()
             .map(|c| crate::render::judge_question(0, c))
             .unwrap_or_default();
-        self.inner.backend.probe_llm(&state, &question).await
+        let probe = self.inner.backend.probe_llm(&state, &question)?;
+        Some(probe.await)
     }
 
     /// The backend kind (`lexical`, `systemone`, …).
@@ -248,7 +240,7 @@ impl Judge {
     /// its scores are then comparable across calls without calibration
     /// references.
     pub fn pointwise(&self) -> bool {
-        self.inner.options.backend.profile().pointwise
+        self.inner.backend.profile().pointwise
     }
 
     /// The model (or, for the lexical judge, its formula).

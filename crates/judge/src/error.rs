@@ -1,74 +1,11 @@
-use serde::Serialize;
-use treenav_http::{ErrorKind as HttpKind, HttpError};
+use treenav_http::HttpError;
 
 /// Result of the judge crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The class of a decision-model failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// The key is missing, wrong or lacks rights (401/403).
-    Authentication,
-    /// The request is wrong (400/404/422…).
-    InvalidRequest,
-    /// The request is over the server's limits (413, `max_tokens_exceeded`).
-    TooLarge,
-    /// Too many requests (429).
-    RateLimited,
-    /// The server is overloaded (503/529).
-    Overloaded,
-    /// Another server error (5xx).
-    Server,
-    /// No answer in time (a call's timeout).
-    Timeout,
-    /// The connection failed.
-    Network,
-    /// The reply breaks the protocol: a missing answer, a probability outside
-    /// [0, 1], a label not offered, bad JSON.
-    MalformedResponse,
-    /// The model refused to answer a question.
-    Refused,
-    /// The judge is misconfigured (unknown option, missing key or model).
-    Config,
-    /// The operation's overall deadline passed.
-    Deadline,
-}
-
-impl ErrorKind {
-    /// Whether the same request may succeed later.
-    pub fn retryable(self) -> bool {
-        match self {
-            ErrorKind::RateLimited
-            | ErrorKind::Overloaded
-            | ErrorKind::Server
-            | ErrorKind::Timeout
-            | ErrorKind::Network => true,
-            ErrorKind::Authentication
-            | ErrorKind::InvalidRequest
-            | ErrorKind::TooLarge
-            | ErrorKind::MalformedResponse
-            | ErrorKind::Refused
-            | ErrorKind::Config
-            | ErrorKind::Deadline => false,
-        }
-    }
-
-    fn from_http(kind: HttpKind) -> ErrorKind {
-        match kind {
-            HttpKind::Authentication => ErrorKind::Authentication,
-            HttpKind::InvalidRequest => ErrorKind::InvalidRequest,
-            HttpKind::TooLarge => ErrorKind::TooLarge,
-            HttpKind::RateLimited => ErrorKind::RateLimited,
-            HttpKind::Overloaded => ErrorKind::Overloaded,
-            HttpKind::Server => ErrorKind::Server,
-            HttpKind::Timeout => ErrorKind::Timeout,
-            HttpKind::Network => ErrorKind::Network,
-            HttpKind::MalformedResponse => ErrorKind::MalformedResponse,
-            HttpKind::Config => ErrorKind::Config,
-        }
-    }
-}
+/// The class of a decision-model failure: the HTTP client's one
+/// classification (`Refused` and `Deadline` are the judges' own).
+pub use treenav_http::ErrorKind;
 
 /// `systemone ` before `judge: …`, nothing for the judge's own settings.
 fn backend_prefix(backend: &str) -> String {
@@ -122,7 +59,7 @@ impl Error {
     }
 
     pub(crate) fn http(backend: &'static str, e: HttpError) -> Error {
-        Error::new(ErrorKind::from_http(e.kind), backend, e.to_string())
+        Error::new(e.kind, backend, e.to_string())
     }
 }
 

@@ -48,14 +48,16 @@ pub mod session;
 
 pub use backend::{
     bm25_scores, calibration_for, cross_encoder_cancelled_calls, default_model_dir,
-    default_ort_library, onnx_runtime_build, CorpusStats, LlmProbe, Platt, Profile, ScoredPair,
-    Similarities, VectorSource, PROFILES,
+    default_ort_library, onnx_runtime_build, BackendOptions, CorpusStats, CrossEncoderOptions,
+    EmbeddingOptions, LexicalOptions, Limits, LlmProbe, LogprobsApi, OpenaiDecisionsOptions,
+    OpenaiLogprobsOptions, Platt, Profile, ScoredPair, Similarities, SystemoneOptions,
+    VectorSource, PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
-pub use options::{defaults, BackendOptions, DispatchOptions, JudgeOptions, Limits, LogprobsApi};
+pub use options::{defaults, DispatchOptions, JudgeOptions};
 pub use render::{estimate_tokens, render_state};
 pub use session::{Ranking, Scored, Session, SessionOptions};
 

@@ -10,7 +10,7 @@ use treenav_judge::{BackendOptions, Decide, Judge, JudgeOptions, Scripted};
 
 fn embedding_judge() -> Judge {
     Judge::new(&JudgeOptions {
-        backend: BackendOptions::Embedding {},
+        backend: BackendOptions::Embedding(treenav_judge::EmbeddingOptions {}),
         ..JudgeOptions::default()
     })
     .expect("embedding judge")

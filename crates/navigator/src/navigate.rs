@@ -119,7 +119,9 @@ impl Navigator {
         let vectors = tree_vectors(&tree, config.best_first().tfidf_vectors);
         let embedding = match &vectors {
             Some(v) => Judge::new(&JudgeOptions {
-                backend: treenav_judge::BackendOptions::Embedding {},
+                backend: treenav_judge::BackendOptions::Embedding(
+                    treenav_judge::EmbeddingOptions {},
+                ),
                 ..JudgeOptions::default()
             })
             .map_err(Error::JudgeSetup)?

@@ -17,6 +17,7 @@
 
 use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::error::{Error, ErrorKind, Result};
+use crate::session::sigmoid;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ const NAME: &str = "cross-encoder";
 /// The backend's profile: Pointwise (query, candidate) pairs in-process: no limits worth the name.
 pub(crate) const PROFILE: super::Profile = super::Profile {
     kind: NAME,
+    about: "ms-marco MiniLM cross-encoder in-process (build with --features cross-encoder)",
     limits: super::LIMITS_IN_PROCESS,
     price_per_million: 0.0,
     in_process: true,
@@ -66,10 +68,6 @@ pub(crate) fn grade_from_logit(logit: f64, levels: usize) -> Vec<f64> {
         .map(|c| (-(logit - c).powi(2) / 8.0).exp())
         .collect();
     crate::normalize(&w)
-}
-
-pub(crate) fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 pub(crate) fn softmax(x: &[f64]) -> Vec<f64> {
@@ -331,6 +329,100 @@ fn pair_key(query: &str, text: &str) -> u128 {
     fingerprint(&bytes)
 }
 
+fn threads() -> usize {
+    crate::defaults::CROSS_ENCODER_THREADS
+}
+fn pair_batch() -> usize {
+    crate::defaults::CROSS_ENCODER_BATCH
+}
+fn max_tokens() -> usize {
+    crate::defaults::CROSS_ENCODER_MAX_TOKENS
+}
+
+/// Options of the ms-marco-MiniLM-L-12-v2 cross-encoder in-process (ONNX
+/// Runtime); needs the `cross-encoder` cargo feature and
+/// `scripts/fetch-models.sh`. Pointwise: it scores (query, candidate)
+/// pairs, not the shared context.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossEncoderOptions {
+    /// Folder with `model.onnx` and `tokenizer.json`. By default,
+    /// `~/.cache/treenav/models/reranker_en`.
+    #[serde(default)]
+    pub model_dir: Option<PathBuf>,
+    /// The ONNX Runtime library. By default, `$ORT_DYLIB_PATH`, else
+    /// `~/.cache/treenav/onnxruntime/libonnxruntime.so.1.32.0`.
+    #[serde(default)]
+    pub ort_library: Option<PathBuf>,
+    /// Threads of one inference. By default, 2.
+    #[serde(default = "threads")]
+    pub threads: usize,
+    /// Pairs per inference batch. By default, 16.
+    #[serde(default = "pair_batch")]
+    pub batch_size: usize,
+    /// Tokens of a (query, candidate) pair at most. By default, 256.
+    #[serde(default = "max_tokens")]
+    pub max_tokens: usize,
+}
+
+impl Default for CrossEncoderOptions {
+    fn default() -> Self {
+        CrossEncoderOptions {
+            model_dir: None,
+            ort_library: None,
+            threads: threads(),
+            batch_size: pair_batch(),
+            max_tokens: max_tokens(),
+        }
+    }
+}
+
+pub(crate) fn build(o: &CrossEncoderOptions, _client: &treenav_http::ClientConfig) -> super::Built {
+    let backend = CrossEncoder::from_options(
+        o.model_dir.as_deref(),
+        o.ort_library.as_deref(),
+        o.threads,
+        o.batch_size,
+        o.max_tokens,
+    )?;
+    Ok((Box::new(backend), MODEL.to_string()))
+}
+
+impl super::Backend for CrossEncoder {
+    fn profile(&self) -> super::Profile {
+        PROFILE
+    }
+
+    fn call<'a>(&'a self, op: &'a Op<'a>) -> futures::future::BoxFuture<'a, Result<Raw>> {
+        Box::pin(self.answer(op))
+    }
+
+    fn sharing_scores(&self) -> Option<Box<dyn super::Backend>> {
+        Some(Box::new(CrossEncoder::sharing_scores(self)))
+    }
+
+    fn scored_pairs(&self) -> Option<(String, Vec<ScoredPair>)> {
+        let shared = self.shared.as_ref()?;
+        Some((shared.tag.to_string(), shared.memo.entries()))
+    }
+
+    fn add_scored_pairs(&self, tag: &str, pairs: &[ScoredPair]) -> Option<Result<()>> {
+        let Some(shared) = &self.shared else {
+            return Some(Err(Error::config("this judge does not share scores")));
+        };
+        if &*shared.tag != tag {
+            return Some(Err(Error::config(format!(
+                "the scores were made by {tag:?}, this judge is {:?}",
+                &*shared.tag
+            ))));
+        }
+        shared
+            .memo
+            .put(pairs.iter().map(|p| (p.key, (p.logit, p.tokens))));
+        Some(Ok(()))
+    }
+}
+
 /// The backend: the loaded model, and the scores it shares with other
 /// judges when made to ([`CrossEncoder::sharing_scores`]).
 #[derive(Debug, Clone)]
@@ -376,32 +468,9 @@ impl CrossEncoder {
         })
     }
 
-    /// What this backend's shared scores depend on beside the pair; `None`
-    /// when it shares none.
-    pub(crate) fn tag(&self) -> Option<&str> {
-        self.shared.as_ref().map(|s| &*s.tag)
-    }
-
-    /// The shared memo's pairs; `None` when this backend shares none.
-    pub(crate) fn scored_pairs(&self) -> Option<Vec<ScoredPair>> {
-        self.shared.as_ref().map(|s| s.memo.entries())
-    }
-
-    /// Adds pairs scored before (a score file) to the shared memo; false
-    /// when this backend shares none.
-    pub(crate) fn add_scored_pairs(&self, pairs: &[ScoredPair]) -> bool {
-        let Some(shared) = &self.shared else {
-            return false;
-        };
-        shared
-            .memo
-            .put(pairs.iter().map(|p| (p.key, (p.logit, p.tokens))));
-        true
-    }
-
     /// The same loaded model, sharing scored pairs with this backend (a
     /// new shared memo when it has none).
-    pub(crate) fn sharing_scores(&self) -> CrossEncoder {
+    fn sharing_scores(&self) -> CrossEncoder {
         let shared = self.shared.clone().unwrap_or_else(|| Shared {
             memo: Arc::default(),
             tag: model_tag(&self.model_file, self.max_tokens),
@@ -443,7 +512,7 @@ impl CrossEncoder {
         ))
     }
 
-    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+    async fn answer(&self, op: &Op<'_>) -> Result<Raw> {
         let texts: Vec<String> = op.candidates.iter().map(|c| c.text.clone()).collect();
         let (logits, tokens) = self.logits(op.query, texts).await?;
         if logits.len() != op.candidates.len() || logits.iter().any(|l| !l.is_finite()) {

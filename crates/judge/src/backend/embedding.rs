@@ -18,6 +18,7 @@ use std::sync::Arc;
 /// The backend's profile: in-process, pointwise, free.
 pub(crate) const PROFILE: super::Profile = super::Profile {
     kind: "embedding",
+    about: "the tree's own embedder: cosine of stored passage vectors with the query, calibrated (the default over a tree)",
     limits: super::LIMITS_IN_PROCESS,
     price_per_million: 0.0,
     in_process: true,
@@ -94,6 +95,36 @@ pub fn calibration_for(embedder: &str) -> Platt {
 /// The softmax temperature of `choose` over cosines.
 const CHOICE_TEMPERATURE: f64 = 0.02;
 
+/// Options of the embedding judge: none (the tree names its embedder).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingOptions {}
+
+pub(crate) fn build(_: &EmbeddingOptions, _client: &treenav_http::ClientConfig) -> super::Built {
+    Ok((
+        Box::new(Embedding::default()),
+        "the tree's embedder".to_string(),
+    ))
+}
+
+impl super::Backend for Embedding {
+    fn profile(&self) -> super::Profile {
+        PROFILE
+    }
+
+    fn call<'a>(&'a self, op: &'a Op<'a>) -> BoxFuture<'a, Result<Raw>> {
+        Box::pin(self.answer(op))
+    }
+
+    fn uses_vectors(&self) -> bool {
+        true
+    }
+
+    fn with_vectors(&self, source: Arc<dyn VectorSource>) -> Option<Box<dyn super::Backend>> {
+        Some(Box::new(Embedding::with_source(source)))
+    }
+}
+
 /// The embedding backend; it answers once a [`VectorSource`] is attached.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Embedding {
@@ -107,7 +138,7 @@ impl Embedding {
         }
     }
 
-    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+    async fn answer(&self, op: &Op<'_>) -> Result<Raw> {
         let Some(source) = &self.source else {
             return Err(Error::new(
                 ErrorKind::Config,
@@ -172,7 +203,7 @@ mod tests {
     #[test]
     fn an_unattached_embedding_judge_says_it_needs_a_tree() {
         let judge = crate::Judge::new(&crate::JudgeOptions {
-            backend: crate::BackendOptions::Embedding {},
+            backend: crate::BackendOptions::Embedding(EmbeddingOptions {}),
             ..crate::JudgeOptions::default()
         })
         .expect("judge");

@@ -17,7 +17,6 @@
 use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::backend::remote::Remote;
 use crate::error::{Error, Result};
-use crate::options::LogprobsApi;
 use crate::render::{choose_question, grade_question, judge_question, render_state};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -28,6 +27,7 @@ const NAME: &str = "openai-logprobs";
 /// The backend's profile: One completion per question; top-20 log-probabilities cap the options.
 pub(crate) const PROFILE: super::Profile = super::Profile {
     kind: NAME,
+    about: "yes/no emulation over an OpenAI-compatible endpoint with log-probabilities",
     limits: crate::Limits {
         max_questions: 64,
         max_options: 20,
@@ -47,6 +47,99 @@ const TOP_N: u32 = 20;
 /// The instruction of a yes/no question.
 const YES_NO: &str = "Answer yes or no.";
 const SYSTEM: &str = "You judge candidates listed in a context. Reply with exactly one of the allowed answers and nothing else.";
+
+/// Options of a judge over any OpenAI-compatible endpoint with
+/// log-probabilities (vLLM, llama.cpp, Ollama, hosted APIs): yes/no and
+/// label emulation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenaiLogprobsOptions {
+    /// Base URL, e.g. `http://127.0.0.1:8000`.
+    pub endpoint: String,
+    /// Model id (use a non-thinking instruct model).
+    pub model: String,
+    /// Environment variable holding the key; none sent when unset.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Which of the server's routes to ask. By default, `chat`.
+    #[serde(default)]
+    pub api: LogprobsApi,
+}
+
+/// The route an `openai-logprobs` judge asks: the three ways servers expose
+/// next-token log-probabilities.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogprobsApi {
+    /// `POST /v1/chat/completions` with `logprobs: true, top_logprobs: 20`:
+    /// the model's chat template wraps the prompt (OpenAI, vLLM, llama.cpp,
+    /// Ollama).
+    #[default]
+    Chat,
+    /// `POST /v1/completions` with `logprobs: 20` on a plain-text prompt
+    /// that ends in `Answer:` (no chat template; vLLM, llama.cpp).
+    Completions,
+    /// llama.cpp's native `POST /completion` with `n_probs: 20` and
+    /// `cache_prompt: true` on the same plain-text prompt: the leanest
+    /// request on llama.cpp.
+    Llama,
+}
+
+impl LogprobsApi {
+    /// Every route, in the order the CLI lists them.
+    pub const ALL: [LogprobsApi; 3] = [LogprobsApi::Chat, LogprobsApi::Completions, LogprobsApi::Llama];
+
+    /// The path below the endpoint.
+    pub fn path(self) -> &'static str {
+        match self {
+            LogprobsApi::Chat => "/v1/chat/completions",
+            LogprobsApi::Completions => "/v1/completions",
+            LogprobsApi::Llama => "/completion",
+        }
+    }
+
+    /// The name used in config and on the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogprobsApi::Chat => "chat",
+            LogprobsApi::Completions => "completions",
+            LogprobsApi::Llama => "llama",
+        }
+    }
+}
+
+pub(crate) fn build(o: &OpenaiLogprobsOptions, client: &treenav_http::ClientConfig) -> super::Built {
+    // llama.cpp's native route has no `/v1`: a base given with one (as the
+    // OpenAI routes want) still finds it.
+    let base = match o.api {
+        LogprobsApi::Llama => o
+            .endpoint
+            .trim_end_matches('/')
+            .strip_suffix("/v1")
+            .unwrap_or(&o.endpoint),
+        _ => &o.endpoint,
+    };
+    let remote = Remote::new(NAME, base, &o.model, &o.api_key_env, o.api.path(), client)?;
+    Ok((Box::new(Logprobs { remote, api: o.api }), o.model.clone()))
+}
+
+impl super::Backend for Logprobs {
+    fn profile(&self) -> super::Profile {
+        PROFILE
+    }
+
+    fn call<'a>(&'a self, op: &'a Op<'a>) -> futures::future::BoxFuture<'a, Result<Raw>> {
+        Box::pin(self.answer(op))
+    }
+
+    fn probe_llm<'a>(
+        &'a self,
+        state: &'a str,
+        question: &'a str,
+    ) -> Option<futures::future::BoxFuture<'a, Result<LlmProbe>>> {
+        Some(Box::pin(self.probe(state, question)))
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Logprobs {
@@ -366,7 +459,7 @@ impl Logprobs {
         Ok(answers)
     }
 
-    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+    async fn answer(&self, op: &Op<'_>) -> Result<Raw> {
         let state = render_state(op.query, op.candidates);
         let answers: Vec<Answer> = match op.kind {
             OpKind::Judge => {
@@ -415,7 +508,7 @@ impl Logprobs {
 
     /// Asks the checkup's yes/no question twice with a few tokens of
     /// generation, and reports what the endpoint returned.
-    pub(crate) async fn probe(&self, state: &str, question: &str) -> Result<LlmProbe> {
+    async fn probe(&self, state: &str, question: &str) -> Result<LlmProbe> {
         let instruction = YES_NO;
         // Only a reply without log-probabilities is reported as such; any
         // other fault is the error `query` would give.

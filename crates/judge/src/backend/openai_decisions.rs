@@ -16,6 +16,7 @@ const NAME: &str = "openai-decisions";
 /// The backend's profile: OpenAI decisions: 2–255 choices; $0.10 per million input tokens.
 pub(crate) const PROFILE: super::Profile = super::Profile {
     kind: NAME,
+    about: "OpenAI's /v1/decisions",
     limits: crate::Limits {
         max_questions: 64,
         max_options: 255,
@@ -28,6 +29,37 @@ pub(crate) const PROFILE: super::Profile = super::Profile {
 
 /// Where the decisions API lives below the base URL.
 pub(crate) const PATH: &str = "/v1/decisions";
+
+/// Options of an OpenAI decisions judge (`POST {endpoint}/v1/decisions`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenaiDecisionsOptions {
+    /// Base URL, e.g. `https://api.openai.com`.
+    pub endpoint: String,
+    /// Model id.
+    pub model: String,
+    /// Environment variable holding the key (e.g. `OPENAI_API_KEY`); none sent when unset.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+pub(crate) fn build(
+    o: &OpenaiDecisionsOptions,
+    client: &treenav_http::ClientConfig,
+) -> super::Built {
+    let remote = Remote::new(NAME, &o.endpoint, &o.model, &o.api_key_env, PATH, client)?;
+    Ok((Box::new(Decisions(remote)), o.model.clone()))
+}
+
+impl super::Backend for Decisions {
+    fn profile(&self) -> super::Profile {
+        PROFILE
+    }
+
+    fn call<'a>(&'a self, op: &'a Op<'a>) -> futures::future::BoxFuture<'a, Result<Raw>> {
+        Box::pin(self.answer(op))
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Decisions(pub(crate) Remote);
@@ -156,7 +188,7 @@ fn values(op: &Op<'_>, a: &[Value]) -> Result<Values> {
 }
 
 impl Decisions {
-    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+    async fn answer(&self, op: &Op<'_>) -> Result<Raw> {
         let input = render_state(op.query, op.candidates);
         let body = json!({"model": self.0.model, "input": input, "questions": questions(op)});
         let reply = self.0.post::<Reply>(NAME, &body).await?;

@@ -17,6 +17,7 @@ const NAME: &str = "systemone";
 /// tokens of state plus question; Jev's list price is $0.042 per million input tokens.
 pub(crate) const PROFILE: super::Profile = super::Profile {
     kind: NAME,
+    about: "System One format: TypeSafe Jev, OpenRouter, llama.cpp, Ollama, laya-serve",
     limits: crate::Limits {
         max_questions: 64,
         max_options: 26,
@@ -26,6 +27,43 @@ pub(crate) const PROFILE: super::Profile = super::Profile {
     in_process: false,
     pointwise: false,
 };
+
+fn systemone_path() -> String {
+    crate::defaults::SYSTEMONE_PATH.into()
+}
+
+/// Options of a System One judge (`POST {endpoint}/v1/systemone`):
+/// TypeSafe Jev, llama.cpp server, Ollama, laya-serve; OpenRouter with
+/// `path = "/api/alpha/decisions"`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemoneOptions {
+    /// Base URL, e.g. `https://api.typesafe.ai` or `http://127.0.0.1:8080`.
+    pub endpoint: String,
+    /// Model id; pin a version (`jev-1.13.0`).
+    pub model: String,
+    /// Environment variable holding the key (e.g. `TYPESAFE_API_KEY`); none sent when unset.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Path appended to the endpoint. By default, `/v1/systemone`.
+    #[serde(default = "systemone_path")]
+    pub path: String,
+}
+
+pub(crate) fn build(o: &SystemoneOptions, client: &treenav_http::ClientConfig) -> super::Built {
+    let remote = Remote::new(NAME, &o.endpoint, &o.model, &o.api_key_env, &o.path, client)?;
+    Ok((Box::new(SystemOne(remote)), o.model.clone()))
+}
+
+impl super::Backend for SystemOne {
+    fn profile(&self) -> super::Profile {
+        PROFILE
+    }
+
+    fn call<'a>(&'a self, op: &'a Op<'a>) -> futures::future::BoxFuture<'a, Result<Raw>> {
+        Box::pin(self.answer(op))
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct SystemOne(pub(crate) Remote);
@@ -143,7 +181,7 @@ fn values(op: &Op<'_>, a: &Map<String, Value>) -> Result<Values> {
 }
 
 impl SystemOne {
-    pub(crate) async fn call(&self, op: &Op<'_>) -> Result<Raw> {
+    async fn answer(&self, op: &Op<'_>) -> Result<Raw> {
         let state = render_state(op.query, op.candidates);
         let body = json!({"model": self.0.model, "state": state, "questions": questions(op)});
         let reply = self.0.post::<Reply>(NAME, &body).await?;
