@@ -128,7 +128,13 @@ fn open(path: &Path) -> anyhow::Result<()> {
     let tree = Arc::new(treenav::tree::file::load(path)?);
     let load_s = t0.elapsed().as_secs_f64();
     let judge = Judge::new(&JudgeOptions::default())?;
-    let navigator = Navigator::new(tree.clone(), judge, NavigatorConfig::default().check()?)?;
+    let navigator = Navigator::new(
+        tree.clone(),
+        judge,
+        NavigatorConfig::default()
+            .strategy(treenav::navigator::Strategy::Levels)
+            .check()?,
+    )?;
     let ready_s = t0.elapsed().as_secs_f64();
     let title = |doc: treenav::tree::NodeId| match tree.get(doc).map(|n| &n.kind) {
         Some(NodeKind::Document { title, .. }) => title.clone(),

@@ -89,7 +89,10 @@ async fn engine_overhead(data: &SciFact) {
     let nav = Navigator::new(
         data.tree.clone(),
         Judge::new(&JudgeOptions::default()).expect("judge"),
-        NavigatorConfig::default().check().expect("config"),
+        NavigatorConfig::default()
+            .strategy(Strategy::Levels)
+            .check()
+            .expect("config"),
     )
     .expect("nav");
     let mut times = Vec::new();
@@ -138,6 +141,7 @@ async fn critical_path() {
     println!("| batch size | batches per level | levels + rerank | ideal ms | measured ms | ratio |\n|---|---|---|---|---|---|");
     for batch in [100usize, 8, 2] {
         let config = NavigatorConfig::default()
+            .strategy(Strategy::Levels)
             .batch_size(batch)
             .retention_budgets([7, 20])
             .returned_passages(10)
@@ -188,6 +192,7 @@ async fn critical_path() {
         );
     }
     let config = NavigatorConfig::default()
+        .strategy(Strategy::Levels)
         .batch_size(8)
         .retention_budgets([7, 20])
         .check()
@@ -229,7 +234,10 @@ async fn at_concurrency(
 ) {
     use treenav::eval::bench::{self, BenchSetup, SystemKind};
     let tree = support::tree_of(data.corpus.clone(), None).await;
-    let navigator = NavigatorConfig::default().check().expect("config");
+    let navigator = NavigatorConfig::default()
+        .strategy(Strategy::Levels)
+        .check()
+        .expect("config");
     let mut setup = BenchSetup {
         judge,
         tree: Some(tree),
@@ -318,6 +326,7 @@ async fn routing(data: &SciFact) {
     // Each lever alone from the paper's literal setting, then the defaults.
     let paper = || {
         NavigatorConfig::default()
+            .strategy(Strategy::Levels)
             .card_titles(0)
             .calibration(false)
             .lexical_entry(0)
@@ -333,15 +342,19 @@ async fn routing(data: &SciFact) {
         ("+ lexical entry 20", paper().lexical_entry(20)),
         (
             "defaults (cards 30, calibration, lexical entry 20, k=10)",
-            NavigatorConfig::default(),
+            NavigatorConfig::default().strategy(Strategy::Levels),
         ),
         (
             "defaults + beam k=20/20",
-            NavigatorConfig::default().retention_budgets([20, 20]),
+            NavigatorConfig::default()
+                .strategy(Strategy::Levels)
+                .retention_budgets([20, 20]),
         ),
         (
             "defaults + lexical entry 50",
-            NavigatorConfig::default().lexical_entry(50),
+            NavigatorConfig::default()
+                .strategy(Strategy::Levels)
+                .lexical_entry(50),
         ),
     ];
     println!(
@@ -450,6 +463,7 @@ async fn card_length(data: &SciFact) {
         .expect("cross-encoder");
         for titles in [0usize, 8, 30] {
             let config = NavigatorConfig::default()
+                .strategy(Strategy::Levels)
                 .card_titles(titles)
                 .check()
                 .expect("config");

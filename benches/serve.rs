@@ -446,7 +446,7 @@ fn lexical(
         tree,
         JudgeOptions::default(),
         limit,
-        NavigatorConfig::default(),
+        NavigatorConfig::default().strategy(Strategy::Levels),
     );
     clients_rt.block_on(drive(&base, queries, 32, 1000, 60.0, None));
     for clients in [1, 32, 64] {
@@ -488,7 +488,10 @@ fn slow_judge(
     };
     judge.dispatch.concurrency = 1024;
     let strategies = [
-        ("levels (the default)", NavigatorConfig::default()),
+        (
+            "levels",
+            NavigatorConfig::default().strategy(Strategy::Levels),
+        ),
         (
             "best-first, judge budget 100",
             NavigatorConfig::default().strategy(Strategy::BestFirst),

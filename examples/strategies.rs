@@ -45,7 +45,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let strategies = [
-        ("levels", NavigatorConfig::default()),
+        (
+            "levels",
+            NavigatorConfig::default().strategy(Strategy::Levels),
+        ),
         (
             "best-first",
             NavigatorConfig::default()

@@ -14,6 +14,12 @@ use treenav::judge::{
 use treenav::navigator::{Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use treenav::tree::{LevelKind, NodeKind};
 
+/// This suite tests the paper's level-by-level walk (the default strategy
+/// is best-first; `tests/best_first.rs` tests that one).
+fn levels() -> NavigatorConfig {
+    NavigatorConfig::default().strategy(Strategy::Levels)
+}
+
 fn lexical() -> Judge {
     Judge::new(&JudgeOptions::default()).expect("judge")
 }
@@ -36,7 +42,7 @@ const QUERY: &str = "Where did Tesla work after leaving Edison's company?";
 #[tokio::test]
 async fn finds_the_answer_deterministically_within_budgets() {
     let tree = support::sample_tree().await;
-    let config = NavigatorConfig::default()
+    let config = levels()
         .retention_budgets([3, 4, 6])
         .batch_size(5)
         .returned_passages(6)
@@ -125,7 +131,7 @@ async fn finds_the_answer_deterministically_within_budgets() {
 #[tokio::test]
 async fn lexical_entry_adds_documents_and_marks_their_route() {
     let tree = support::sample_tree().await;
-    let config = NavigatorConfig::default()
+    let config = levels()
         .retention_budgets([1])
         .lexical_entry(3)
         .check()
@@ -148,7 +154,7 @@ async fn lexical_entry_adds_documents_and_marks_their_route() {
 #[tokio::test]
 async fn calibration_shows_references_in_every_batch() {
     let tree = support::sample_tree().await;
-    let config = NavigatorConfig::default()
+    let config = levels()
         .batch_size(4)
         .calibration(true)
         .check()
@@ -191,7 +197,7 @@ async fn levels_calibrate_across_calls_split_by_the_judges_limit() {
         },
     })
     .expect("judge");
-    let config = NavigatorConfig::default()
+    let config = levels()
         .batch_size(100)
         .lexical_entry(0)
         .check()
@@ -234,7 +240,7 @@ async fn the_shortlist_rerank_reorders_when_the_model_says_so() {
         let tree = tree.clone();
         let judge = systemone(&base, DispatchOptions::default());
         async move {
-            let config = NavigatorConfig::default()
+            let config = levels()
                 .returned_passages(5)
                 .shortlist(m)
                 .check()
@@ -267,7 +273,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
         timeout_secs: 1.0,
         ..DispatchOptions::default()
     };
-    let config = NavigatorConfig::default().check().expect("config");
+    let config = levels().check().expect("config");
     let err = Navigator::new(tree.clone(), systemone(&dead, quick.clone()), config)
         .expect("navigator")
         .retrieve(QUERY)
@@ -287,7 +293,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
     }
     assert!(err.to_string().contains("level 1"), "{err}");
 
-    let config = NavigatorConfig::default()
+    let config = levels()
         .on_judge_error(OnJudgeError::Fallback)
         .shortlist(0)
         .check()
@@ -307,7 +313,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
     // With the shortlist rerank on, the fallback covers it too: both
     // strategies answer instead of failing at the rerank.
     for strategy in [Strategy::Levels, Strategy::BestFirst] {
-        let config = NavigatorConfig::default()
+        let config = levels()
             .on_judge_error(OnJudgeError::Fallback)
             .strategy(strategy)
             .check()
@@ -326,10 +332,7 @@ async fn judge_failure_fails_with_level_and_batch_or_falls_back() {
 async fn deadline_and_cost_cap_stop_cleanly() {
     let tree = support::sample_tree().await;
     let base = support::scripted_systemone(Duration::ZERO).await.0;
-    let config = NavigatorConfig::default()
-        .deadline_secs(Some(0.3))
-        .check()
-        .expect("config");
+    let config = levels().deadline_secs(Some(0.3)).check().expect("config");
     let nav = Navigator::new(
         tree.clone(),
         systemone(&format!("{base}/slow"), DispatchOptions::default()),
@@ -340,10 +343,7 @@ async fn deadline_and_cost_cap_stop_cleanly() {
     assert!(matches!(nav.retrieve(QUERY).await, Err(Error::Deadline(_))));
     assert!(started.elapsed() < Duration::from_secs(2));
 
-    let config = NavigatorConfig::default()
-        .max_cost_usd(Some(0.0))
-        .check()
-        .expect("config");
+    let config = levels().max_cost_usd(Some(0.0)).check().expect("config");
     let nav = Navigator::new(tree, systemone(&base, DispatchOptions::default()), config)
         .expect("navigator");
     assert!(matches!(
@@ -357,7 +357,7 @@ async fn an_empty_query_is_an_error() {
     let nav = Navigator::new(
         support::sample_tree().await,
         lexical(),
-        NavigatorConfig::default().check().expect("config"),
+        levels().check().expect("config"),
     )
     .expect("navigator");
     for q in ["", " \t\n"] {
@@ -369,24 +369,14 @@ async fn an_empty_query_is_an_error() {
 fn config_is_checked() {
     for secs in [1e300, f64::INFINITY, f64::NAN, 0.0, -1.0] {
         assert!(
-            NavigatorConfig::default()
-                .deadline_secs(Some(secs))
-                .check()
-                .is_err(),
+            levels().deadline_secs(Some(secs)).check().is_err(),
             "{secs}"
         );
     }
-    assert!(NavigatorConfig::default().batch_size(0).check().is_err());
-    assert!(NavigatorConfig::default().batch_size(201).check().is_err());
-    assert!(NavigatorConfig::default()
-        .returned_passages(3)
-        .shortlist(4)
-        .check()
-        .is_err());
-    assert!(NavigatorConfig::default()
-        .retention_budgets([5, 0])
-        .check()
-        .is_err());
+    assert!(levels().batch_size(0).check().is_err());
+    assert!(levels().batch_size(201).check().is_err());
+    assert!(levels().returned_passages(3).shortlist(4).check().is_err());
+    assert!(levels().retention_budgets([5, 0]).check().is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -399,10 +389,7 @@ async fn navigates_end_to_end_with_a_real_sparrow_decider() {
         return;
     };
     let tree = support::sample_tree().await;
-    let config = NavigatorConfig::default()
-        .retention_budgets([2, 3])
-        .check()
-        .expect("config");
+    let config = levels().retention_budgets([2, 3]).check().expect("config");
     let nav = Arc::new(
         Navigator::new(
             tree.clone(),
@@ -446,10 +433,7 @@ async fn every_call_to_a_real_sparrow_decider_carries_the_references() {
         return;
     };
     let tree = support::sample_tree().await;
-    let config = NavigatorConfig::default()
-        .batch_size(100)
-        .check()
-        .expect("config");
+    let config = levels().batch_size(100).check().expect("config");
     let dispatch = DispatchOptions {
         limits: Some(Limits {
             max_questions: 8,
@@ -500,7 +484,7 @@ async fn a_loaded_tree_answers_as_the_built_one() {
     let loaded = Arc::new(treenav::tree::file::load(&path).expect("load"));
     assert!(loaded.text_store().is_some() && loaded.lexical().is_some());
     for strategy in [Strategy::Levels, Strategy::BestFirst] {
-        let config = NavigatorConfig::default()
+        let config = levels()
             .strategy(strategy)
             .returned_passages(8)
             .check()

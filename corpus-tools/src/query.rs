@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 use treenav::navigator::{
-    BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
+    defaults, BestFirstConfig, Navigator, NavigatorConfig, OnJudgeError, Retrieval, Strategy,
 };
 
 /// A query with a word in it: an empty one is a usage error (exit 2).
@@ -62,31 +62,31 @@ pub struct QueryArgs {
 #[command(next_help_heading = "Navigation")]
 pub struct NavArgs {
     /// Passages returned (r).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = defaults::RETURNED_PASSAGES)]
     pub top: usize,
     /// At most N passages of one document in the result (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub per_document: usize,
     /// Passages reranked by one multiple-choice question (m ≤ r; 0 turns it off).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = defaults::SHORTLIST)]
     pub shortlist: usize,
     /// Candidates kept per level, top level first, e.g. 20,10 (missing levels keep 10).
     #[arg(long, value_delimiter = ',')]
     pub budgets: Vec<usize>,
     /// Candidates per judge call (1–200).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = defaults::BATCH_SIZE)]
     pub batch_size: usize,
     /// Member titles on a cluster's card.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = defaults::CARD_TITLES)]
     pub card_titles: usize,
     /// Sentences shown after a document's title.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::LEAD_SENTENCES)]
     pub lead_sentences: usize,
     /// Turn off calibration across the batches of a level (shared references).
     #[arg(long)]
     pub no_calibration: bool,
     /// Add the top N BM25 documents to the document level, always expanded (0: off).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = defaults::LEXICAL_ENTRY)]
     pub lexical_entry: usize,
     /// Score a batch whose judge call fails with the lexical judge instead of failing.
     #[arg(long)]
@@ -100,17 +100,17 @@ pub struct NavArgs {
     /// How judgments are spent: `best-first` (one frontier under
     /// --judge-budget; the default) or `levels` (the paper's level-by-level
     /// walk, --budgets: ≈ 8× the judgments for the same quality on SciFact).
-    #[arg(long, default_value = "best-first", value_parser = ["levels", "best-first"])]
+    #[arg(long, default_value = Strategy::default().name(), value_parser = Strategy::ALL.map(Strategy::name))]
     pub strategy: String,
     /// best-first: candidates shown to the judge per query, calibration
     /// references and the shortlist rerank included.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = BestFirstConfig::default().judge_budget)]
     pub judge_budget: usize,
     /// best-first: candidates per judge call.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = BestFirstConfig::default().slate_size)]
     pub slate_size: usize,
     /// best-first: sequential rounds the budget is spread over.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = BestFirstConfig::default().rounds)]
     pub rounds: usize,
     /// best-first: do not follow the tree's neighbour lists.
     #[arg(long)]

@@ -15,21 +15,44 @@ pub enum OnJudgeError {
     Fallback,
 }
 
+/// The navigator's defaults that the CLI's flags and `serve` show too
+/// (the library's [`NavigatorConfig::default`] reads them).
+pub mod defaults {
+    /// Passages returned (r).
+    pub const RETURNED_PASSAGES: usize = 10;
+    /// Passages reranked by one multiple-choice question (m).
+    pub const SHORTLIST: usize = 5;
+    /// Candidates per judge call of a levels walk.
+    pub const BATCH_SIZE: usize = 100;
+    /// Member titles on a cluster's card.
+    pub const CARD_TITLES: usize = 30;
+    /// Sentences shown after a document's title.
+    pub const LEAD_SENTENCES: usize = 1;
+    /// BM25 documents added to the document level.
+    pub const LEXICAL_ENTRY: usize = 20;
+}
+
 /// How the navigator spends its judgments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Strategy {
     /// The paper's walk: every level judged in full, the top k_l expanded.
     Levels,
-    /// One global frontier under a hard judgment budget: slates of the most
+    /// One global frontier under a hard judgment budget (the default
+    /// everywhere: the library, the CLI, `serve` and the bench): slates of
+    /// the most under a hard judgment budget: slates of the most
     /// promising candidates (the BM25 list alternating with neighbours,
     /// cluster siblings and cluster cards, by path relevance), judged round
     /// by round until the budget is spent.
+    #[default]
     BestFirst,
 }
 
 impl Strategy {
+    /// Every strategy, in the order the CLI lists them.
+    pub const ALL: [Strategy; 2] = [Strategy::BestFirst, Strategy::Levels];
+
     /// Its name on the command line and in traces.
     pub fn name(self) -> &'static str {
         match self {
@@ -42,13 +65,17 @@ impl Strategy {
 impl std::str::FromStr for Strategy {
     type Err = Error;
     fn from_str(s: &str) -> Result<Strategy> {
-        match s.trim() {
-            "levels" => Ok(Strategy::Levels),
-            "best-first" => Ok(Strategy::BestFirst),
-            other => Err(Error::Config(format!(
-                "unknown strategy `{other}` (strategies: levels, best-first)"
-            ))),
-        }
+        let s = s.trim();
+        Strategy::ALL
+            .into_iter()
+            .find(|strategy| strategy.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Strategy::ALL.map(Strategy::name).to_vec();
+                Error::Config(format!(
+                    "unknown strategy `{s}` (strategies: {})",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
@@ -212,19 +239,19 @@ pub const DEFAULT_BUDGET: usize = 10;
 impl Default for NavigatorConfig {
     fn default() -> Self {
         NavigatorConfig {
-            batch_size: 100,
+            batch_size: defaults::BATCH_SIZE,
             retention_budgets: Vec::new(),
-            returned_passages: 10,
+            returned_passages: defaults::RETURNED_PASSAGES,
             per_document: 0,
-            shortlist: 5,
-            card_titles: 30,
-            lead_sentences: 1,
+            shortlist: defaults::SHORTLIST,
+            card_titles: defaults::CARD_TITLES,
+            lead_sentences: defaults::LEAD_SENTENCES,
             calibration: true,
-            lexical_entry: 20,
+            lexical_entry: defaults::LEXICAL_ENTRY,
             on_judge_error: OnJudgeError::Fail,
             deadline_secs: None,
             max_cost_usd: None,
-            strategy: Strategy::Levels,
+            strategy: Strategy::default(),
             best_first: BestFirstConfig::default(),
         }
     }
@@ -316,7 +343,7 @@ impl NavigatorConfig {
         self
     }
 
-    /// The strategy. By default, [`Strategy::Levels`].
+    /// The strategy. By default, [`Strategy::BestFirst`].
     pub fn strategy(mut self, strategy: Strategy) -> Self {
         self.strategy = strategy;
         self
@@ -476,6 +503,7 @@ mod tests {
         // A levels walk does not spend the judge budget: a shortlist above it
         // is no error there.
         let levels = NavigatorConfig::default()
+            .strategy(Strategy::Levels)
             .returned_passages(100)
             .shortlist(100);
         assert!(levels.clone().check().is_ok());
@@ -486,5 +514,20 @@ mod tests {
         }))
         .contains("fusion"));
         assert!(NavigatorConfig::default().check().is_ok());
+        assert_eq!(
+            NavigatorConfig::default()
+                .check()
+                .map(|c| c.strategy())
+                .ok(),
+            Some(Strategy::BestFirst),
+            "one default strategy everywhere"
+        );
+        assert_eq!("levels".parse::<Strategy>().ok(), Some(Strategy::Levels));
+        assert!("bfs"
+            .parse::<Strategy>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+            .contains("best-first, levels"));
     }
 }

@@ -17,7 +17,7 @@
 //! use std::sync::Arc;
 //! use treenav_corpus::{load_str, Format, LoadOptions};
 //! use treenav_judge::{Judge, JudgeOptions};
-//! use treenav_navigator::{Navigator, NavigatorConfig};
+//! use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
 //! use treenav_tree::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -32,7 +32,12 @@
 //! let tree = build_tree(corpus, "notes", &params, &embedder, &summarizer, &NoProgress).await?;
 //!
 //! let judge = Judge::new(&JudgeOptions::default())?;
-//! let config = NavigatorConfig::default().retention_budgets([3, 5]).lexical_entry(0).check()?;
+//! // The paper's level-by-level walk (the default is best-first).
+//! let config = NavigatorConfig::default()
+//!     .strategy(Strategy::Levels)
+//!     .retention_budgets([3, 5])
+//!     .lexical_entry(0)
+//!     .check()?;
 //! let navigator = Navigator::new(Arc::new(tree), judge, config)?;
 //! let found = navigator.retrieve("what lowers blood glucose").await?;
 //! assert!(found.passages[0].text.contains("Insulin"));
@@ -59,7 +64,7 @@ mod tests;
 mod view;
 
 pub use config::{
-    BestFirstConfig, NavigatorConfig, OnJudgeError, Strategy, ValidConfig, DEFAULT_BUDGET,
+    defaults, BestFirstConfig, NavigatorConfig, OnJudgeError, Strategy, ValidConfig, DEFAULT_BUDGET,
 };
 pub use navigate::Navigator;
 

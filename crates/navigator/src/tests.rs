@@ -87,6 +87,7 @@ fn limits(max_questions: usize) -> Limits {
 
 fn levels_config() -> NavigatorConfig {
     NavigatorConfig::default()
+        .strategy(Strategy::Levels)
         .retention_budgets([3, 6])
         .batch_size(100)
         .lexical_entry(0)
