@@ -9,7 +9,7 @@ use std::sync::Arc;
 use treenav::eval::bench::{self, BenchSetup, SystemKind};
 use treenav::eval::dataset::{self, DatasetOptions, GoldLevel};
 use treenav::judge::JudgeOptions;
-use treenav::navigator::NavigatorConfig;
+use treenav::navigator::{NavigatorConfig, Strategy};
 use treenav::tree::NoProgress;
 
 fn fixture(rel: &str) -> PathBuf {
@@ -175,7 +175,13 @@ fn sample_setup(
         tree,
         seed: 3,
         limit: Some(30),
-        ..BenchSetup::new(systems, NavigatorConfig::default().check()?)
+        // The level walk: these tests read its per-level figures.
+        ..BenchSetup::new(
+            systems,
+            NavigatorConfig::default()
+                .strategy(Strategy::Levels)
+                .check()?,
+        )
     })
 }
 
@@ -434,7 +440,7 @@ async fn concurrency_changes_no_metric() -> anyhow::Result<()> {
 /// bge-small's here: the sweep's logic does not depend on the model.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_explore_sweep_counts_the_vectors_each_budget_reads() -> anyhow::Result<()> {
-    use treenav::navigator::{BestFirstConfig, Strategy};
+    use treenav::navigator::BestFirstConfig;
     let (_dir, d) = sample_dataset()?;
     let tree = support::tree_of(d.corpus.clone(), None).await;
     let navigator = |tfidf_vectors: bool| {

@@ -462,7 +462,7 @@ fn query_walks_best_first_and_prints_its_rounds() {
     ]);
     assert!(!o.status.success());
     assert!(
-        text(&o.stderr).contains("possible values: levels, best-first"),
+        text(&o.stderr).contains("possible values: best-first, levels"),
         "{}",
         text(&o.stderr)
     );
