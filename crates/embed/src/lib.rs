@@ -168,7 +168,7 @@ pub enum EmbedderOptions {
     },
     /// all-MiniLM-L6-v2 in-process with candle (cargo feature `minilm`).
     Minilm {
-        /// Folder with `model.safetensors`, `config.json`, `tokenizer.json`.
+        /// Folder with `model.onnx` (int8) and `tokenizer.json`.
         /// By default, `~/.cache/treenav/models/all-MiniLM-L6-v2`.
         #[serde(default)]
         model_dir: Option<std::path::PathBuf>,
