@@ -78,7 +78,8 @@ fn build_shards(dir: &Path, indices: &[u32], count: u32) {
 
 fn merge(corpus: Corpus, dir: &Path) -> treenav::tree::Result<Tree> {
     let plan = Plan::open(dir)?;
-    runtime().block_on(plan.merge(corpus, "sample", &summarizer(), &NoProgress))
+    let embedder = embedder(&params(4, 42));
+    runtime().block_on(plan.merge(corpus, "sample", &summarizer(), &embedder, &NoProgress))
 }
 
 #[test]
@@ -98,6 +99,12 @@ fn three_shards_merge_into_the_single_build() {
             file::to_bytes(&single).expect("bytes"),
             "branching {branching}: the merged tree is the single build's"
         );
+        // Its vectors too (the plan keeps the fitted TF-IDF model): the
+        // embedding judge and updates work on a merged tree.
+        assert!(merged.document_vectors().is_some());
+        assert_eq!(merged.document_vectors(), single.document_vectors());
+        assert!(merged.passage_vectors().is_some());
+        assert_eq!(merged.passage_vectors(), single.passage_vectors());
         merged.validate().expect("valid");
         if branching == 4 {
             let levels = single

@@ -84,11 +84,17 @@ pub struct BuildArgs {
     /// the cache (scripts/fetch-models.sh), else tfidf; the build says which.
     #[arg(long, value_enum)]
     embedder: Option<EmbedderKind>,
-    /// Precomputed document vectors instead of an embedder: a .npy file
-    /// (float32 or float16, documents × dimensions), row i = document i in
-    /// corpus order.
-    #[arg(long, conflicts_with = "embedder")]
+    /// Precomputed document vectors instead of embedding: a .npy file
+    /// (float32 or float16), row i = document i in corpus order (or
+    /// document node i, as `treenav texts` lists them). With --embedder
+    /// bge-small|minilm, the vectors were made by that model: the tree
+    /// records it and embeds queries with it.
+    #[arg(long)]
     embeddings: Option<PathBuf>,
+    /// Precomputed passage vectors with --embeddings: a .npy file, row i =
+    /// passage i in corpus order (as `treenav texts` lists them).
+    #[arg(long, requires = "embeddings")]
+    passage_embeddings: Option<PathBuf>,
     /// Dimensions of the TF-IDF projection.
     #[arg(long, default_value_t = 128)]
     dims: usize,
@@ -146,9 +152,41 @@ pub struct BuildArgs {
 
 fn embedder_options(args: &BuildArgs) -> Result<EmbedderOptions> {
     if let Some(path) = &args.embeddings {
-        return Ok(EmbedderOptions::Vectors { path: path.clone() });
+        return precomputed_options(args, path);
     }
-    Ok(match resolve_embedder(args.embedder, args.json) {
+    model_options(args, resolve_embedder(args.embedder, args.json))
+}
+
+/// `--embeddings FILE [--passage-embeddings FILE] [--embedder MODEL]`,
+/// the paths resolved (a plan's merge may run elsewhere).
+fn precomputed_options(args: &BuildArgs, path: &Path) -> Result<EmbedderOptions> {
+    let resolve = |p: &Path| {
+        p.canonicalize()
+            .with_context(|| format!("cannot read {}", p.display()))
+    };
+    let made_by = match args.embedder {
+        None => None,
+        Some(kind @ (EmbedderKind::BgeSmall | EmbedderKind::Minilm)) => {
+            Some(Box::new(model_options(args, kind)?))
+        }
+        Some(_) => bail!(
+            "--embeddings with --embedder: the vectors' model must be bge-small or minilm (in-process, so queries embed the same way)"
+        ),
+    };
+    Ok(EmbedderOptions::Vectors {
+        path: resolve(path)?,
+        passages: args
+            .passage_embeddings
+            .as_deref()
+            .map(resolve)
+            .transpose()?,
+        made_by,
+    })
+}
+
+/// The options of an embedding model.
+fn model_options(args: &BuildArgs, kind: EmbedderKind) -> Result<EmbedderOptions> {
+    Ok(match kind {
         EmbedderKind::Tfidf => EmbedderOptions::Tfidf { dims: args.dims },
         EmbedderKind::Openai => EmbedderOptions::Openai {
             endpoint: args
@@ -279,6 +317,8 @@ struct Recipe {
     /// The lexical analyzer's name (`en-stem` when a plan does not say).
     #[serde(default = "default_analyzer")]
     analyzer: String,
+    /// The plan's embedder, which embeds the passages at the merge.
+    embedder: EmbedderOptions,
 }
 
 fn default_analyzer() -> String {
@@ -420,7 +460,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     let runtime = runtime()?;
     let bars = progress::Bars::new(args.json);
     if let Some(dir) = &args.plan {
-        let recipe = recipe(&args, &loaded, summarizer_options)?;
+        let recipe = recipe(&args, &loaded, summarizer_options, embedder_options(&args)?)?;
         let plan = runtime.block_on(tree::Plan::make(
             &loaded.corpus,
             &params,
@@ -449,7 +489,12 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
 
 /// The recipe kept in a plan: how `treenav merge` loads the corpus again
 /// and summarises its clusters.
-fn recipe(args: &BuildArgs, loaded: &Loaded, summarizer: SummarizerOptions) -> Result<String> {
+fn recipe(
+    args: &BuildArgs,
+    loaded: &Loaded,
+    summarizer: SummarizerOptions,
+    embedder: EmbedderOptions,
+) -> Result<String> {
     let input = match &args.input {
         Some(path) => Some(
             path.canonicalize()
@@ -465,6 +510,7 @@ fn recipe(args: &BuildArgs, loaded: &Loaded, summarizer: SummarizerOptions) -> R
         skip_bad: args.skip_bad,
         summarizer,
         analyzer: args.analyzer.clone(),
+        embedder,
     })?)
 }
 
@@ -501,6 +547,17 @@ fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
     }
     let spec: tree::ShardSpec = shard.parse()?;
     let plan = tree::Plan::open(dir)?;
+    if plan.shard_done(spec) {
+        let path = dir.join(tree::shard_file(spec.index(), spec.count()));
+        if args.json {
+            let report = serde_json::json!({ "shard": path, "kept": true });
+            return emit(&crate::json_text(&report)?);
+        }
+        return emit(&format!(
+            "{} is already built from this plan: kept\n",
+            path.display()
+        ));
+    }
     let bars = progress::Bars::new(args.json);
     let path = runtime()?.block_on(async { tree::Plan::build_shard(&plan, spec, &bars) })?;
     bars.finish();
@@ -546,9 +603,10 @@ pub fn run_merge(args: &MergeArgs) -> Result<()> {
         source: recipe.source.clone(),
         ..Made::of(&loaded)
     };
+    let embedder = tree::Embedder::new(&recipe.embedder, plan.seed())?;
     let bars = progress::Bars::new(args.json);
-    let mut tree =
-        runtime()?.block_on(plan.merge(loaded.corpus, &recipe.source, &summarizer, &bars))?;
+    let merged = plan.merge(loaded.corpus, &recipe.source, &summarizer, &embedder, &bars);
+    let mut tree = runtime()?.block_on(merged)?;
     tree.set_analyzer(recipe.analyzer.parse().map_err(anyhow::Error::msg)?);
     bars.finish();
     save_and_report(&tree, &args.output, made, start, args.json)

@@ -23,6 +23,7 @@ mod progress;
 mod prune;
 mod query;
 mod serve;
+mod texts;
 mod update;
 
 use anyhow::{Context, Result};
@@ -65,6 +66,9 @@ enum LogFormat {
 enum Command {
     /// Build a corpus tree (clusters → documents → passages) and save it.
     Build(Box<build::BuildArgs>),
+    /// Write the texts a build embeds (documents, passages) in row order,
+    /// to embed elsewhere and build with --embeddings/--passage-embeddings.
+    Texts(texts::TextsArgs),
     /// Join the shards of a split build (`treenav build --plan`, `--shard`) into one tree.
     Merge(build::MergeArgs),
     /// Show a tree file's levels, counts and sample nodes.
@@ -162,6 +166,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run_build(*args),
         Command::Merge(args) => build::run_merge(&args),
+        Command::Texts(args) => texts::run(&args),
         Command::Inspect(args) => inspect::run(&args.tree, args.json, args.samples, args.verify),
         Command::Query(args) => runtime().and_then(|rt| rt.block_on(query::run(&args))),
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(bench::run(&args))),

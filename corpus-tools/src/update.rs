@@ -87,7 +87,11 @@ pub struct CompactArgs {
 /// beside the tree, or when the tree needs none).
 fn tree_embedder(tree: &Path, args: &TreeEmbedderArgs) -> Result<Option<tree::Embedder>> {
     let options = if let Some(path) = &args.embeddings {
-        Some(EmbedderOptions::Vectors { path: path.clone() })
+        Some(EmbedderOptions::Vectors {
+            path: path.clone(),
+            passages: None,
+            made_by: None,
+        })
     } else if let Some(endpoint) = &args.endpoint {
         Some(EmbedderOptions::Openai {
             endpoint: endpoint.clone(),

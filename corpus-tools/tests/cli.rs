@@ -861,13 +861,24 @@ fn a_build_split_into_plan_shards_and_merge_equals_the_single_build() {
         read(&merged) == read(&single),
         "the merged tree file is the single build's"
     );
-    for suffix in ["texts", "lexical"] {
+    // The side files too, the build embedding (.vectors) included, so an
+    // update of a merged tree needs no embedding of its documents again.
+    for suffix in ["texts", "lexical", "vectors"] {
         let side = |p: &Path| PathBuf::from(format!("{}.{suffix}", p.display()));
+        assert!(side(&merged).is_file(), ".{suffix} was not written");
         assert!(
             read(&side(&merged)) == read(&side(&single)),
             ".{suffix} differs"
         );
     }
+    // A shard run again is kept, not grown again (a retried task).
+    let o = treenav(&["build", "--plan", &s(&plan), "--shard", "1/3"]);
+    assert!(
+        o.status.success() && text(&o.stdout).contains("already built from this plan: kept"),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
 
     // The corpus moved: --corpus names it; another corpus is refused.
     let other = d.join("other.json");

@@ -139,11 +139,24 @@ pub enum EmbedderOptions {
         #[serde(default)]
         cache_dir: Option<std::path::PathBuf>,
     },
-    /// Precomputed document vectors: a `.npy` file (float32 or float16,
-    /// documents × dimensions), row i = document i in corpus order.
+    /// Precomputed vectors: a `.npy` file (float32 or float16), row i =
+    /// document i in corpus order, or one row per document node when a
+    /// long document is split into parts; optionally a second file with
+    /// one row per passage, and the model that made them.
     Vectors {
-        /// The `.npy` file.
+        /// The `.npy` file of documents (or document parts).
         path: std::path::PathBuf,
+        /// A `.npy` file with one row per passage, in corpus order
+        /// (documents in order, each document's passages in order). By
+        /// default, none: the tree then holds no passage vectors.
+        #[serde(default)]
+        passages: Option<std::path::PathBuf>,
+        /// The in-process model the vectors were made with (bge-small or
+        /// MiniLM, the same files and pooling): the tree records it, so its
+        /// queries and later documents are embedded with it. By default,
+        /// none: an unknown model, no query embedding.
+        #[serde(default)]
+        made_by: Option<Box<EmbedderOptions>>,
     },
     /// BAAI bge-small-en in-process with ONNX Runtime (cargo feature
     /// `onnx`): 384 dimensions, CLS pooling.
@@ -220,8 +233,12 @@ pub enum Embedder {
     Vectors {
         /// The file read.
         path: std::path::PathBuf,
-        /// Its rows, L2-normalised: one per document.
+        /// Its rows, L2-normalised: one per document (or document part).
         matrix: std::sync::Arc<Array2<f32>>,
+        /// The passages' file and rows, L2-normalised, if given.
+        passages: Option<(std::path::PathBuf, std::sync::Arc<Array2<f32>>)>,
+        /// The model that made them, if declared.
+        made_by: Option<Box<Embedder>>,
     },
     /// See [`EmbedderOptions::Minilm`].
     Minilm {
@@ -293,10 +310,11 @@ impl Embedder {
                     cache_dir: cache_dir.clone(),
                 })
             }
-            EmbedderOptions::Vectors { path } => Ok(Embedder::Vectors {
-                path: path.clone(),
-                matrix: std::sync::Arc::new(npy::read(path)?),
-            }),
+            EmbedderOptions::Vectors {
+                path,
+                passages,
+                made_by,
+            } => precomputed(path, passages.as_deref(), made_by.as_deref(), seed),
             EmbedderOptions::BgeSmall { .. } => bge_small(options),
             EmbedderOptions::Minilm {
                 model_dir,
@@ -322,7 +340,11 @@ impl Embedder {
         match self {
             Embedder::Tfidf { dims, .. } => format!("tfidf(dims={dims})"),
             Embedder::Openai { url, model, .. } => format!("openai(model={model}, url={url})"),
-            Embedder::Vectors { path, matrix } => format!(
+            Embedder::Vectors {
+                made_by: Some(model),
+                ..
+            } => model.describe(),
+            Embedder::Vectors { path, matrix, .. } => format!(
                 "vectors(file={}, dims={})",
                 path.file_name()
                     .map(|n| n.to_string_lossy())
@@ -343,14 +365,20 @@ impl Embedder {
         documents: usize,
         rows: &[usize],
     ) -> Option<Result<std::sync::Arc<Array2<f32>>>> {
-        let Embedder::Vectors { path, matrix } = self else {
+        let Embedder::Vectors { path, matrix, .. } = self else {
             return None;
         };
+        // One row per document node (a split document's parts each have
+        // their own): the matrix as it is.
+        if matrix.nrows() == rows.len() && matrix.nrows() != documents {
+            return Some(Ok(matrix.clone()));
+        }
         if matrix.nrows() != documents {
             return Some(Err(Error::Param(format!(
-                "{}: {} rows for {documents} documents (row i must be document i in corpus order)",
+                "{}: {} rows for {documents} documents and {} document nodes (row i must be document i in corpus order, or document node i when long documents are split into parts)",
                 path.display(),
-                matrix.nrows()
+                matrix.nrows(),
+                rows.len()
             ))));
         }
         let every = rows.len() == documents && rows.iter().enumerate().all(|(i, r)| i == *r);
@@ -359,6 +387,41 @@ impl Embedder {
         } else {
             std::sync::Arc::new(matrix.select(ndarray::Axis(0), rows))
         }))
+    }
+
+    /// For precomputed vectors with a passages file: its rows, after
+    /// checking there is one per passage. `None` otherwise.
+    pub fn passage_vectors(&self, passages: usize) -> Option<Result<std::sync::Arc<Array2<f32>>>> {
+        let Embedder::Vectors {
+            passages: Some((path, rows)),
+            matrix,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(if rows.nrows() != passages {
+            Err(Error::Param(format!(
+                "{}: {} rows for {passages} passages (row i must be passage i in corpus order)",
+                path.display(),
+                rows.nrows()
+            )))
+        } else if rows.ncols() != matrix.ncols() {
+            Err(Error::Param(format!(
+                "{}: {} dimensions, the document vectors have {}",
+                path.display(),
+                rows.ncols(),
+                matrix.ncols()
+            )))
+        } else {
+            Ok(rows.clone())
+        })
+    }
+
+    /// Whether texts can be embedded (every embedder but precomputed
+    /// vectors without a declared model).
+    pub fn embeds_text(&self) -> bool {
+        !matches!(self, Embedder::Vectors { made_by: None, .. })
     }
 
     /// Embeds texts into L2-normalised rows, one per text, in order.
@@ -392,6 +455,10 @@ impl Embedder {
                 };
                 openai::embed(&remote, &texts, progress).await
             }
+            Embedder::Vectors {
+                made_by: Some(model),
+                ..
+            } => Box::pin(model.embed(texts, progress)).await,
             Embedder::Vectors { .. } => Err(Error::Param(
                 "precomputed vectors belong to documents, not texts: use `document_vectors`".into(),
             )),
@@ -409,6 +476,52 @@ impl Embedder {
             }
         }
     }
+}
+
+/// Reads [`EmbedderOptions::Vectors`]: the files, and the declared model,
+/// which must be an in-process one giving rows of the same width.
+fn precomputed(
+    path: &std::path::Path,
+    passages: Option<&std::path::Path>,
+    made_by: Option<&EmbedderOptions>,
+    seed: u64,
+) -> Result<Embedder> {
+    let matrix = std::sync::Arc::new(npy::read(path)?);
+    let passages = match passages {
+        Some(p) => Some((p.to_path_buf(), std::sync::Arc::new(npy::read(p)?))),
+        None => None,
+    };
+    let made_by = match made_by {
+        None => None,
+        Some(options) => {
+            let model = Embedder::new(options, seed)?;
+            let width = match &model {
+                Embedder::Onnx { model, .. } => model.embed(&["width".to_string()], 1)?.ncols(),
+                Embedder::Minilm { model, .. } => model.embed(&["width".to_string()], 1)?.ncols(),
+                _ => {
+                    return Err(Error::Param(format!(
+                    "precomputed vectors can be declared as made by bge-small or minilm, not {}",
+                    model.describe()
+                )))
+                }
+            };
+            if width != matrix.ncols() {
+                return Err(Error::Param(format!(
+                    "{}: {} dimensions, but {} gives {width}",
+                    path.display(),
+                    matrix.ncols(),
+                    model.describe()
+                )));
+            }
+            Some(Box::new(model))
+        }
+    };
+    Ok(Embedder::Vectors {
+        path: path.to_path_buf(),
+        matrix,
+        passages,
+        made_by,
+    })
 }
 
 /// Checks and loads [`EmbedderOptions::BgeSmall`].
@@ -479,6 +592,8 @@ mod tests {
         let embedder = Embedder::Vectors {
             path: "v.npy".into(),
             matrix: matrix.clone(),
+            passages: None,
+            made_by: None,
         };
         let all = embedder
             .document_vectors(2, &[0, 1])

@@ -55,8 +55,8 @@ pub mod update;
 pub mod vectors;
 
 pub use build::{
-    build_tree, default_clusters, passage_label, Clustering, TreeParams, ValidTreeParams,
-    DEFAULT_SAMPLE,
+    build_tree, default_clusters, embedding_texts, passage_label, Clustering, EmbeddingTexts,
+    TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
 };
 pub use embed::{
     bge_small_available, default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling,
@@ -75,7 +75,7 @@ pub mod embed {
 pub use id::NodeId;
 pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
 pub use petgraph;
-pub use shard::{Plan, ShardSpec};
+pub use shard::{shard_file, Plan, ShardSpec};
 pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_corpus as corpus;
 pub use treenav_text as text;

@@ -6,6 +6,7 @@ pub use passages::passage_label;
 mod units;
 
 pub(crate) use finish::{document_kind, finish};
+pub use units::{embedding_texts, EmbeddingTexts};
 pub(crate) use units::{unit_text, units, Unit};
 
 pub use crate::cluster::default_clusters;
@@ -14,7 +15,7 @@ use crate::embed::Embedder;
 use crate::model::{Tree, TreeMeta};
 use crate::neighbours::Lists;
 use crate::summary::Summarizer;
-use crate::{Error, Progress, Result};
+use crate::{Error, NodeId, Progress, Result};
 use ndarray::Array2;
 use treenav_corpus::Corpus;
 
@@ -206,6 +207,10 @@ impl ValidTreeParams {
     pub fn embed_sentences(&self) -> usize {
         self.0.embed_sentences
     }
+    /// Whether the tree keeps a vector per passage.
+    pub fn keeps_passage_vectors(&self) -> bool {
+        self.0.passage_vectors
+    }
     /// Nearest documents stored per document.
     pub fn neighbours(&self) -> usize {
         self.0.neighbours
@@ -341,21 +346,53 @@ pub async fn build_tree(
     };
     let (mut tree, node_of_unit) =
         finish::finish(corpus, units, root, near, meta, summarizer, progress).await?;
-    if params.0.passage_vectors {
-        let passages = passages::embed(&tree, &embedding, embedder, progress).await?;
+    let with_passages = params.keeps_passage_vectors();
+    let vectors = Vectors {
+        embedding,
+        rows: embeddings.view(),
+        embedder,
+    };
+    attach_vectors(&mut tree, &node_of_unit, vectors, with_passages, progress).await?;
+    Ok(tree)
+}
+
+/// The vectors a built tree keeps beside it: its document rows (the ones
+/// it was clustered by) and the rows of its passages.
+pub(crate) struct Vectors<'a> {
+    /// What embedded them.
+    pub(crate) embedding: crate::vectors::Embedding,
+    /// One row per unit.
+    pub(crate) rows: ndarray::ArrayView2<'a, f32>,
+    /// The build's embedder, for the passages.
+    pub(crate) embedder: &'a Embedder,
+}
+
+/// Sets the document vectors of a built tree (8 bits a dimension, kept
+/// for updates and the embedding judge) and, `with_passages`, its passage
+/// vectors: what a one-process build and a merge of shards both keep.
+pub(crate) async fn attach_vectors(
+    tree: &mut Tree,
+    node_of_unit: &[NodeId],
+    vectors: Vectors<'_>,
+    with_passages: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    if with_passages {
+        let order = passages::in_corpus_order(tree, node_of_unit);
+        let (embedding, embedder) = (&vectors.embedding, vectors.embedder);
+        let passages = passages::embed(tree, &order, embedding, embedder, progress).await?;
         tree.set_passage_vectors(passages.map(std::sync::Arc::new));
     }
-    // Kept (8 bits a dimension) for updates; written beside the tree.
-    let vectors = blocking(|| {
-        crate::vectors::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
+    let documents = blocking(|| {
+        crate::vectors::UnitVectors::from_rows(vectors.embedding, node_of_unit, vectors.rows)
     });
-    tree.set_vectors(Some(std::sync::Arc::new(vectors)));
-    Ok(tree)
+    tree.set_vectors(Some(std::sync::Arc::new(documents)));
+    Ok(())
 }
 
 /// [`embed_units`], and for TF-IDF the model fitted on the units (kept so
 /// that documents added later are embedded in the same space).
-async fn embed_units_fitted(
+pub(crate) async fn embed_units_fitted(
     corpus: &Corpus,
     units: &[Unit],
     params: &ValidTreeParams,

@@ -39,15 +39,24 @@ fn labels(tree: &Tree) -> Result<(Vec<NodeId>, Vec<String>)> {
 }
 
 /// The passage vectors of `tree` in the build's space (`embedding` names
-/// it; a TF-IDF build projects with its fitted model), or `None` for
-/// precomputed document vectors, which have none for passages.
+/// it; a TF-IDF build projects with its fitted model): embedded, or taken
+/// from precomputed passage rows (in corpus order: `in_corpus_order` is
+/// each passage node in that order); `None` for precomputed vectors
+/// without passage rows or a declared model.
 pub(crate) async fn embed(
     tree: &Tree,
+    in_corpus_order: &[NodeId],
     embedding: &Embedding,
     embedder: &Embedder,
     progress: &dyn Progress,
 ) -> Result<Option<UnitVectors>> {
-    if matches!(embedder, Embedder::Vectors { .. }) {
+    if let Some(rows) = embedder.passage_vectors(in_corpus_order.len()) {
+        let rows = rows?;
+        return Ok(Some(super::blocking(|| {
+            precomputed(tree, in_corpus_order, embedding, rows.view())
+        })));
+    }
+    if !embedder.embeds_text() {
         return Ok(None);
     }
     let (ids, texts) = labels(tree)?;
@@ -72,4 +81,35 @@ pub(crate) async fn embed(
     Ok(Some(super::blocking(|| {
         UnitVectors::from_rows(embedding.clone(), &ids, rows.view())
     })))
+}
+
+/// Precomputed passage rows (row i is `in_corpus_order[i]`'s), stored in
+/// the tree's passage order like embedded ones.
+fn precomputed(
+    tree: &Tree,
+    in_corpus_order: &[NodeId],
+    embedding: &Embedding,
+    rows: ndarray::ArrayView2<'_, f32>,
+) -> UnitVectors {
+    let row_of: std::collections::HashMap<NodeId, usize> = in_corpus_order
+        .iter()
+        .enumerate()
+        .map(|(row, id)| (*id, row))
+        .collect();
+    let mut out = UnitVectors::new(embedding.clone(), rows.ncols());
+    for p in tree.passages() {
+        if let Some(row) = row_of.get(&p) {
+            out.set(p, rows.row(*row));
+        }
+    }
+    out
+}
+
+/// Each unit's passage nodes, units in corpus order: the passages in
+/// corpus order (documents in order, each document's passages in order).
+pub(crate) fn in_corpus_order(tree: &Tree, node_of_unit: &[NodeId]) -> Vec<NodeId> {
+    node_of_unit
+        .iter()
+        .flat_map(|d| tree.children(*d).iter().copied())
+        .collect()
 }

@@ -65,3 +65,40 @@ pub(crate) fn unit_text(corpus: &Corpus, u: &Unit, sentences: usize) -> String {
         unit_lead(corpus, u, sentences)
     )
 }
+
+/// The texts a build embeds, in the order precomputed vectors are read
+/// (`--embeddings`, `--passage-embeddings`): what another engine embeds
+/// to build a tree from its own vectors.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmbeddingTexts {
+    /// One per document node (a document, or each part of a document
+    /// with more passages than the branching limit), in corpus order: its
+    /// title and first sentences.
+    pub documents: Vec<String>,
+    /// One per passage, in corpus order (documents in order, each
+    /// document's passages in order): `title: text`.
+    pub passages: Vec<String>,
+}
+
+/// The texts of `corpus` a build with `branching` and `sentences` (see
+/// [`crate::TreeParams`]) embeds.
+pub fn embedding_texts(corpus: &Corpus, branching: usize, sentences: usize) -> EmbeddingTexts {
+    let units = units(corpus, branching);
+    let documents = units
+        .iter()
+        .map(|u| unit_text(corpus, u, sentences))
+        .collect();
+    let passages = corpus
+        .documents
+        .iter()
+        .flat_map(|d| {
+            d.passages
+                .iter()
+                .map(|p| super::passage_label(&d.title, &p.text))
+        })
+        .collect();
+    EmbeddingTexts {
+        documents,
+        passages,
+    }
+}

@@ -19,7 +19,9 @@ const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
 /// quantized vectors are another layout.
 const VECTORS_MAGIC: &[u8; 8] = b"TRNVPVEC";
 const VECTORS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
-const VERSION: u32 = 1;
+/// 2: the plan keeps the sentences embedded per document and the fitted
+/// TF-IDF model, so a merged tree keeps its vectors like a single build.
+const VERSION: u32 = 2;
 
 fn bad(path: &Path, problem: impl Into<String>) -> Error {
     Error::BadFile {

@@ -20,7 +20,10 @@
 
 mod files;
 
-use crate::build::{embed_units, finish, near_by_unit, units, ValidTreeParams};
+use crate::build::{
+    attach_vectors, embed_units_fitted, finish, near_by_unit, units, ValidTreeParams,
+    Vectors as Kept,
+};
 use crate::cluster::{centroid, Group, TopDown};
 use crate::embed::Embedder;
 use crate::grow::{grow, join, Grown, Local, RootSplit};
@@ -56,6 +59,16 @@ pub struct ShardSpec {
 }
 
 impl ShardSpec {
+    /// Which shard, counting from 0.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Of how many.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
     /// Shard `index` of `count`; the index counts from 0.
     pub fn new(index: u32, count: u32) -> Result<ShardSpec> {
         if count == 0 || count > 100_000 {
@@ -109,6 +122,12 @@ struct PlanFile {
     neighbours: u32,
     settings: TopDown,
     embedder: String,
+    /// Sentences of each document embedded after its title.
+    sentences: u32,
+    /// The fitted TF-IDF model of a TF-IDF plan.
+    tfidf: Option<crate::embed::tfidf::TfidfModel>,
+    /// Whether the tree keeps a vector per passage.
+    passage_vectors: bool,
     recipe: String,
     /// Whether the root was split (else the one top is the whole corpus).
     split: bool,
@@ -172,7 +191,8 @@ impl Plan {
             return Err(Error::Param("the corpus has no document".into()));
         }
         let units = units(corpus, params.branching());
-        let embeddings = embed_units(corpus, &units, params, embedder, progress).await?;
+        let (embeddings, tfidf) =
+            embed_units_fitted(corpus, &units, params, embedder, progress).await?;
         progress.stage("planning", 1);
         let split = crate::build::blocking(|| {
             RootSplit::new(
@@ -206,6 +226,9 @@ impl Plan {
             neighbours: params.neighbours() as u32,
             settings: split.settings,
             embedder: embedder.describe(),
+            sentences: params.embed_sentences() as u32,
+            tfidf,
+            passage_vectors: params.keeps_passage_vectors(),
             recipe: recipe.to_string(),
             split: split.split,
             tops,
@@ -267,6 +290,11 @@ impl Plan {
         &self.file.corpus
     }
 
+    /// The seed of the build.
+    pub fn seed(&self) -> u64 {
+        self.file.seed
+    }
+
     /// The number of top clusters.
     pub fn tops(&self) -> usize {
         self.file.tops.len()
@@ -285,6 +313,16 @@ impl Plan {
             self.file.dims,
             self.file.vectors,
         )
+    }
+
+    /// Whether shard `spec` is already built from this plan: its file is
+    /// there, intact, and of this plan and index (a rerun keeps it).
+    pub fn shard_done(&self, spec: ShardSpec) -> bool {
+        let path = self.dir.join(shard_file(spec.index, spec.count));
+        path.is_file()
+            && read_record::<ShardFile>(&path, SHARD_MAGIC, "shard").is_ok_and(|(shard, _)| {
+                (shard.plan, shard.index, shard.count) == (self.hash, spec.index, spec.count)
+            })
     }
 
     /// Grows the subtrees of shard `spec`'s top clusters, reading only
@@ -432,25 +470,23 @@ impl Plan {
 
     /// Joins the shards saved in the plan's folder into the tree of
     /// `corpus` (which must be the corpus the plan was made from), labels
-    /// and summarises it.
+    /// and summarises it, and keeps the plan's vectors with it; `embedder`
+    /// (the plan's) embeds the passages, as a single build does.
     pub async fn merge(
         &self,
         corpus: Corpus,
         source: &str,
         summarizer: &Summarizer,
+        embedder: &Embedder,
         progress: &dyn Progress,
     ) -> Result<Tree> {
-        let fingerprint = corpus.fingerprint();
-        if fingerprint != self.file.corpus {
+        self.check_corpus(&corpus, source)?;
+        if embedder.describe() != self.file.embedder {
             return Err(Error::Param(format!(
-                "{source} is not the corpus the plan in {} was made from ({} documents, {} passages, content {} now; the plan has {} documents, {} passages, content {})",
+                "the plan in {} was embedded with {}, not {}",
                 self.dir.display(),
-                fingerprint.documents,
-                fingerprint.passages,
-                fingerprint.xxh3_128,
-                self.file.corpus.documents,
-                self.file.corpus.passages,
-                self.file.corpus.xxh3_128
+                self.file.embedder,
+                embedder.describe()
             )));
         }
         let units = units(&corpus, self.file.branching as usize);
@@ -470,16 +506,43 @@ impl Plan {
             branching: self.file.branching,
             seed: self.file.seed,
             built_by: concat!("treenav ", env!("CARGO_PKG_VERSION")).to_string(),
-            corpus: Some(fingerprint),
+            corpus: Some(corpus.fingerprint()),
         };
         let near = near_by_unit(units.len(), near);
-        // The plan's vectors are not kept: the first update of a merged
-        // tree embeds its documents again.
-        Ok(
-            finish(corpus, units, root, near, meta, summarizer, progress)
-                .await?
-                .0,
-        )
+        let all: Vec<usize> = (0..units.len()).collect();
+        let rows = self.vectors()?.rows(&all)?;
+        let (mut tree, node_of_unit) =
+            finish(corpus, units, root, near, meta, summarizer, progress).await?;
+        let kept = Kept {
+            embedding: crate::vectors::Embedding {
+                embedder: self.file.embedder.clone(),
+                tfidf: self.file.tfidf.clone(),
+                sentences: self.file.sentences as usize,
+            },
+            rows: rows.view(),
+            embedder,
+        };
+        let with_passages = self.file.passage_vectors;
+        attach_vectors(&mut tree, &node_of_unit, kept, with_passages, progress).await?;
+        Ok(tree)
+    }
+
+    /// Checks `corpus` is the one the plan was made from.
+    fn check_corpus(&self, corpus: &Corpus, source: &str) -> Result<()> {
+        let fingerprint = corpus.fingerprint();
+        if fingerprint == self.file.corpus {
+            return Ok(());
+        }
+        Err(Error::Param(format!(
+            "{source} is not the corpus the plan in {} was made from ({} documents, {} passages, content {} now; the plan has {} documents, {} passages, content {})",
+            self.dir.display(),
+            fingerprint.documents,
+            fingerprint.passages,
+            fingerprint.xxh3_128,
+            self.file.corpus.documents,
+            self.file.corpus.passages,
+            self.file.corpus.xxh3_128
+        )))
     }
 
     /// The root over every shard's subtrees, and every neighbour list.
