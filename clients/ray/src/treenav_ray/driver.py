@@ -1,0 +1,258 @@
+"""The driver: texts → embeddings on an actor pool → plan → shards as Ray
+tasks → merge. Every step writes files in a work folder and skips what a
+previous run finished (a rerun after a failure redoes only what is
+missing); the binary ``treenav`` does the tree work."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .embed import BgeSmall
+
+
+@dataclass
+class BuildReport:
+    """What ``build()`` did, with the time of each step in seconds."""
+
+    tree: Path
+    documents: int
+    passages: int
+    shards: int
+    seconds: Dict[str, float] = field(default_factory=dict)
+    kept: List[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        d = dict(self.__dict__)
+        d["tree"] = str(self.tree)
+        return json.dumps(d, indent=2)
+
+
+def _die_once(marker: Optional[str], what: str) -> None:
+    """Test-only fault injection (see ``build(fault_once=…)``)."""
+    if not marker:
+        return
+    path = Path(f"{marker}.{what}")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os._exit(17)
+
+
+class _EmbedBatch:
+    """The actor of the pool: one bge-small session per actor."""
+
+    def __init__(
+        self, model_dir: Optional[str], threads: int, batch: int, fault_once: Optional[str]
+    ) -> None:
+        self.model = BgeSmall(model_dir, threads=threads, batch=batch)
+        self.fault = fault_once
+
+    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        _die_once(self.fault, "embed")
+        vectors = self.model(list(batch["text"]))
+        return {"row": batch["row"].astype(np.int64), "vector": vectors}
+
+
+def embed_texts(
+    texts: Path,
+    out: Path,
+    *,
+    model_dir: Optional[str] = None,
+    actors: int = 2,
+    threads: int = 1,
+    batch: int = 32,
+    rows_per_task: int = 1024,
+    fault_once: Optional[str] = None,
+) -> int:
+    """Embeds a ``treenav texts`` file (``{"row", "text"}`` lines) on an
+    actor pool into a float32 ``.npy`` at ``out`` (row i = line i),
+    written beside and renamed when complete; returns the row count. The
+    rows stream into a memory-mapped file: the driver never holds the
+    matrix."""
+    import ray
+
+    count = _count_lines(texts)
+    # Reading is I/O: it claims no CPU, which the actors hold (else a pool
+    # as large as the cluster waits forever for its input).
+    ds = ray.data.read_json(str(texts), lines=True, num_cpus=0)
+    embedded = ds.map_batches(
+        _EmbedBatch,
+        fn_constructor_kwargs={
+            "model_dir": model_dir,
+            "threads": threads,
+            "batch": batch,
+            "fault_once": fault_once,
+        },
+        batch_size=rows_per_task,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_cpus=threads,
+    )
+    tmp = out.with_name(out.name + ".partial")
+    matrix = None
+    seen = np.zeros(count, dtype=bool)
+    for part in embedded.iter_batches(batch_size=None, batch_format="numpy"):
+        rows, vectors = part["row"], part["vector"]
+        if matrix is None:
+            matrix = np.lib.format.open_memmap(
+                tmp, mode="w+", dtype=np.float32, shape=(count, vectors.shape[1])
+            )
+        if rows.size and (rows.min() < 0 or rows.max() >= count):
+            raise ValueError(f"{texts}: a row outside 0..{count}")
+        matrix[rows] = vectors
+        seen[rows] = True
+    if matrix is None or not seen.all():
+        raise RuntimeError(f"{texts}: {int((~seen).sum())} of {count} rows were not embedded")
+    matrix.flush()
+    del matrix
+    os.replace(tmp, out)
+    return count
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def _run(cmd: Sequence[str]) -> str:
+    done = subprocess.run(list(cmd), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr.strip()}")
+    return done.stdout
+
+
+def _shard_task(treenav: str, plan: str, index: int, count: int, fault: Optional[str]) -> str:
+    _die_once(fault, "shard")
+    return _run([treenav, "build", "--plan", plan, "--shard", f"{index}/{count}"]).strip()
+
+
+def _npy_rows(path: Path) -> Optional[int]:
+    """Rows of a complete ``.npy`` file, or ``None``."""
+    try:
+        return int(np.load(path, mmap_mode="r").shape[0])
+    except (OSError, ValueError):
+        return None
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _vectors_current(lines: Path, npy: Path, stamp: Path, rows: int) -> bool:
+    """Whether ``npy`` holds the embedding of exactly these texts: as many
+    rows, and the texts' digest recorded when it was written."""
+    try:
+        recorded = stamp.read_text().strip()
+    except OSError:
+        return False
+    return _npy_rows(npy) == rows and recorded == _digest(lines)
+
+
+def build(
+    corpus: os.PathLike,
+    output: os.PathLike,
+    work: os.PathLike,
+    *,
+    shards: int = 4,
+    treenav: str = "treenav",
+    model_dir: Optional[str] = None,
+    actors: int = 2,
+    threads: int = 1,
+    batch: int = 32,
+    build_args: Sequence[str] = (),
+    texts_args: Sequence[str] = (),
+    fault_once: Optional[str] = None,
+) -> BuildReport:
+    """Builds the tree of ``corpus`` at ``output`` on the Ray cluster
+    ``ray.init()`` connected to (call it first; ``address="auto"`` joins a
+    running one). ``work`` holds the texts, the vectors and the plan; on a
+    real cluster it must be a folder every node sees. ``build_args`` go to
+    ``treenav build --plan`` (e.g. ``["--branching", "50"]``);
+    ``texts_args`` to ``treenav texts`` and must agree with them
+    (``--branching``, ``--embed-sentences``, ``--format``,
+    ``--passage-words``).
+
+    ``fault_once`` is for tests: a path prefix; the first embedding batch
+    and the first shard task create ``PREFIX.embed`` / ``PREFIX.shard`` and
+    kill their own worker process (``os._exit``), so that Ray's restart of
+    the actor and retry of the task are exercised for real."""
+    import ray
+
+    if shards < 1:
+        raise ValueError("shards must be at least 1")
+    corpus, output, work = Path(corpus), Path(output), Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    texts, plan = work / "texts", work / "plan"
+    report = BuildReport(tree=output, documents=0, passages=0, shards=shards)
+
+    def timed(step: str, fn):
+        start = time.perf_counter()
+        value = fn()
+        report.seconds[step] = round(time.perf_counter() - start, 3)
+        return value
+
+    timed("texts", lambda: _run([treenav, "texts", str(corpus), "-o", str(texts), *texts_args]))
+    vectors = {}
+    for kind in ("documents", "passages"):
+        lines, npy = texts / f"{kind}.jsonl", work / f"{kind}.npy"
+        rows = _count_lines(lines)
+        stamp = work / f"{kind}.npy.sha256"
+        if _vectors_current(lines, npy, stamp, rows):
+            report.kept.append(str(npy))
+        else:
+            stamp.unlink(missing_ok=True)
+            timed(
+                f"embed {kind}",
+                lambda: embed_texts(
+                    lines,
+                    npy,
+                    model_dir=model_dir,
+                    actors=actors,
+                    threads=threads,
+                    batch=batch,
+                    fault_once=fault_once,
+                ),
+            )
+            stamp.write_text(_digest(lines) + "\n")
+            # New vectors make a kept plan (and its shards) stale.
+            shutil.rmtree(plan, ignore_errors=True)
+        vectors[kind] = npy
+        setattr(report, kind, rows)
+    if (plan / "plan.bin").is_file():
+        report.kept.append(str(plan / "plan.bin"))
+    else:
+        model = ["--model-dir", model_dir] if model_dir else []
+        timed(
+            "plan",
+            lambda: _run(
+                [treenav, "build", str(corpus), "--plan", str(plan), "--embedder", "bge-small",
+                 *model, "--embeddings", str(vectors["documents"]),
+                 "--passage-embeddings", str(vectors["passages"]), *build_args]
+            ),
+        )
+    task = ray.remote(num_cpus=1, max_retries=3)(_shard_task)
+    refs = [task.remote(treenav, str(plan), i, shards, fault_once) for i in range(shards)]
+    timed("shards", lambda: ray.get(refs))
+    timed("merge", lambda: _run([treenav, "merge", "--plan", str(plan), "-o", str(output)]))
+    return report
+
+
+def remove_work(work: os.PathLike) -> None:
+    """Deletes a work folder (texts, vectors, plan and shards)."""
+    shutil.rmtree(work, ignore_errors=True)
