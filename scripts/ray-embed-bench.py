@@ -68,7 +68,10 @@ def main() -> int:
 
     one_process = timed(lambda: np.save(work / "passages.npy", model(texts)))
 
-    ray.init(num_cpus=cores, log_to_driver=False, include_dashboard=False)
+    # The workers import the package from this checkout too.
+    src = str(ROOT / "clients" / "ray" / "src")
+    ray.init(num_cpus=cores, log_to_driver=False, include_dashboard=False,
+             runtime_env={"env_vars": {"PYTHONPATH": src}})
     pool = timed(lambda: embed_texts(passages, work / "ray.npy", actors=args.actors, threads=1))
     ray.shutdown()
 
