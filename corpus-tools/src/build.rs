@@ -667,12 +667,16 @@ fn save_and_report(
         path: folder,
     });
     // The build's vectors, kept for `treenav add` (not written by a merge).
-    let vectors = tree::update::vectors_path(output);
-    if vectors.exists() {
-        side_files.push(SideFileReport {
-            bytes: size(&vectors),
-            path: vectors,
-        });
+    for vectors in [
+        tree::update::vectors_path(output),
+        tree::vectors::passage_vectors_path(output),
+    ] {
+        if vectors.exists() {
+            side_files.push(SideFileReport {
+                bytes: size(&vectors),
+                path: vectors,
+            });
+        }
     }
     let stats = tree.level_stats();
     let clusters: usize = stats
