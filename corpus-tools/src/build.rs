@@ -638,17 +638,10 @@ impl Made {
     }
 }
 
-/// Saves the tree and its side files, and reports them.
-fn save_and_report(
-    tree: &tree::Tree,
-    output: &Path,
-    made: Made,
-    start: Instant,
-    json: bool,
-) -> Result<()> {
-    tree::file::save(tree, output)?;
+/// The files a saved tree has beside it, with their sizes: its side
+/// files, its index folder and, when the build kept them, its vectors.
+fn side_file_reports(output: &Path) -> Vec<SideFileReport> {
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let bytes = size(output);
     let folder_size = |p: &std::path::Path| -> u64 {
         std::fs::read_dir(p)
             .map(|entries| entries.flatten().map(|e| size(&e.path())).sum())
@@ -666,7 +659,7 @@ fn save_and_report(
         bytes: folder_size(&folder),
         path: folder,
     });
-    // The build's vectors, kept for `treenav add` (not written by a merge).
+    // The build's vectors, kept for `treenav add` and the embedding judge.
     for vectors in [
         tree::update::vectors_path(output),
         tree::vectors::passage_vectors_path(output),
@@ -678,6 +671,20 @@ fn save_and_report(
             });
         }
     }
+    side_files
+}
+
+/// Saves the tree and its side files, and reports them.
+fn save_and_report(
+    tree: &tree::Tree,
+    output: &Path,
+    made: Made,
+    start: Instant,
+    json: bool,
+) -> Result<()> {
+    tree::file::save(tree, output)?;
+    let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+    let side_files = side_file_reports(output);
     let stats = tree.level_stats();
     let clusters: usize = stats
         .iter()
