@@ -365,6 +365,88 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
     assert_eq!(report["config"]["rerank_n"], 100);
 }
 
+/// The sweep's `tree` row is what `treenav query` returns with the same
+/// flags (the navigator's fusion included), query for query; the judge's
+/// own order is the named variant `tree+judge`.
+#[test]
+fn the_sweeps_tree_row_is_what_query_returns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("t.tree");
+    let runs = dir.path().join("runs");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
+    let sample = sample.to_str().expect("utf8 path");
+    let t = tree.to_str().expect("utf8 path");
+    let o = treenav(&["build", sample, "-o", t, "--embedder", "tfidf"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let flags = ["--judge", "lexical", "--fusion", "4"];
+    let mut args = vec![
+        "bench",
+        "--dataset",
+        sample,
+        "--tree",
+        t,
+        "--systems",
+        "bm25",
+    ];
+    args.extend([
+        "--judge-budgets",
+        "20",
+        "--limit",
+        "12",
+        "--quiet",
+        "--run-dir",
+    ]);
+    args.push(runs.to_str().expect("utf8 path"));
+    args.extend(flags);
+    let o = treenav(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("| 20 | tree+judge |"),
+        "{}",
+        text(&o.stdout)
+    );
+    let run = std::fs::read_to_string(runs.join("tree@20.passages.run")).expect("run file");
+    let mut ranked: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for line in run.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        ranked.entry(f[0]).or_default().push(f[2]);
+    }
+    let squad: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sample).expect("sample")).expect("json");
+    let questions: std::collections::HashMap<String, String> = squad["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .flat_map(|a| a["paragraphs"].as_array().expect("paragraphs").iter())
+        .flat_map(|p| p["qas"].as_array().expect("qas").iter())
+        .map(|q| {
+            (
+                q["id"].as_str().expect("id").into(),
+                q["question"].as_str().expect("q").into(),
+            )
+        })
+        .collect();
+    assert_eq!(ranked.len(), 12);
+    for (qid, run_ids) in &ranked {
+        let question = &questions[*qid];
+        let mut args = vec!["query", t, question, "--judge-budget", "20", "--no-widen"];
+        args.extend(["--top", "10", "--json"]);
+        args.extend(flags);
+        let o = treenav(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let ids: Vec<&str> = v["passages"]
+            .as_array()
+            .expect("passages")
+            .iter()
+            .map(|p| p["id"].as_str().expect("id"))
+            .collect();
+        let n = ids.len().min(run_ids.len());
+        assert!(n > 0, "{question}");
+        assert_eq!(ids[..n], run_ids[..n], "{question}");
+    }
+}
+
 #[test]
 fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -389,7 +471,12 @@ fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
-    for row in ["| 10 | tree |", "| 10 | rerank |", "| 30 | tree+clusters |"] {
+    for row in [
+        "| 10 | tree |",
+        "| 10 | tree+judge |",
+        "| 10 | rerank |",
+        "| 30 | tree+clusters |",
+    ] {
         assert!(stdout.contains(row), "{stdout}");
     }
     let report: serde_json::Value =

@@ -558,7 +558,7 @@ pub(crate) fn add_significance(budgets: &mut [BudgetReport], bm25: Option<&Syste
         for (name, s) in b.systems.iter_mut() {
             let tree_like = matches!(
                 name.split(':').next().unwrap_or_default(),
-                "tree" | "tree+fused" | "gar" | "tree+clusters"
+                "tree" | "tree+judge" | "tree+fused" | "gar" | "tree+clusters"
             );
             let own = ndcg(s);
             let mut tests: Vec<Significance> = test(&own, "bm25", &bm25).into_iter().collect();
@@ -625,8 +625,9 @@ pub fn markdown(budgets: &[BudgetReport]) -> String {
 
 /// The systems of the sweep, in the order run (the last two only with a
 /// dense embedder).
-pub const SYSTEMS: [&str; 10] = [
+pub const SYSTEMS: [&str; 11] = [
     "tree",
+    "tree+judge",
     "tree+fused",
     "rerank",
     "rerank+fused",
