@@ -287,6 +287,11 @@ fn render(report: &Report<'_>, bytes: u64, load_ms: f64) -> String {
         m.seed
     );
     match &m.corpus {
+        // Updates since the tree file: the fingerprint is of what it held
+        // when written; `counts` says what it holds now.
+        Some(fingerprint) if report.updates.is_some() => {
+            out!(o, "corpus    {fingerprint} when written; updated since")
+        }
         Some(fingerprint) => out!(o, "corpus    {fingerprint}"),
         None => out!(o, "corpus    not recorded (built before format v3)"),
     }

@@ -202,3 +202,96 @@ fn an_add_killed_at_any_point_leaves_the_tree_as_before_or_after() {
         outcomes.0, outcomes.1
     );
 }
+
+/// #44 row 8: after adds, replacements that change a document's passage
+/// count, removals and a compaction, `inspect` (text and JSON) counts what
+/// the tree holds, as the updates' arithmetic gives it (each document of
+/// `write_corpus` has the same passages; the replacements' count is what a
+/// build of them alone holds).
+#[test]
+fn inspect_counts_what_the_tree_holds_after_updates_and_compact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (base, more, longer) = (
+        dir.path().join("base.jsonl"),
+        dir.path().join("more.jsonl"),
+        dir.path().join("longer.jsonl"),
+    );
+    write_corpus(&base, "d", 0, 31);
+    write_corpus(&more, "n", 0, 2);
+    // Two documents replaced by ones of many passages.
+    let long: Vec<String> = (3..5)
+        .map(|i| {
+            let text = format!("Replaced {i}: the quarterly budget review and its travel policy. ")
+                .repeat(90);
+            serde_json::json!({"_id": format!("d{i}"), "title": format!("replaced {i}"), "text": text})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(&longer, long.join("\n")).expect("write");
+    let count = |t: &str, key: &str| inspect(t)[key].as_u64().expect(key) as usize;
+    let alone = dir.path().join("alone.tree");
+    let alone = alone.to_str().expect("utf8");
+    let l = longer.to_str().expect("utf8");
+    ok(&["build", l, "--embedder", "tfidf", "-o", alone]);
+    let tree = dir.path().join("t.tree");
+    let t = tree.to_str().expect("utf8");
+    ok(&[
+        "build",
+        base.to_str().expect("utf8"),
+        "--embedder",
+        "tfidf",
+        "-o",
+        t,
+    ]);
+    let each = count(t, "passages") / 31;
+    let replaced = count(alone, "passages");
+    assert!(each >= 1 && replaced > 2 * each, "{each} {replaced}");
+    ok(&["add", t, more.to_str().expect("utf8")]);
+    ok(&["add", t, l]);
+    ok(&["remove", t, "d7", "d8"]);
+    let expected = (31 + 2 - 2, (31 + 2 - 2 - 2) * each + replaced);
+    for step in ["updated", "compacted"] {
+        if step == "compacted" {
+            ok(&["compact", t]);
+        }
+        let counted = (count(t, "documents"), count(t, "passages"));
+        assert_eq!(counted, expected, "{step}");
+        // Every count the text prints is what the tree holds (the corpus
+        // line's too, once compacted).
+        let text = ok(&["inspect", t]);
+        let corpus = text
+            .lines()
+            .find(|l| l.starts_with("corpus"))
+            .expect("corpus line");
+        let counts = text
+            .lines()
+            .find(|l| l.starts_with("counts"))
+            .expect("counts line");
+        assert!(
+            counts.contains(&format!(
+                "· {} documents · {} passages",
+                expected.0, expected.1
+            )),
+            "{counts}"
+        );
+        match step {
+            "updated" => assert!(corpus.contains("when written; updated since"), "{corpus}"),
+            _ => assert!(
+                corpus.contains(&format!(
+                    "{} documents, {} passages,",
+                    expected.0, expected.1
+                )),
+                "{step}: {corpus}"
+            ),
+        }
+        assert_eq!(
+            inspect(t)["meta"]["corpus"]["documents"].as_u64(),
+            Some(if step == "updated" {
+                31
+            } else {
+                expected.0 as u64
+            }),
+            "{step}"
+        );
+    }
+}

@@ -123,26 +123,30 @@ impl Corpus {
     /// same files with the same options agree; a different corpus, or the
     /// same one chunked differently, does not.
     pub fn fingerprint(&self) -> Fingerprint {
-        let mut hasher = twox_hash::XxHash3_128::new();
-        let mut field = |bytes: &[u8]| {
-            // Length-prefixed, so field boundaries cannot shift between texts.
-            hasher.write(&(bytes.len() as u64).to_le_bytes());
-            hasher.write(bytes);
-        };
-        for document in &self.documents {
-            field(document.id.as_bytes());
-            field(document.title.as_bytes());
-            field(&(document.passages.len() as u64).to_le_bytes());
-            for passage in &document.passages {
-                field(passage.id.as_bytes());
-                field(passage.text.as_bytes());
-            }
-        }
-        Fingerprint {
-            documents: self.documents.len() as u64,
-            passages: self.passage_count() as u64,
-            xxh3_128: format!("{:032x}", hasher.finish_128()),
-        }
+        fingerprint_of(self.documents.iter().map(|d| {
+            let passages = d.passages.iter().map(|p| (p.id.as_str(), p.text.as_str()));
+            (d.id.as_str(), d.title.as_str(), passages.collect())
+        }))
+    }
+}
+
+/// The [`Fingerprint`] of documents given in order as (id, title, its
+/// passages' (id, text)): [`Corpus::fingerprint`]'s, and a compacted
+/// tree's over the documents it holds.
+pub fn fingerprint_of<'a>(
+    documents: impl Iterator<Item = (&'a str, &'a str, Vec<(&'a str, &'a str)>)>,
+) -> Fingerprint {
+    let mut hasher = twox_hash::XxHash3_128::new();
+    let (mut count, mut passage_count) = (0u64, 0u64);
+    for (id, title, passages) in documents {
+        count += 1;
+        passage_count += passages.len() as u64;
+        hash_document(&mut hasher, id, title, passages.into_iter());
+    }
+    Fingerprint {
+        documents: count,
+        passages: passage_count,
+        xxh3_128: format!("{:032x}", hasher.finish_128()),
     }
 }
 
@@ -154,6 +158,19 @@ pub fn document_digest<'a>(
     passages: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
 ) -> u128 {
     let mut hasher = twox_hash::XxHash3_128::new();
+    hash_document(&mut hasher, id, title, passages);
+    hasher.finish_128()
+}
+
+/// Feeds one document (id, title, passage count, each passage's id and
+/// text) to `hasher`, each field length-prefixed so that field boundaries
+/// cannot shift between texts.
+fn hash_document<'a>(
+    hasher: &mut twox_hash::XxHash3_128,
+    id: &str,
+    title: &str,
+    passages: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+) {
     let mut field = |bytes: &[u8]| {
         hasher.write(&(bytes.len() as u64).to_le_bytes());
         hasher.write(bytes);
@@ -161,11 +178,10 @@ pub fn document_digest<'a>(
     field(id.as_bytes());
     field(title.as_bytes());
     field(&(passages.len() as u64).to_le_bytes());
-    for (pid, text) in passages {
-        field(pid.as_bytes());
+    for (passage, text) in passages {
+        field(passage.as_bytes());
         field(text.as_bytes());
     }
-    hasher.finish_128()
 }
 
 /// What a set of documents holds, whatever their order: the document and

@@ -166,10 +166,15 @@ pub struct TreeMeta {
     pub seed: u64,
     /// The builder's version.
     pub built_by: String,
-    /// The fingerprint of the corpus the tree was built from (`None` in
-    /// files older than format version 3, which did not record it).
+    /// The fingerprint of the corpus the tree was built from, or after a
+    /// compaction of updates of the documents it held then, in tree order
+    /// (`None` in files older than format version 3, which did not record
+    /// it).
     pub corpus: Option<treenav_corpus::Fingerprint>,
 }
+
+/// A document as the tree holds it: id, title, its passages' (id, text).
+type HeldDocument<'a> = (&'a str, &'a str, Vec<(&'a str, String)>);
 
 /// The corpus tree.
 ///
@@ -673,7 +678,59 @@ impl Tree {
             .passage_vectors
             .as_ref()
             .map(|v| Arc::new(v.renumbered(map)));
+        // Updates changed what the tree holds since its build: it records
+        // the fingerprint of what it holds now, not its build's.
+        if self.updates.is_some() {
+            tree.meta.corpus = Some(tree.held_fingerprint()?);
+        }
         Ok(tree)
+    }
+
+    /// The [`treenav_corpus::Fingerprint`] of the documents the tree holds,
+    /// in tree order.
+    fn held_fingerprint(&self) -> Result<treenav_corpus::Fingerprint> {
+        let held = self.held_documents()?;
+        Ok(treenav_corpus::fingerprint_of(held.iter().map(
+            |(id, title, passages)| {
+                let refs = passages.iter().map(|(p, t)| (*p, t.as_str()));
+                (*id, *title, refs.collect())
+            },
+        )))
+    }
+
+    /// The documents the tree holds in tree order, as (id, title, its
+    /// passages' (id, text)), a document's parts joined in part order.
+    fn held_documents(&self) -> Result<Vec<HeldDocument<'_>>> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut parts: std::collections::HashMap<&str, Vec<(u32, NodeId)>> = Default::default();
+        for d in self.documents() {
+            if let Some(NodeKind::Document { id, part, .. }) = self.get(d).map(|n| &n.kind) {
+                let nodes = parts.entry(id).or_default();
+                if nodes.is_empty() {
+                    order.push(id);
+                }
+                nodes.push((part.map_or(0, |p| p.0), d));
+            }
+        }
+        let mut documents = Vec::with_capacity(order.len());
+        for id in order {
+            let mut nodes = parts.remove(id).unwrap_or_default();
+            nodes.sort_unstable();
+            let mut title = "";
+            let mut passages: Vec<(&str, String)> = Vec::new();
+            for (_, d) in &nodes {
+                if let Some(NodeKind::Document { title: t, .. }) = self.get(*d).map(|n| &n.kind) {
+                    title = t;
+                }
+                for p in self.children(*d) {
+                    if let Some(NodeKind::Passage { id, .. }) = self.get(*p).map(|n| &n.kind) {
+                        passages.push((id, self.passage_text(*p)?.into_owned()));
+                    }
+                }
+            }
+            documents.push((id, title, passages));
+        }
+        Ok(documents)
     }
 
     /// The [`treenav_corpus::ContentDigest`] of the documents the tree
@@ -681,35 +738,13 @@ impl Tree {
     /// with a corpus's when the tree's recorded fingerprint is its build's
     /// and updates changed it since.
     pub fn content_digest(&self) -> Result<treenav_corpus::ContentDigest> {
-        let mut parts: std::collections::BTreeMap<&str, Vec<(u32, NodeId)>> = Default::default();
-        for d in self.documents() {
-            if let Some(NodeKind::Document { id, part, .. }) = self.get(d).map(|n| &n.kind) {
-                parts
-                    .entry(id)
-                    .or_default()
-                    .push((part.map_or(0, |p| p.0), d));
-            }
-        }
         let mut out = treenav_corpus::ContentDigest {
             documents: 0,
             passages: 0,
             sum: 0,
         };
-        for (id, mut nodes) in parts {
-            nodes.sort_unstable();
-            let mut title = "";
-            let mut passages: Vec<(String, String)> = Vec::new();
-            for (_, d) in &nodes {
-                if let Some(NodeKind::Document { title: t, .. }) = self.get(*d).map(|n| &n.kind) {
-                    title = t;
-                }
-                for p in self.children(*d) {
-                    if let Some(NodeKind::Passage { id, .. }) = self.get(*p).map(|n| &n.kind) {
-                        passages.push((id.clone(), self.passage_text(*p)?.into_owned()));
-                    }
-                }
-            }
-            let refs = passages.iter().map(|(i, t)| (i.as_str(), t.as_str()));
+        for (id, title, passages) in self.held_documents()? {
+            let refs = passages.iter().map(|(i, t)| (*i, t.as_str()));
             out.add(
                 treenav_corpus::document_digest(id, title, refs),
                 passages.len() as u64,
