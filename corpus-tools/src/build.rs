@@ -95,6 +95,11 @@ pub struct BuildArgs {
     /// passage i in corpus order (as `treenav texts` lists them).
     #[arg(long, requires = "embeddings")]
     passage_embeddings: Option<PathBuf>,
+    /// Keep no vector per passage (`T.passage-vectors`): a smaller, faster
+    /// build whose embedding judge scores a passage by its document's
+    /// vector (a TF-IDF tree, judged lexically, never reads them).
+    #[arg(long, conflicts_with = "passage_embeddings")]
+    no_passage_vectors: bool,
     /// Dimensions of the TF-IDF projection.
     #[arg(long, default_value_t = 128)]
     dims: usize,
@@ -356,6 +361,7 @@ fn tree_params(args: &BuildArgs) -> Result<tree::ValidTreeParams> {
         .seed(args.seed)
         .embed_sentences(args.embed_sentences)
         .neighbours(args.neighbours)
+        .passage_vectors(!args.no_passage_vectors)
         .check()?)
 }
 

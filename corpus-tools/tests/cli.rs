@@ -365,6 +365,34 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
     assert_eq!(report["config"]["rerank_n"], 100);
 }
 
+/// `--no-passage-vectors` leaves out `T.passage-vectors` (the rest of the
+/// tree as usual), and the tree still answers.
+#[test]
+fn a_build_can_keep_no_passage_vectors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("t.tree");
+    let t = tree.to_str().expect("utf8 path");
+    let o = treenav(&[
+        "build",
+        "-o",
+        t,
+        "--embedder",
+        "tfidf",
+        "--no-passage-vectors",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(dir.path().join("t.tree.vectors").is_file());
+    assert!(!dir.path().join("t.tree.passage-vectors").exists());
+    assert!(
+        !text(&o.stdout).contains("passage-vectors"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = treenav(&["query", t, "Who were the Normans?", "--top", "1"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("Normans"), "{}", text(&o.stdout));
+}
+
 /// The sweep's `tree` row is what `treenav query` returns with the same
 /// flags (the navigator's fusion included), query for query; the judge's
 /// own order is the named variant `tree+judge`.
