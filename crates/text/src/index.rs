@@ -190,6 +190,11 @@ impl LexicalIndex {
         let threads = if texts.len() < ONE_THREAD_BELOW { 1 } else { 2 };
         let mut writer: IndexWriter =
             index.writer_with_num_threads(threads, threads * WRITER_MEMORY)?;
+        // No background merges: the one merge below takes every segment,
+        // and a merge tantivy started on its own after the commit would
+        // take some of them first (at 5M passages: "the segments that were
+        // merged could not be found in the SegmentManager").
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         for (k, text) in texts {
             let mut doc = TantivyDocument::default();
             doc.add_text(body, text.as_ref());
