@@ -365,6 +365,46 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
     assert_eq!(report["config"]["rerank_n"], 100);
 }
 
+/// A tree built without one of the dataset's documents, then given it by
+/// `add` and compacted, holds the dataset (in another order): the bench
+/// takes it (before, the compacted tree kept its build's fingerprint and
+/// was refused as another corpus).
+#[test]
+fn the_bench_takes_a_compacted_tree_that_holds_the_dataset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = std::fs::read_to_string(fixture("beir/corpus.jsonl")).expect("corpus");
+    let lines: Vec<&str> = corpus.lines().filter(|l| !l.trim().is_empty()).collect();
+    let (first, last) = lines.split_at(lines.len() - 1);
+    let (part, rest) = (dir.path().join("part.jsonl"), dir.path().join("rest.jsonl"));
+    std::fs::write(&part, first.join("\n")).expect("write");
+    std::fs::write(&rest, last.join("\n")).expect("write");
+    let tree = dir.path().join("t.tree");
+    let t = tree.to_str().expect("utf8 path");
+    let run = |args: &[&str]| {
+        let o = treenav(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    };
+    run(&[
+        "build",
+        part.to_str().expect("utf8"),
+        "-o",
+        t,
+        "--embedder",
+        "tfidf",
+    ]);
+    run(&["add", t, rest.to_str().expect("utf8")]);
+    run(&["compact", t]);
+    let beir = fixture("beir");
+    let args = [
+        "bench",
+        "--dataset",
+        beir.to_str().expect("utf8"),
+        "--tree",
+        t,
+    ];
+    run(&[&args[..], &["--systems", "tree,bm25", "--quiet"]].concat());
+}
+
 /// `--no-passage-vectors` leaves out `T.passage-vectors` (the rest of the
 /// tree as usual), and the tree still answers.
 #[test]
