@@ -515,22 +515,21 @@ pub(crate) fn check_tree_corpus(tree: &Tree, corpus: &treenav_corpus::Corpus) ->
             dataset,
         });
     }
-    // A compaction of updates records what the tree held then, in tree
-    // order: the same documents in another order are the same corpus.
-    if *built_from != dataset
-        && (built_from.documents, built_from.passages) == (dataset.documents, dataset.passages)
-        && tree.content_digest()? == corpus.content_digest()
-    {
+    if *built_from == dataset {
         return Ok(());
     }
-    if *built_from != dataset {
-        return Err(Error::TreeMismatch {
-            source_path: meta.source.clone(),
-            tree: built_from.clone(),
-            dataset,
-        });
+    // A compaction of updates records what the tree held then, in tree
+    // order: the same documents in another order are the same corpus.
+    let same_counts =
+        (built_from.documents, built_from.passages) == (dataset.documents, dataset.passages);
+    if same_counts && tree.content_digest()? == corpus.content_digest() {
+        return Ok(());
     }
-    Ok(())
+    Err(Error::TreeMismatch {
+        source_path: meta.source.clone(),
+        tree: built_from.clone(),
+        dataset,
+    })
 }
 
 /// The `tree` system's settings in the budget sweep: best-first at `budget`.
