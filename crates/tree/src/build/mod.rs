@@ -346,23 +346,24 @@ pub async fn build_tree(
     };
     let (mut tree, node_of_unit) =
         finish::finish(corpus, units, root, near, meta, summarizer, progress).await?;
-    let with_passages = params.keeps_passage_vectors();
+    let documents = blocking(|| {
+        crate::vectors::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
+    });
+    drop(embeddings);
     let vectors = Vectors {
-        embedding,
-        rows: embeddings.view(),
+        documents,
         embedder,
     };
+    let with_passages = params.keeps_passage_vectors();
     attach_vectors(&mut tree, &node_of_unit, vectors, with_passages, progress).await?;
     Ok(tree)
 }
 
 /// The vectors a built tree keeps beside it: its document rows (the ones
-/// it was clustered by) and the rows of its passages.
+/// it was clustered by, quantised) and the embedder of its passages.
 pub(crate) struct Vectors<'a> {
-    /// What embedded them.
-    pub(crate) embedding: crate::vectors::Embedding,
-    /// One row per unit.
-    pub(crate) rows: ndarray::ArrayView2<'a, f32>,
+    /// One row per document node, with what embedded them.
+    pub(crate) documents: crate::vectors::UnitVectors,
     /// The build's embedder, for the passages.
     pub(crate) embedder: &'a Embedder,
 }
@@ -379,14 +380,12 @@ pub(crate) async fn attach_vectors(
 ) -> Result<()> {
     if with_passages {
         let order = passages::in_corpus_order(tree, node_of_unit);
-        let (embedding, embedder) = (&vectors.embedding, vectors.embedder);
-        let passages = passages::embed(tree, &order, embedding, embedder, progress).await?;
+        let (documents, embedder) = (&vectors.documents, vectors.embedder);
+        let (embedding, dims) = (&documents.embedding, documents.dims());
+        let passages = passages::embed(tree, &order, embedding, dims, embedder, progress).await?;
         tree.set_passage_vectors(passages.map(std::sync::Arc::new));
     }
-    let documents = blocking(|| {
-        crate::vectors::UnitVectors::from_rows(vectors.embedding, node_of_unit, vectors.rows)
-    });
-    tree.set_vectors(Some(std::sync::Arc::new(documents)));
+    tree.set_vectors(Some(std::sync::Arc::new(vectors.documents)));
     Ok(())
 }
 

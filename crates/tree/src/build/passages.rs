@@ -18,38 +18,70 @@ pub fn passage_label(title: &str, text: &str) -> String {
     }
 }
 
-/// Each passage node of `tree` with its label.
-fn labels(tree: &Tree) -> Result<(Vec<NodeId>, Vec<String>)> {
-    let mut ids = Vec::new();
-    let mut texts = Vec::new();
-    for p in tree.passages() {
-        let title = tree
-            .get(p)
-            .and_then(|n| n.parent)
-            .and_then(|d| tree.get(d))
-            .map(|d| match &d.kind {
-                NodeKind::Document { title, .. } => title.as_str(),
-                _ => "",
-            })
-            .unwrap_or("");
-        texts.push(passage_label(title, &tree.passage_text(p)?));
-        ids.push(p);
-    }
-    Ok((ids, texts))
+/// Passages embedded per call: a multiple of the in-process embedders'
+/// 4,096-text chunks (so the batches are the same as in one call), small
+/// enough that the texts and the unquantised rows of one call stay a few
+/// hundred megabytes however large the corpus.
+const PASSAGES_PER_CALL: usize = 16 * 4096;
+
+/// The label of passage `p` of `tree`: its document's title and its text.
+fn label(tree: &Tree, p: NodeId) -> Result<String> {
+    let title = tree
+        .get(p)
+        .and_then(|n| n.parent)
+        .and_then(|d| tree.get(d))
+        .map(|d| match &d.kind {
+            NodeKind::Document { title, .. } => title.as_str(),
+            _ => "",
+        })
+        .unwrap_or("");
+    Ok(passage_label(title, &tree.passage_text(p)?))
 }
 
 /// The passage vectors of `tree` in the build's space (`embedding` names
 /// it; a TF-IDF build projects with its fitted model): embedded, or taken
 /// from precomputed passage rows (in corpus order: `in_corpus_order` is
 /// each passage node in that order); `None` for precomputed vectors
-/// without passage rows or a declared model.
+/// without passage rows or a declared model. Rows are `dims` wide, as
+/// the document rows are. Passages are embedded
+/// [`PASSAGES_PER_CALL`] at a time and quantised as they come, so the
+/// full-precision rows of a large corpus are never held at once.
 pub(crate) async fn embed(
     tree: &Tree,
     in_corpus_order: &[NodeId],
     embedding: &Embedding,
+    dims: usize,
     embedder: &Embedder,
     progress: &dyn Progress,
 ) -> Result<Option<UnitVectors>> {
+    let input = Input {
+        embedding,
+        dims,
+        embedder,
+    };
+    embed_per_call(tree, in_corpus_order, &input, PASSAGES_PER_CALL, progress).await
+}
+
+/// What [`embed`] embeds with.
+struct Input<'a> {
+    embedding: &'a Embedding,
+    dims: usize,
+    embedder: &'a Embedder,
+}
+
+/// [`embed`], `per_call` passages at a time.
+async fn embed_per_call(
+    tree: &Tree,
+    in_corpus_order: &[NodeId],
+    input: &Input<'_>,
+    per_call: usize,
+    progress: &dyn Progress,
+) -> Result<Option<UnitVectors>> {
+    let Input {
+        embedding,
+        dims,
+        embedder,
+    } = *input;
     if let Some(rows) = embedder.passage_vectors(in_corpus_order.len()) {
         let rows = rows?;
         return Ok(Some(super::blocking(|| {
@@ -59,28 +91,45 @@ pub(crate) async fn embed(
     if !embedder.embeds_text() {
         return Ok(None);
     }
-    let (ids, texts) = labels(tree)?;
+    let ids: Vec<NodeId> = tree.passages().collect();
     progress.stage("embedding passages", ids.len() as u64);
-    let rows = match &embedding.tfidf {
-        Some(model) => {
-            let model = model.clone();
-            let n = texts.len() as u64;
-            let rows = super::blocking(move || model.transform(&texts));
-            progress.inc(n);
-            rows
+    let mut out = UnitVectors::new(embedding.clone(), dims);
+    for chunk in ids.chunks(per_call.max(1)) {
+        let texts = chunk
+            .iter()
+            .map(|p| label(tree, *p))
+            .collect::<Result<Vec<_>>>()?;
+        let rows = match &embedding.tfidf {
+            Some(model) => {
+                let model = model.clone();
+                let n = texts.len() as u64;
+                let rows = super::blocking(move || model.transform(&texts));
+                progress.inc(n);
+                rows
+            }
+            None => embedder.embed(texts, progress).await?,
+        };
+        if rows.nrows() != chunk.len() {
+            return Err(crate::Error::Cluster(format!(
+                "the embedder returned {} vectors for {} passages",
+                rows.nrows(),
+                chunk.len()
+            )));
         }
-        None => embedder.embed(texts, progress).await?,
-    };
-    if rows.nrows() != ids.len() {
-        return Err(crate::Error::Cluster(format!(
-            "the embedder returned {} vectors for {} passages",
-            rows.nrows(),
-            ids.len()
-        )));
+        if rows.ncols() != out.dims() {
+            return Err(crate::Error::Cluster(format!(
+                "the embedder returned passage vectors of {} dimensions, the documents' have {}",
+                rows.ncols(),
+                out.dims()
+            )));
+        }
+        super::blocking(|| {
+            for (p, row) in chunk.iter().zip(rows.rows()) {
+                out.set(*p, row);
+            }
+        });
     }
-    Ok(Some(super::blocking(|| {
-        UnitVectors::from_rows(embedding.clone(), &ids, rows.view())
-    })))
+    Ok(Some(out))
 }
 
 /// Precomputed passage rows (row i is `in_corpus_order[i]`'s), stored in
@@ -112,4 +161,75 @@ pub(crate) fn in_corpus_order(tree: &Tree, node_of_unit: &[NodeId]) -> Vec<NodeI
         .iter()
         .flat_map(|d| tree.children(*d).iter().copied())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{build_tree, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions};
+    use crate::{TreeParams, ValidTreeParams};
+
+    fn built() -> (Tree, ValidTreeParams, Embedder) {
+        let jsonl = (0..40)
+            .map(|i| {
+                format!(
+                    r#"{{"_id":"d{i}","title":"Doc {i}","text":"Topic {} words. Second sentence {i}.\n\nAnother paragraph about {}."}}"#,
+                    i % 4,
+                    i % 7
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let options = treenav_corpus::LoadOptions::default();
+        let corpus =
+            treenav_corpus::load_str(&jsonl, "c.jsonl", treenav_corpus::Format::Beir, &options)
+                .expect("corpus");
+        let params = TreeParams::default().branching(6).check().expect("params");
+        let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
+        let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
+        let tree = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(build_tree(
+                corpus,
+                "c",
+                &params,
+                &embedder,
+                &summarizer,
+                &NoProgress,
+            ))
+            .expect("build");
+        (tree, params, embedder)
+    }
+
+    #[test]
+    fn passages_embedded_a_few_at_a_time_are_the_ones_embedded_at_once() {
+        let (tree, _, embedder) = built();
+        let kept = tree.passage_vectors().expect("passage vectors").clone();
+        let documents = tree.document_vectors().expect("document vectors");
+        assert!(tree.passages().count() > 7, "several calls of 7");
+        let input = Input {
+            embedding: &documents.embedding,
+            dims: documents.dims(),
+            embedder: &embedder,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        for per_call in [7, 1, usize::MAX] {
+            let rows = runtime
+                .block_on(embed_per_call(&tree, &[], &input, per_call, &NoProgress))
+                .expect("embed")
+                .expect("rows");
+            assert_eq!(rows, *kept, "{per_call} a call");
+        }
+        let narrow = Input {
+            dims: documents.dims() + 1,
+            ..input
+        };
+        let err = runtime
+            .block_on(embed_per_call(&tree, &[], &narrow, 7, &NoProgress))
+            .expect_err("a width unlike the documents'");
+        assert!(err.to_string().contains("dimensions"), "{err}");
+    }
 }

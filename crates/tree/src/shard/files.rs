@@ -242,6 +242,25 @@ impl Vectors {
         Array2::from_shape_vec((rows.len(), self.dims), out)
             .map_err(|e| bad(&self.path, e.to_string()))
     }
+
+    /// Every row, row i as node `nodes[i]`'s, quantised as it is read: the
+    /// file is read a few megabytes at a time, never whole.
+    pub(crate) fn quantised(
+        &self,
+        embedding: crate::vectors::Embedding,
+        nodes: &[crate::NodeId],
+    ) -> Result<crate::vectors::UnitVectors> {
+        const ROWS_PER_READ: usize = 16 * 4096;
+        let mut out = crate::vectors::UnitVectors::new(embedding, self.dims);
+        let all: Vec<usize> = (0..nodes.len()).collect();
+        for (rows, nodes) in all.chunks(ROWS_PER_READ).zip(nodes.chunks(ROWS_PER_READ)) {
+            let matrix = self.rows(rows)?;
+            for (node, row) in nodes.iter().zip(matrix.rows()) {
+                out.set(*node, row);
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 mod files;
 
 use crate::build::{
-    attach_vectors, embed_units_fitted, finish, near_by_unit, units, ValidTreeParams,
+    attach_vectors, blocking, embed_units_fitted, finish, near_by_unit, units, ValidTreeParams,
     Vectors as Kept,
 };
 use crate::cluster::{centroid, Group, TopDown};
@@ -509,17 +509,17 @@ impl Plan {
             corpus: Some(corpus.fingerprint()),
         };
         let near = near_by_unit(units.len(), near);
-        let all: Vec<usize> = (0..units.len()).collect();
-        let rows = self.vectors()?.rows(&all)?;
+        let vectors = self.vectors()?;
         let (mut tree, node_of_unit) =
             finish(corpus, units, root, near, meta, summarizer, progress).await?;
+        let embedding = crate::vectors::Embedding {
+            embedder: self.file.embedder.clone(),
+            tfidf: self.file.tfidf.clone(),
+            sentences: self.file.sentences as usize,
+        };
+        let documents = blocking(|| vectors.quantised(embedding, &node_of_unit))?;
         let kept = Kept {
-            embedding: crate::vectors::Embedding {
-                embedder: self.file.embedder.clone(),
-                tfidf: self.file.tfidf.clone(),
-                sentences: self.file.sentences as usize,
-            },
-            rows: rows.view(),
+            documents,
             embedder,
         };
         let with_passages = self.file.passage_vectors;
