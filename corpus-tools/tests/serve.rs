@@ -339,26 +339,30 @@ async fn a_fifo_side_file_hangs_neither_reload_nor_shutdown() {
     }
 }
 
-/// The service runs with mimalloc returning freed pages at once: it
-/// restarts itself with `MIMALLOC_PURGE_DELAY=0` (same process id, so
-/// signals and the address line still belong to the child we started),
-/// and keeps a value the user gave.
+/// The service runs with mimalloc returning freed pages at once and
+/// taking over the pages of exited threads: it restarts itself with
+/// `MIMALLOC_PURGE_DELAY=0` and `MIMALLOC_PAGE_RECLAIM_ON_FREE=1` (same
+/// process id, so signals and the address line still belong to the child
+/// we started), and keeps a value the user gave.
 #[cfg(target_os = "linux")]
 #[test]
 fn the_service_returns_freed_memory_at_once_unless_told_otherwise() {
+    const PURGE: &str = "MIMALLOC_PURGE_DELAY";
+    const RECLAIM: &str = "MIMALLOC_PAGE_RECLAIM_ON_FREE";
     let dir = tempfile::tempdir().expect("tempdir");
     let tree = dir.path().join("sample.tree");
     build_sample(&tree, "8");
     let spec = format!("sample={}", tree.display());
-    let purge_delay_of = |given: Option<&str>| -> Option<String> {
+    let options_of = |given: Option<(&str, &str)>| -> (Option<String>, Option<String>) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_treenav"));
         command
             .args(["serve", "--addr", "127.0.0.1:0", "--tree", &spec])
-            .env_remove("MIMALLOC_PURGE_DELAY")
+            .env_remove(PURGE)
+            .env_remove(RECLAIM)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        if let Some(v) = given {
-            command.env("MIMALLOC_PURGE_DELAY", v);
+        if let Some((name, value)) = given {
+            command.env(name, value);
         }
         let mut child = command.spawn().expect("spawn treenav serve");
         let mut line = String::new();
@@ -371,11 +375,17 @@ fn the_service_returns_freed_memory_at_once_unless_told_otherwise() {
             child,
         };
         let environ = std::fs::read(format!("/proc/{}/environ", s.child.id())).expect("environ");
-        environ
-            .split(|b| *b == 0)
-            .filter_map(|v| std::str::from_utf8(v).ok())
-            .find_map(|v| v.strip_prefix("MIMALLOC_PURGE_DELAY=").map(str::to_string))
+        let value_of = |name: &str| {
+            let prefix = format!("{name}=");
+            environ
+                .split(|b| *b == 0)
+                .filter_map(|v| std::str::from_utf8(v).ok())
+                .find_map(|v| v.strip_prefix(prefix.as_str()).map(str::to_string))
+        };
+        (value_of(PURGE), value_of(RECLAIM))
     };
-    assert_eq!(purge_delay_of(None).as_deref(), Some("0"));
-    assert_eq!(purge_delay_of(Some("250")).as_deref(), Some("250"));
+    let set = |p: &str, r: &str| (Some(p.to_string()), Some(r.to_string()));
+    assert_eq!(options_of(None), set("0", "1"));
+    assert_eq!(options_of(Some((PURGE, "250"))), set("250", "1"));
+    assert_eq!(options_of(Some((RECLAIM, "0"))), set("0", "0"));
 }

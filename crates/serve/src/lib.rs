@@ -33,6 +33,7 @@ pub mod api;
 mod auth;
 mod connections;
 mod error;
+mod heavy;
 mod observe;
 mod openapi;
 mod options;

@@ -252,11 +252,11 @@ impl Registry {
             Ok(e) => e,
             Err(e) => return Err(update_error(name, e)),
         };
-        // On a thread of its own: an update reads, embeds and writes
-        // files, and must never hold an async worker.
+        // On the load thread: an update reads, embeds and writes files,
+        // and must never hold an async worker.
         let path = spec.path.clone();
         let runtime = tokio::runtime::Handle::current();
-        let report = tokio::task::spawn_blocking(move || {
+        let report = crate::heavy::run(move || {
             runtime.block_on(async {
                 match change {
                     Change::Add(corpus) => {
@@ -343,7 +343,7 @@ impl Served {
     }
 }
 
-/// Loads a tree file and builds its navigator, off the async workers.
+/// Loads a tree file and builds its navigator, on the load thread.
 async fn load_one(spec: TreeSpec, judge: Judge, config: ValidConfig) -> Result<Served, Error> {
     let fail = |spec: &TreeSpec, source: Box<dyn std::error::Error + Send + Sync>| Error::Tree {
         name: spec.name.clone(),
@@ -351,7 +351,7 @@ async fn load_one(spec: TreeSpec, judge: Judge, config: ValidConfig) -> Result<S
         source,
     };
     let task_spec = spec.clone();
-    let joined = tokio::task::spawn_blocking(move || -> Result<Served, Error> {
+    let joined = crate::heavy::run(move || -> Result<Served, Error> {
         let spec = task_spec;
         // Taken before reading: a change made during the load makes the
         // next request load again, never hides behind this copy.
