@@ -381,8 +381,7 @@ pub(crate) async fn attach_vectors(
     if with_passages {
         let order = passages::in_corpus_order(tree, node_of_unit);
         let (documents, embedder) = (&vectors.documents, vectors.embedder);
-        let (embedding, dims) = (&documents.embedding, documents.dims());
-        let passages = passages::embed(tree, &order, embedding, dims, embedder, progress).await?;
+        let passages = passages::embed(tree, &order, documents, embedder, progress).await?;
         tree.set_passage_vectors(passages.map(std::sync::Arc::new));
     }
     tree.set_vectors(Some(std::sync::Arc::new(vectors.documents)));

@@ -38,50 +38,43 @@ fn label(tree: &Tree, p: NodeId) -> Result<String> {
     Ok(passage_label(title, &tree.passage_text(p)?))
 }
 
-/// The passage vectors of `tree` in the build's space (`embedding` names
-/// it; a TF-IDF build projects with its fitted model): embedded, or taken
-/// from precomputed passage rows (in corpus order: `in_corpus_order` is
-/// each passage node in that order); `None` for precomputed vectors
-/// without passage rows or a declared model. Rows are `dims` wide, as
-/// the document rows are. Passages are embedded
-/// [`PASSAGES_PER_CALL`] at a time and quantised as they come, so the
-/// full-precision rows of a large corpus are never held at once.
+/// The passage vectors of `tree` in the space of its `documents`' rows
+/// (their embedding names it; a TF-IDF build projects with its fitted
+/// model), as wide as those rows: embedded, or taken from precomputed
+/// passage rows (in corpus order: `in_corpus_order` is each passage node
+/// in that order); `None` for precomputed vectors without passage rows or
+/// a declared model. Passages are embedded [`PASSAGES_PER_CALL`] at a
+/// time and quantised as they come, so the full-precision rows of a large
+/// corpus are never held at once.
 pub(crate) async fn embed(
     tree: &Tree,
     in_corpus_order: &[NodeId],
-    embedding: &Embedding,
-    dims: usize,
+    documents: &UnitVectors,
     embedder: &Embedder,
     progress: &dyn Progress,
 ) -> Result<Option<UnitVectors>> {
-    let input = Input {
-        embedding,
-        dims,
+    let per_call = PASSAGES_PER_CALL;
+    embed_per_call(
+        tree,
+        in_corpus_order,
+        documents,
         embedder,
-    };
-    embed_per_call(tree, in_corpus_order, &input, PASSAGES_PER_CALL, progress).await
-}
-
-/// What [`embed`] embeds with.
-struct Input<'a> {
-    embedding: &'a Embedding,
-    dims: usize,
-    embedder: &'a Embedder,
+        per_call,
+        progress,
+    )
+    .await
 }
 
 /// [`embed`], `per_call` passages at a time.
 async fn embed_per_call(
     tree: &Tree,
     in_corpus_order: &[NodeId],
-    input: &Input<'_>,
+    documents: &UnitVectors,
+    embedder: &Embedder,
     per_call: usize,
     progress: &dyn Progress,
 ) -> Result<Option<UnitVectors>> {
-    let Input {
-        embedding,
-        dims,
-        embedder,
-    } = *input;
+    let embedding = &documents.embedding;
     if let Some(rows) = embedder.passage_vectors(in_corpus_order.len()) {
         let rows = rows?;
         return Ok(Some(super::blocking(|| {
@@ -93,7 +86,7 @@ async fn embed_per_call(
     }
     let ids: Vec<NodeId> = tree.passages().collect();
     progress.stage("embedding passages", ids.len() as u64);
-    let mut out = UnitVectors::new(embedding.clone(), dims);
+    let mut out = UnitVectors::new(embedding.clone(), documents.dims());
     for chunk in ids.chunks(per_call.max(1)) {
         let texts = chunk
             .iter()
@@ -101,10 +94,8 @@ async fn embed_per_call(
             .collect::<Result<Vec<_>>>()?;
         let rows = match &embedding.tfidf {
             Some(model) => {
-                let model = model.clone();
-                let n = texts.len() as u64;
-                let rows = super::blocking(move || model.transform(&texts));
-                progress.inc(n);
+                let rows = super::blocking(|| model.transform(&texts));
+                progress.inc(texts.len() as u64);
                 rows
             }
             None => embedder.embed(texts, progress).await?,
@@ -166,10 +157,10 @@ pub(crate) fn in_corpus_order(tree: &Tree, node_of_unit: &[NodeId]) -> Vec<NodeI
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TreeParams;
     use crate::{build_tree, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions};
-    use crate::{TreeParams, ValidTreeParams};
 
-    fn built() -> (Tree, ValidTreeParams, Embedder) {
+    fn built() -> (Tree, Embedder) {
         let jsonl = (0..40)
             .map(|i| {
                 format!(
@@ -199,37 +190,34 @@ mod tests {
                 &NoProgress,
             ))
             .expect("build");
-        (tree, params, embedder)
+        (tree, embedder)
     }
 
     #[test]
     fn passages_embedded_a_few_at_a_time_are_the_ones_embedded_at_once() {
-        let (tree, _, embedder) = built();
+        let (tree, embedder) = built();
         let kept = tree.passage_vectors().expect("passage vectors").clone();
         let documents = tree.document_vectors().expect("document vectors");
         assert!(tree.passages().count() > 7, "several calls of 7");
-        let input = Input {
-            embedding: &documents.embedding,
-            dims: documents.dims(),
-            embedder: &embedder,
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
+        let embed = |documents: &UnitVectors, per_call: usize| {
+            runtime.block_on(embed_per_call(
+                &tree,
+                &[],
+                documents,
+                &embedder,
+                per_call,
+                &NoProgress,
+            ))
+        };
         for per_call in [7, 1, usize::MAX] {
-            let rows = runtime
-                .block_on(embed_per_call(&tree, &[], &input, per_call, &NoProgress))
-                .expect("embed")
-                .expect("rows");
+            let rows = embed(documents, per_call).expect("embed").expect("rows");
             assert_eq!(rows, *kept, "{per_call} a call");
         }
-        let narrow = Input {
-            dims: documents.dims() + 1,
-            ..input
-        };
-        let err = runtime
-            .block_on(embed_per_call(&tree, &[], &narrow, 7, &NoProgress))
-            .expect_err("a width unlike the documents'");
+        let narrow = UnitVectors::new(documents.embedding.clone(), documents.dims() + 1);
+        let err = embed(&narrow, 7).expect_err("a width unlike the documents'");
         assert!(err.to_string().contains("dimensions"), "{err}");
     }
 }

@@ -252,9 +252,10 @@ impl Vectors {
     ) -> Result<crate::vectors::UnitVectors> {
         const ROWS_PER_READ: usize = 16 * 4096;
         let mut out = crate::vectors::UnitVectors::new(embedding, self.dims);
-        let all: Vec<usize> = (0..nodes.len()).collect();
-        for (rows, nodes) in all.chunks(ROWS_PER_READ).zip(nodes.chunks(ROWS_PER_READ)) {
-            let matrix = self.rows(rows)?;
+        for (i, nodes) in nodes.chunks(ROWS_PER_READ).enumerate() {
+            let first = i * ROWS_PER_READ;
+            let rows: Vec<usize> = (first..first + nodes.len()).collect();
+            let matrix = self.rows(&rows)?;
             for (node, row) in nodes.iter().zip(matrix.rows()) {
                 out.set(*node, row);
             }
