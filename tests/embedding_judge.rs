@@ -23,11 +23,8 @@ const NOTES: [(&str, &str); 6] = [
     ("standup", "The daily standup starts at ten; each person says what they did and what blocks them."),
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() {
-    if !support::bge_small_here() {
-        return;
-    }
+/// The notes built into a bge-small tree, saved and loaded again.
+async fn notes_tree(folder: &std::path::Path) -> treenav::tree::Tree {
     let jsonl: Vec<String> = NOTES
         .iter()
         .map(|(id, text)| format!(r#"{{"_id":"{id}","title":"","text":"{text}"}}"#))
@@ -47,15 +44,13 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
         threads: 2,
     };
     let built = support::tree_with(corpus, Some(3), &options).await;
-    let folder = tempfile::tempdir().expect("tempdir");
-    let path = folder.path().join("notes.tree");
+    let path = folder.join("notes.tree");
     treenav::tree::file::save(&built, &path).expect("save");
-    let tree = treenav::tree::file::load(&path).expect("load");
-    assert_eq!(
-        tree.passage_vectors().map(|v| v.len()),
-        Some(NOTES.len()),
-        "every passage's vector saved and read back"
-    );
+    treenav::tree::file::load(&path).expect("load")
+}
+
+/// The embedding judge over `tree`, best-first, returning `top`.
+fn navigator(tree: treenav::tree::Tree, top: usize, best_first: BestFirstConfig) -> Navigator {
     let judge = Judge::new(&JudgeOptions {
         backend: BackendOptions::Embedding(treenav::judge::EmbeddingOptions {}),
         ..JudgeOptions::default()
@@ -63,15 +58,31 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
     .expect("judge");
     let config = NavigatorConfig::default()
         .strategy(Strategy::BestFirst)
-        .returned_passages(3)
+        .returned_passages(top)
         .shortlist(0)
-        .best_first(BestFirstConfig {
-            explore_budget: 300,
-            ..BestFirstConfig::default()
-        })
+        .best_first(best_first)
         .check()
         .expect("config");
-    let nav = Navigator::new(Arc::new(tree), judge, config).expect("navigator");
+    Navigator::new(Arc::new(tree), judge, config).expect("navigator")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() {
+    if !support::bge_small_here() {
+        return;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let tree = notes_tree(folder.path()).await;
+    assert_eq!(
+        tree.passage_vectors().map(|v| v.len()),
+        Some(NOTES.len()),
+        "every passage's vector saved and read back"
+    );
+    let best_first = BestFirstConfig {
+        explore_budget: 300,
+        ..BestFirstConfig::default()
+    };
+    let nav = navigator(tree, 3, best_first);
     assert!(nav.embeds_queries());
     let found = nav.retrieve("holiday allowance").await.expect("retrieve");
     assert_eq!(found.passages.len(), 3, "k passages, not nothing");
@@ -81,4 +92,55 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
         found.passages
     );
     assert!(found.trace.usage.vectors_scored > 0);
+}
+
+/// On a bge-small tree the score is the fitted fusion's probability of
+/// the passage's evidence (docs/calibration.md), not the centred fusion's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bge_small_tree_scores_by_the_fitted_fusion() {
+    if !support::bge_small_here() {
+        return;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let tree = notes_tree(folder.path()).await;
+    let model = treenav::navigator::fusion::fitted_for(&tree.meta().embedder)
+        .expect("a fusion fitted for bge-small");
+    let query = "how many days of paid leave do employees get";
+    let keep = BestFirstConfig {
+        keep_evidence: true,
+        ..BestFirstConfig::default()
+    };
+    let found = navigator(tree.clone(), NOTES.len(), keep.clone())
+        .retrieve(query)
+        .await
+        .expect("retrieve");
+    assert_eq!(
+        found.evidence.len(),
+        NOTES.len(),
+        "every judged passage kept"
+    );
+    assert_eq!(found.passages[0].document_id, "vacation");
+    for p in &found.passages {
+        let (_, e) = found
+            .evidence
+            .iter()
+            .find(|(node, _)| *node == p.node)
+            .expect("its evidence");
+        assert!(
+            (p.score - model.probability(e)).abs() < 1e-12,
+            "{p:?} {e:?}"
+        );
+    }
+    let centred = navigator(
+        tree,
+        NOTES.len(),
+        BestFirstConfig {
+            fitted_fusion: false,
+            ..keep
+        },
+    )
+    .retrieve(query)
+    .await
+    .expect("retrieve");
+    assert_ne!(centred.passages[0].score, found.passages[0].score);
 }

@@ -74,6 +74,12 @@ pub struct BenchArgs {
     /// for trec_eval, ir_measures or ranx.
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
+    /// Write every passage the tree system's exploration judged, with its
+    /// evidence (the embedding judge's logit, BM25's ranks, the graph's
+    /// support) and whether it is gold, as JSON lines: the input of
+    /// `scripts/fit-fusion.py` (docs/calibration.md).
+    #[arg(long, value_name = "FILE")]
+    pub evidence: Option<PathBuf>,
     /// The sweep's `tree+fused` and `rerank+fused` rows at each of these
     /// fusion weights (default: --fusion, when above 0). They reorder the
     /// base rows' judgments, so a grid costs no judge call.
@@ -193,7 +199,7 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 pub async fn run(args: &BenchArgs) -> Result<()> {
     // Check every setting before any work.
     let systems = systems_of(args)?;
-    let navigator = args.nav.config()?.check()?;
+    let navigator = navigator_of(args)?;
     if args.prune && !(args.judge_budgets.is_empty() && args.explore_budgets.is_empty()) {
         bail!("--prune and --judge-budgets or --explore-budgets measure different things: run them separately");
     }
@@ -245,6 +251,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         explore_budgets: args.explore_budgets.clone(),
         concurrency,
         run_dir: args.run_dir.clone(),
+        evidence: args.evidence.clone(),
         fusion_weights: args.fusion_weights.clone(),
         share_scores: args.share_scores || args.score_file.is_some(),
         score_file: args.score_file.clone(),
@@ -263,6 +270,18 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
     }
     crate::emit(&report.markdown())
+}
+
+/// The navigator's settings; with `--evidence`, keeping each explored
+/// passage's evidence.
+fn navigator_of(args: &BenchArgs) -> Result<treenav::navigator::ValidConfig> {
+    let mut navigator = args.nav.config()?;
+    if args.evidence.is_some() {
+        let mut best_first = navigator.best_first_settings().clone();
+        best_first.keep_evidence = true;
+        navigator = navigator.best_first(best_first);
+    }
+    Ok(navigator.check()?)
 }
 
 /// The systems named by `--systems`, each once, in the order given.
@@ -300,7 +319,10 @@ fn check_outputs(args: &BenchArgs) -> Result<()> {
     if args.curve_png.is_some() && !args.prune && args.judge_budgets.is_empty() {
         bail!("--curve-png needs --prune or --judge-budgets");
     }
-    for path in [&args.curve_csv, &args.curve_png].into_iter().flatten() {
+    for path in [&args.curve_csv, &args.curve_png, &args.evidence]
+        .into_iter()
+        .flatten()
+    {
         if let Some(dir) = path.parent() {
             if !dir.as_os_str().is_empty() && !dir.is_dir() {
                 bail!("folder {} does not exist", dir.display());
@@ -318,6 +340,7 @@ fn check_outputs(args: &BenchArgs) -> Result<()> {
         ("--curve-png", &args.curve_png),
         ("--run-dir", &args.run_dir),
         ("--score-file", &args.score_file),
+        ("--evidence", &args.evidence),
     ];
     for (flag, output) in outputs {
         let Some(output) = output else { continue };

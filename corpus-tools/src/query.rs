@@ -171,6 +171,11 @@ pub struct NavArgs {
     /// passage's own BM25 rank among the judged (counted by default).
     #[arg(long)]
     pub no_passage_evidence: bool,
+    /// best-first: the exploration's final order by the centred fusion
+    /// (--explore-fusion) even where a fusion fitted for the tree's
+    /// embedder exists (docs/calibration.md).
+    #[arg(long)]
+    pub no_fitted_fusion: bool,
     /// best-first: never judge past --judge-budget, even when it leaves
     /// fewer than --top passages (by default the search widens until it has
     /// --top).
@@ -196,6 +201,8 @@ impl NavArgs {
             explore_fusion: self.explore_fusion,
             explore_weight: self.explore_weight,
             passage_evidence: !self.no_passage_evidence,
+            fitted_fusion: !self.no_fitted_fusion,
+            keep_evidence: false,
             tfidf_vectors: false,
             widen: !self.no_widen,
         };

@@ -150,6 +150,8 @@ fn outputs_pointed_at_inputs_are_refused_and_the_inputs_kept() {
         ("--json", tree.as_str()),
         ("--json", texts.as_str()),
         ("--curve-csv", corpus.to_str().expect("utf8")),
+        ("--evidence", corpus.to_str().expect("utf8")),
+        ("--evidence", tree.as_str()),
     ] {
         let o = treenav(&[
             "bench",

@@ -343,6 +343,7 @@ impl Context {
                     rounds: judged.rounds,
                     judged_documents: docs,
                     steps: Vec::new(),
+                    evidence: Vec::new(),
                 }
             }
             Runner::Tree(navigator) => self.navigate(navigator, tree_index, q, gold).await?,
@@ -391,6 +392,11 @@ impl Context {
             rounds: t.levels.len() + t.rounds.len() + usize::from(t.rerank.is_some()),
             judged_documents,
             steps: steps_of(t),
+            evidence: found
+                .evidence
+                .iter()
+                .filter_map(|(node, e)| Some((*c.index.get(navigator.passage_id(*node)?)?, *e)))
+                .collect(),
         })
     }
 }
@@ -549,6 +555,7 @@ pub(crate) fn plain(ranking: Vec<usize>) -> Outcome {
         rounds: 0,
         judged_documents: HashSet::new(),
         steps: Vec::new(),
+        evidence: Vec::new(),
     }
 }
 
@@ -575,6 +582,9 @@ impl Context {
             judged,
         );
         self.write_runs(name, &outcomes, &summary)?;
+        if let (Some(path), true) = (&self.setup.evidence, tree.is_some()) {
+            crate::evidence::write(path, &self.queries, &self.golds, &outcomes)?;
+        }
         summary.queries_per_second = outcomes.len() as f64 / seconds.max(1e-9);
         Ok(summary)
     }

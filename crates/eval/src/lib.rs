@@ -20,6 +20,7 @@ pub mod bench;
 pub mod calibration;
 mod context;
 pub mod dataset;
+mod evidence;
 pub mod explore;
 mod gold;
 pub mod metrics;

@@ -37,4 +37,7 @@ pub(crate) struct Outcome {
     pub(crate) judged_documents: HashSet<usize>,
     /// What each step of a navigated query cost.
     pub(crate) steps: Vec<StepCost>,
+    /// The passages (indices) the exploration judged, with their evidence,
+    /// when the navigator kept it.
+    pub(crate) evidence: Vec<(usize, treenav_navigator::fusion::Evidence)>,
 }

@@ -118,6 +118,10 @@ pub struct BenchSetup {
     /// Where to write TREC runs and per-query metrics ([`crate::runs`]);
     /// none: nothing written.
     pub run_dir: Option<std::path::PathBuf>,
+    /// Write the tree system's explored passages with their evidence and
+    /// gold labels here (JSONL, [`crate::evidence`]); the navigator must
+    /// keep them (`keep_evidence`).
+    pub evidence: Option<std::path::PathBuf>,
     /// Fusion weights the sweep's `+fused` rows are run at (empty: the
     /// navigator's `fusion`, when above 0); each reuses its base row's
     /// judgments, so a grid costs no judge call.
@@ -160,6 +164,7 @@ impl BenchSetup {
             explore_budgets: Vec::new(),
             concurrency: 1,
             run_dir: None,
+            evidence: None,
             fusion_weights: Vec::new(),
             share_scores: false,
             score_file: None,

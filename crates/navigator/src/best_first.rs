@@ -45,12 +45,13 @@
 //!   `levels`.
 
 use crate::config::BestFirstConfig;
+use crate::fusion::{fitted_for, Evidence, FittedFusion};
 use crate::navigate::{cut, Navigator, Scope};
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use treenav_judge::{Candidate, Scored, Session};
+use treenav_judge::{Candidate, Scored, Session, VectorSource};
 use treenav_tree::{NodeId, NodeKind};
 
 /// A candidate picked for a round: the node, why, and its priority.
@@ -74,6 +75,9 @@ struct Search<'a> {
     budget: usize,
     slate_size: usize,
     fusion: f64,
+    /// The exploration's fitted fusion for the tree's embedder, if any
+    /// (then it orders and scores the stage's passages instead of `fusion`).
+    fitted: Option<FittedFusion>,
     /// Vectors the descent by centroid read before the search.
     descent_reads: u64,
     /// What the query's filter lets through: nothing else is picked.
@@ -323,10 +327,15 @@ impl Navigator {
     ) -> Result<Retrieval> {
         let r = self.config.returned_passages();
         let mut passages = search.fused();
-        if let Some(first) = explored.as_mut() {
-            let prior = first.fused_map();
-            crate::fusion::add_prior(&mut passages, &prior, search.cfg.explore_weight);
-        }
+        let evidence = match explored.as_mut() {
+            Some(first) => {
+                let prior = first.fused_map();
+                crate::fusion::add_prior(&mut passages, &prior, search.cfg.explore_weight);
+                first.kept_evidence()
+            }
+            None if search.stage == STAGE_EXPLORE => search.kept_evidence(),
+            None => Vec::new(),
+        };
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.collapse(&mut passages);
         passages.truncate(r);
@@ -382,6 +391,7 @@ impl Navigator {
                 candidates_judged: judged,
                 latency_ms: 0.0,
             },
+            evidence,
         })
     }
 
@@ -420,6 +430,10 @@ impl<'a> Search<'a> {
             budget: spec.budget,
             slate_size: spec.slate_size,
             fusion: spec.fusion,
+            fitted: match spec.stage == STAGE_EXPLORE && cfg.fitted_fusion {
+                true => nav.vectors.as_ref().and_then(|v| fitted_for(&v.embedder())),
+                false => None,
+            },
             descent_reads: 0,
             scope,
             left: spec.budget.saturating_sub(session.shortlist_cost()),
@@ -483,29 +497,64 @@ impl<'a> Search<'a> {
     /// The judged passages in scope with their final scores (the stage's
     /// fusion of the judge's score with the search's evidence), unordered.
     fn fused(&mut self) -> Vec<(NodeId, f64)> {
-        let mut passages: Vec<(NodeId, f64)> = self
-            .judged
-            .iter()
-            .filter(|(id, _)| self.nav.is_passage(**id) && self.scope.allows(**id))
-            .map(|(id, p)| (*id, *p))
-            .collect();
-        let fused = if self.cfg.passage_evidence && self.stage == STAGE_EXPLORE {
-            let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
-            self.score_passages(&ids);
-            crate::fusion::fused_with_passages(
+        let mut passages = self.judged_passages();
+        let fused = match self.fitted {
+            Some(model) => self
+                .evidence_of(&passages)
+                .iter()
+                .map(|e| model.probability(e))
+                .collect(),
+            None if self.cfg.passage_evidence && self.stage == STAGE_EXPLORE => {
+                let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
+                self.score_passages(&ids);
+                crate::fusion::fused_with_passages(
+                    &self.nav.tree,
+                    self.lexical_rank,
+                    Some(&self.lex),
+                    &passages,
+                    self.fusion,
+                )
+            }
+            None => crate::fusion::fused_scores(
                 &self.nav.tree,
                 self.lexical_rank,
-                Some(&self.lex),
                 &passages,
                 self.fusion,
-            )
-        } else {
-            crate::fusion::fused_scores(&self.nav.tree, self.lexical_rank, &passages, self.fusion)
+            ),
         };
         for ((_, p), f) in passages.iter_mut().zip(fused) {
             *p = f;
         }
         passages
+    }
+
+    /// The judged passages in scope with the judge's scores, unordered.
+    fn judged_passages(&self) -> Vec<(NodeId, f64)> {
+        self.judged
+            .iter()
+            .filter(|(id, _)| self.nav.is_passage(**id) && self.scope.allows(**id))
+            .map(|(id, p)| (*id, *p))
+            .collect()
+    }
+
+    /// The evidence of `passages` (judged, with the judge's scores), their
+    /// own BM25 scores included.
+    fn evidence_of(&mut self, passages: &[(NodeId, f64)]) -> Vec<Evidence> {
+        let ids: Vec<NodeId> = passages.iter().map(|(p, _)| *p).collect();
+        self.score_passages(&ids);
+        crate::fusion::evidence(&self.nav.tree, self.lexical_rank, Some(&self.lex), passages)
+    }
+
+    /// Each judged passage with its evidence, when the configuration keeps
+    /// it (sorted by node, so runs compare).
+    fn kept_evidence(&mut self) -> Vec<(NodeId, Evidence)> {
+        if !self.cfg.keep_evidence {
+            return Vec::new();
+        }
+        let mut passages = self.judged_passages();
+        passages.sort_by_key(|(p, _)| *p);
+        let evidence = self.evidence_of(&passages);
+        passages.into_iter().map(|(p, _)| p).zip(evidence).collect()
     }
 
     /// [`Search::fused`] by node.

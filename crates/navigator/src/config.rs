@@ -146,6 +146,15 @@ pub struct BestFirstConfig {
     /// (500 queries) passage P@1 0.686 → 0.758, SciFact train document
     /// nDCG@10 0.769 → 0.766.
     pub passage_evidence: bool,
+    /// The exploration's final order and score from the logistic model
+    /// fitted for the tree's embedder ([`crate::fusion::FittedFusion`]),
+    /// where there is one; otherwise (and off) the centred fusion with
+    /// `explore_fusion`. By default, on.
+    pub fitted_fusion: bool,
+    /// Keep each explored passage's [`crate::fusion::Evidence`] in
+    /// [`crate::Retrieval::evidence`] (what `treenav bench --evidence`
+    /// writes to fit the fusion). Off by default.
+    pub keep_evidence: bool,
     /// Let the embedding judge use a TF-IDF tree's vectors. Off by
     /// default: their vocabulary is fitted on titles and leads, and on
     /// XQuAD (300 queries) the embedding judge over them reached passage
@@ -199,6 +208,8 @@ impl Default for BestFirstConfig {
             explore_fusion: 2.0,
             explore_weight: 1.0,
             passage_evidence: true,
+            fitted_fusion: true,
+            keep_evidence: false,
             tfidf_vectors: false,
             widen: true,
         }
@@ -361,6 +372,11 @@ impl NavigatorConfig {
     pub fn best_first(mut self, settings: BestFirstConfig) -> Self {
         self.best_first = settings;
         self
+    }
+
+    /// The best-first settings as set so far.
+    pub fn best_first_settings(&self) -> &BestFirstConfig {
+        &self.best_first
     }
 
     /// Checks every setting.

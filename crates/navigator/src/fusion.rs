@@ -24,6 +24,7 @@
 //! passages it judged, and the bench to `rerank`'s judged list, so a gain is
 //! attributed to navigation or to fusion honestly.
 
+use serde::Serialize;
 use std::collections::HashMap;
 use treenav_judge::session::{logit, sigmoid};
 use treenav_tree::lexical::DocumentIndex;
@@ -75,27 +76,9 @@ pub fn fused_with_passages(
     if weight == 0.0 || judged.is_empty() {
         return judged.iter().map(|(_, p)| *p).collect();
     }
-    let doc_of = |p: NodeId| tree.get(p).and_then(|n| n.parent).unwrap_or(p);
-    let mut best: HashMap<NodeId, f64> = HashMap::new();
-    for (p, score) in judged {
-        let slot = best.entry(doc_of(*p)).or_insert(0.0);
-        *slot = slot.max(*score);
-    }
-    let graph = graph_support(tree, &best);
-    let passage_part = passages.map(|scores| passage_ranks(scores, judged));
-    let evidence: Vec<f64> = judged
+    let evidence: Vec<f64> = evidence(tree, lexical, passages, judged)
         .iter()
-        .map(|(p, _)| {
-            let doc = doc_of(*p);
-            let lex = lexical
-                .get(&doc)
-                .map_or(0.0, |r| 1.0 / (1.0 + *r as f64 / RANK_SCALE));
-            let graph = graph.get(&doc).copied().unwrap_or(0.0);
-            match &passage_part {
-                Some(part) => (lex + graph + part.get(p).copied().unwrap_or(0.0)) / 3.0,
-                None => (lex + graph) / 2.0,
-            }
-        })
+        .map(|e| e.mean(passages.is_some()))
         .collect();
     // Centred on the list's mean: the evidence moves passages against one
     // another, never the whole list up (so `score` stays the judge's scale).
@@ -108,6 +91,136 @@ pub fn fused_with_passages(
         .zip(evidence)
         .map(|((_, score), e)| sigmoid(logit(*score) + weight * (e - mean)))
         .collect()
+}
+
+/// What the search knows of one judged passage: the judge's logit and the
+/// parts of the evidence (see the module docs), each in [0, 1].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Evidence {
+    /// `logit(P)` of the judge's P(yes).
+    pub judge: f64,
+    /// `1 / (1 + rank / 5)` for its document's BM25 rank, 0 unmatched.
+    pub lexical_document: f64,
+    /// Its document's support by judged neighbours.
+    pub graph: f64,
+    /// `1 / (1 + rank / 5)` for its own BM25 rank among the judged, 0
+    /// unmatched or when the passages' scores are not known.
+    pub lexical_passage: f64,
+    /// Its own BM25 score over the best among the judged (0 as above).
+    pub bm25_share: f64,
+}
+
+impl Evidence {
+    /// The mean of the parts the centred fusion weighs.
+    fn mean(&self, with_passages: bool) -> f64 {
+        match with_passages {
+            true => (self.lexical_document + self.graph + self.lexical_passage) / 3.0,
+            false => (self.lexical_document + self.graph) / 2.0,
+        }
+    }
+}
+
+/// The evidence of each judged passage, in their order (`passages`: the
+/// judged passages' own BM25 scores, when known).
+pub fn evidence(
+    tree: &Tree,
+    lexical: &HashMap<NodeId, usize>,
+    passages: Option<&HashMap<NodeId, f64>>,
+    judged: &[(NodeId, f64)],
+) -> Vec<Evidence> {
+    let doc_of = |p: NodeId| tree.get(p).and_then(|n| n.parent).unwrap_or(p);
+    let mut best: HashMap<NodeId, f64> = HashMap::new();
+    for (p, score) in judged {
+        let slot = best.entry(doc_of(*p)).or_insert(0.0);
+        *slot = slot.max(*score);
+    }
+    let graph = graph_support(tree, &best);
+    let passage_part = passages.map(|scores| passage_ranks(scores, judged));
+    let top = passages.map_or(0.0, |scores| {
+        judged
+            .iter()
+            .filter_map(|(p, _)| scores.get(p).copied())
+            .fold(0.0, f64::max)
+    });
+    judged
+        .iter()
+        .map(|(p, score)| {
+            let doc = doc_of(*p);
+            let own = passages.and_then(|s| s.get(p).copied()).unwrap_or(0.0);
+            Evidence {
+                judge: logit(*score),
+                lexical_document: lexical
+                    .get(&doc)
+                    .map_or(0.0, |r| 1.0 / (1.0 + *r as f64 / RANK_SCALE)),
+                graph: graph.get(&doc).copied().unwrap_or(0.0),
+                lexical_passage: passage_part
+                    .as_ref()
+                    .and_then(|part| part.get(p).copied())
+                    .unwrap_or(0.0),
+                bm25_share: if top > 0.0 { own / top } else { 0.0 },
+            }
+        })
+        .collect()
+}
+
+/// A logistic model over a passage's [`Evidence`], fitted on labelled
+/// training queries (`scripts/fit-fusion.py`, docs/calibration.md): the
+/// final order and P(relevant) in one, `σ(bias + Σ weight · part)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FittedFusion {
+    /// The intercept.
+    pub bias: f64,
+    /// The weight of [`Evidence::judge`].
+    pub judge: f64,
+    /// The weight of [`Evidence::lexical_document`].
+    pub lexical_document: f64,
+    /// The weight of [`Evidence::graph`].
+    pub graph: f64,
+    /// The weight of [`Evidence::lexical_passage`].
+    pub lexical_passage: f64,
+    /// The weight of [`Evidence::bm25_share`].
+    pub bm25_share: f64,
+}
+
+impl FittedFusion {
+    /// P(relevant) of a passage with this evidence.
+    pub fn probability(&self, e: &Evidence) -> f64 {
+        sigmoid(
+            self.bias
+                + self.judge * e.judge
+                + self.lexical_document * e.lexical_document
+                + self.graph * e.graph
+                + self.lexical_passage * e.lexical_passage
+                + self.bm25_share * e.bm25_share,
+        )
+    }
+}
+
+/// The fitted fusions, by the start of the embedder's description. Fitted
+/// over the evidence of the embedding judge's calibrated P (so a refit of
+/// its calibration needs a refit here), by `scripts/fit-fusion.py` on
+/// SciFact's 809 train queries and 1,284 SQuAD dev questions (`--limit
+/// 1500 --seed 7`, less the 500 of the bench's `--limit 500 --seed 42` and
+/// XQuAD's), each set weighing the same (docs/calibration.md).
+const FITTED: &[(&str, FittedFusion)] = &[(
+    "onnx(bge-small-en",
+    FittedFusion {
+        bias: -0.7896,
+        judge: 1.0420,
+        lexical_document: 1.0405,
+        graph: -0.4229,
+        lexical_passage: 1.0781,
+        bm25_share: 0.6881,
+    },
+)];
+
+/// The exploration's fitted fusion for a tree's embedder, if one was
+/// fitted (others keep the centred fusion).
+pub fn fitted_for(embedder: &str) -> Option<FittedFusion> {
+    FITTED
+        .iter()
+        .find(|(prefix, _)| embedder.starts_with(prefix))
+        .map(|(_, f)| *f)
 }
 
 /// Each judged passage's lexical part: `1 / (1 + rank / 5)` by its BM25
@@ -208,6 +321,76 @@ mod tests {
         let out = fused_with_passages(&tree, &ranks, Some(&lex), &judged, 2.0);
         assert!(out[1] > out[0], "{out:?}");
         assert!(out.iter().all(|p| (0.0..=1.0).contains(p)));
+    }
+
+    /// Every part of the evidence is in [0, 1] (the judge part is a
+    /// logit); the passage parts are 0 unless the passages' own scores are
+    /// given; the best-matching passage gets a share of 1.
+    #[tokio::test]
+    async fn the_evidence_parts_stay_in_range() {
+        let tree = crate::tests::tree().await;
+        let index = tree.document_index().expect("index");
+        let ranks = lexical_ranks(&index, "insulin glucose").expect("ranks");
+        let judged: Vec<(NodeId, f64)> = tree
+            .passages()
+            .take(8)
+            .enumerate()
+            .map(|(i, p)| (p, 0.1 + 0.1 * i as f64))
+            .collect();
+        let lex: HashMap<NodeId, f64> = judged
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _))| (*p, i as f64 % 3.0))
+            .collect();
+        let without = evidence(&tree, &ranks, None, &judged);
+        assert!(without
+            .iter()
+            .all(|e| e.lexical_passage == 0.0 && e.bm25_share == 0.0));
+        let with = evidence(&tree, &ranks, Some(&lex), &judged);
+        for (e, (_, p)) in with.iter().zip(&judged) {
+            assert!((e.judge - logit(*p)).abs() < 1e-12);
+            for part in [e.lexical_document, e.graph, e.lexical_passage, e.bm25_share] {
+                assert!((0.0..=1.0).contains(&part), "{e:?}");
+            }
+        }
+        assert!(with
+            .iter()
+            .any(|e| e.bm25_share == 1.0 && e.lexical_passage == 1.0));
+    }
+
+    /// The fitted fusion is picked by the embedder's description, and a
+    /// higher judge score or a better BM25 rank never lowers P.
+    #[test]
+    fn the_fitted_fusion_is_picked_by_embedder_and_rises_with_its_evidence() {
+        assert!(fitted_for("tfidf(v1)").is_none());
+        assert!(fitted_for("minilm(all-MiniLM-L6-v2)").is_none());
+        let model = fitted_for("onnx(bge-small-en, cls)").expect("bge-small is fitted");
+        let base = Evidence {
+            judge: -1.0,
+            lexical_document: 0.5,
+            graph: 0.2,
+            lexical_passage: 0.5,
+            bm25_share: 0.5,
+        };
+        let p = model.probability(&base);
+        assert!(p > 0.0 && p < 1.0);
+        for better in [
+            Evidence { judge: 0.0, ..base },
+            Evidence {
+                lexical_document: 1.0,
+                ..base
+            },
+            Evidence {
+                lexical_passage: 1.0,
+                ..base
+            },
+            Evidence {
+                bm25_share: 1.0,
+                ..base
+            },
+        ] {
+            assert!(model.probability(&better) > p, "{better:?}");
+        }
     }
 
     #[tokio::test]

@@ -290,6 +290,7 @@ impl Navigator {
                 candidates_judged: session.shown(),
                 latency_ms: 0.0,
             },
+            evidence: Vec::new(),
         })
     }
 

@@ -352,4 +352,8 @@ pub struct Retrieval {
     pub exhausted: bool,
     /// How they were found.
     pub trace: Trace,
+    /// Each passage the exploration judged, with its evidence, when the
+    /// configuration keeps it (`keep_evidence`); empty otherwise.
+    #[serde(skip)]
+    pub evidence: Vec<(NodeId, fusion::Evidence)>,
 }

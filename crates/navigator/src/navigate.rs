@@ -240,6 +240,14 @@ impl Navigator {
         Arc::new((0..self.tree.len()).map(|_| OnceLock::new()).collect())
     }
 
+    /// A passage node's id (`None` for another kind of node).
+    pub fn passage_id(&self, node: NodeId) -> Option<&str> {
+        match self.tree.get(node).map(|n| &n.kind) {
+            Some(NodeKind::Passage { id, .. }) => Some(id),
+            _ => None,
+        }
+    }
+
     /// The tree navigated.
     pub fn tree(&self) -> &Tree {
         &self.tree
@@ -336,6 +344,7 @@ impl Navigator {
                 candidates_judged: 0,
                 latency_ms: 0.0,
             },
+            evidence: Vec::new(),
         }
     }
 

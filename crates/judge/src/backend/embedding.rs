@@ -7,8 +7,10 @@
 //!
 //! P(relevant) is a Platt calibration of the cosine, `σ(a · cos + b)`,
 //! fitted per embedder on labelled data that is no test split (SciFact's
-//! train queries; `treenav bench --fit-calibration` refits it), so a score
-//! means the same in every query and context.
+//! train queries; `scripts/fit-calibration.py` refits it, docs/calibration.md;
+//! on a bge-small tree the navigator then fuses it with the search's
+//! evidence by a fitted model), so a score means the same in every query
+//! and context.
 
 use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::{Candidate, Error, ErrorKind, Result};

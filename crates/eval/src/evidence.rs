@@ -1,0 +1,51 @@
+//! The tree system's explored passages with their evidence and gold
+//! labels, as JSON lines: what `scripts/fit-fusion.py` fits the
+//! exploration's fusion on (`treenav bench --evidence FILE`).
+//!
+//! One line per (query, judged passage):
+//! `{"query": id, "passage": index, "relevant": bool, "judge", "lexical_document",
+//! "graph", "lexical_passage", "bm25_share"}`, relevance as the bench counts it
+//! (for document-level gold, any passage of a gold document).
+
+use crate::dataset::Query;
+use crate::gold::Gold;
+use crate::outcome::Outcome;
+use crate::runs::write_atomically;
+use crate::Result;
+use serde::Serialize;
+use std::path::Path;
+use treenav_navigator::fusion::Evidence;
+
+#[derive(Serialize)]
+struct Line<'a> {
+    query: &'a str,
+    passage: usize,
+    relevant: bool,
+    #[serde(flatten)]
+    evidence: &'a Evidence,
+}
+
+/// Writes every outcome's evidence with its labels to `path` (atomically).
+pub(crate) fn write(
+    path: &Path,
+    queries: &[Query],
+    golds: &[Gold],
+    outcomes: &[Outcome],
+) -> Result<()> {
+    let mut text = String::new();
+    for ((q, gold), outcome) in queries.iter().zip(golds).zip(outcomes) {
+        let relevant = gold.passages();
+        for (passage, evidence) in &outcome.evidence {
+            let line = Line {
+                query: &q.id,
+                passage: *passage,
+                relevant: relevant.contains(passage),
+                evidence,
+            };
+            // Plain numbers and strings: serialising cannot fail.
+            text.push_str(&serde_json::to_string(&line).unwrap_or_default());
+            text.push('\n');
+        }
+    }
+    write_atomically(path, text)
+}

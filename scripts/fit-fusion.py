@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Fits the exploration's fusion: a logistic model of P(relevant) over a passage's evidence.
+
+    python3 scripts/fit-fusion.py TRAIN.jsonl [TRAIN.jsonl ...] [--test TEST.jsonl ...]
+
+Each file comes from `treenav bench --dataset D --tree T --systems tree --evidence FILE` on a
+split that is no test split (docs/calibration.md). Every file weighs the same in the fit
+(each of its queries alike), so one large set does not decide the weights alone. Prints the
+fitted weights (for `FITTED` in crates/navigator/src/fusion.rs) and, per file, the top-10
+expected calibration error, passage P@1 and passage nDCG@10 of the judged passages in the
+order of the centred fusion (the shipped default before the fit) and of the fitted model.
+Pure Python: Newton's method with a small L2 penalty.
+"""
+import collections
+import json
+import math
+import sys
+
+PARTS = ["judge", "lexical_document", "graph", "lexical_passage", "bm25_share"]
+L2 = 1e-3
+CENTRED_WEIGHT = 2.0  # --explore-fusion's default: the centred fusion this fit replaces
+
+
+def sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def load(path):
+    queries = collections.OrderedDict()
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                row = json.loads(line)
+                x = [1.0] + [float(row[p]) for p in PARTS]
+                queries.setdefault(row["query"], []).append((x, 1.0 if row["relevant"] else 0.0))
+            except (KeyError, TypeError, ValueError) as e:
+                sys.exit(f"{path}:{n}: {e}")
+    return queries
+
+
+def solve(a, b):
+    """Solves a x = b (Gaussian elimination with partial pivoting)."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c and m[c][c] != 0:
+                f = m[r][c] / m[c][c]
+                for k in range(c, n + 1):
+                    m[r][k] -= f * m[c][k]
+    return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
+
+
+def fit(sets, top=None):
+    """Logistic regression over every judged passage (each set weighing the same), then the
+    same weights scaled and shifted (Platt) on each query's top `top` by the fitted score:
+    the order is the first fit's, the probability is calibrated where users read it."""
+    w = newton([[(x, y) for v in q.values() for x, y in v] for q in sets])
+    if top is None:
+        return w
+    heads = []
+    for queries in sets:
+        head = []
+        for v in queries.values():
+            z = sorted(((sum(a * b for a, b in zip(w, x)), y) for x, y in v), key=lambda t: -t[0])
+            head.extend(([1.0, s], y) for s, y in z[:top])
+        heads.append(head)
+    b, a = newton(heads)
+    return [a * wi + (b if i == 0 else 0.0) for i, wi in enumerate(w)]
+
+
+def newton(sets):
+    """Weighted logistic regression by Newton's method: every set weighs the same."""
+    rows = []
+    for examples in sets:
+        weight = 1.0 / max(1, len(examples))
+        rows.extend((x, y, weight) for x, y in examples)
+    w = [0.0] * len(rows[0][0])
+    for _ in range(50):
+        grad = [L2 * wi for wi in w]
+        hess = [[L2 if i == j else 0.0 for j in range(len(w))] for i in range(len(w))]
+        for x, y, s in rows:
+            p = sigmoid(sum(a * b for a, b in zip(w, x)))
+            g, h = s * (p - y), s * p * (1 - p)
+            for i, xi in enumerate(x):
+                grad[i] += g * xi
+                hi = hess[i]
+                for j in range(i + 1):
+                    hi[j] += h * xi * x[j]
+        for i in range(len(w)):
+            for j in range(i):
+                hess[j][i] = hess[i][j]
+        step = solve(hess, grad)
+        w = [a - b for a, b in zip(w, step)]
+        if max(abs(s) for s in step) < 1e-7:
+            break
+    return w
+
+
+def centred(v):
+    """The centred fusion's scores of one query's passages (the default before a fit)."""
+    parts = [(x[2] + x[3] + x[4]) / 3.0 for x, _ in v]
+    mean = sum(sorted(parts)) / len(parts)
+    return [sigmoid(x[1] + CENTRED_WEIGHT * (e - mean)) for (x, _), e in zip(v, parts)]
+
+
+def fitted(w):
+    return lambda v: [sigmoid(sum(a * b for a, b in zip(w, x))) for x, _ in v]
+
+
+def measure(queries, score):
+    pairs, p1, ndcg = [], 0.0, 0.0
+    for v in queries.values():
+        order = sorted(zip(score(v), (y for _, y in v)), key=lambda t: -t[0])
+        pairs.extend(order[:10])
+        p1 += order[0][1] if order else 0.0
+        dcg = sum(y / math.log2(i + 2) for i, (_, y) in enumerate(order[:10]))
+        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, int(sum(y for _, y in v)))))
+        ndcg += dcg / ideal if ideal else 0.0
+    bins = collections.defaultdict(list)
+    for s, y in pairs:
+        bins[min(9, int(s * 10))].append((s, y))
+    ece = sum(abs(sum(s for s, _ in b) - sum(y for _, y in b)) for b in bins.values()) / len(pairs)
+    n = len(queries)
+    return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    args = sys.argv[1:]
+    cut = args.index("--test") if "--test" in args else len(args)
+    train, test = args[:cut], args[cut + 1 :]
+    sets = [load(p) for p in train]
+    w = fit(sets, top=10)
+    print("fitted: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(["bias"] + PARTS, w)))
+    for path, queries in list(zip(train, sets)) + [(p, load(p)) for p in test]:
+        print(f"{path} ({len(queries)} queries{', not in the fit' if path in test else ''})")
+        print(f"  centred (weight {CENTRED_WEIGHT}): {measure(queries, centred)}")
+        print(f"  fitted:               {measure(queries, fitted(w))}")
+
+
+if __name__ == "__main__":
+    main()
