@@ -167,8 +167,9 @@ pub struct NavArgs {
     /// the judge's in the final order (weight on the logit scale).
     #[arg(long, default_value_t = BestFirstConfig::default().explore_weight)]
     pub explore_weight: f64,
-    /// best-first: the exploration's final order leaves out each judged
-    /// passage's own BM25 rank among the judged (counted by default).
+    /// best-first: the exploration's centred fusion leaves out each judged
+    /// passage's own BM25 rank among the judged (counted by default; a
+    /// fitted fusion always counts it).
     #[arg(long)]
     pub no_passage_evidence: bool,
     /// best-first: the exploration's final order by the centred fusion

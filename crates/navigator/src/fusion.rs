@@ -20,6 +20,12 @@
 //! mostly breaks near-ties among passages the judge scored alike; a judge's
 //! confident answer outweighs any evidence for `w` below its logit gap.
 //!
+//! On a tree whose embedder has a fitted model ([`fitted_for`]), the
+//! exploration's final order and score are instead that model's
+//! P(relevant) over the same parts and the passage's BM25 share
+//! ([`Evidence`], [`FittedFusion`]): weights fitted on labelled training
+//! queries, not chosen by hand, and not centred (the fit calibrates it).
+//!
 //! [`fused_scores`] is the one implementation: best-first applies it to the
 //! passages it judged, and the bench to `rerank`'s judged list, so a gain is
 //! attributed to navigation or to fusion honestly.
