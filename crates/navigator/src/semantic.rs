@@ -177,11 +177,13 @@ impl TreeVectors {
 
     /// The documents of the `beam` leaf clusters nearest `q` by a descent
     /// of the cluster levels (the best `beam` clusters kept at each level),
-    /// in scope, nearest first by their own vectors; and the vectors read.
+    /// in scope, the nearest leaf's first (each leaf's in tree order: their
+    /// own vectors are read only when the search scores their passages);
+    /// and the centroids read.
     pub(crate) fn descend(&self, q: &[f32], scope: &Scope, beam: usize) -> (Vec<NodeId>, u64) {
         let tree = &self.tree;
         let mut frontier = vec![tree.root()];
-        let mut documents: Vec<(NodeId, f32)> = Vec::new();
+        let mut documents: Vec<NodeId> = Vec::new();
         let mut read = 0u64;
         while !frontier.is_empty() {
             let mut clusters: Vec<(NodeId, f32)> = Vec::new();
@@ -190,13 +192,15 @@ impl TreeVectors {
                     if !scope.allows(*c) {
                         continue;
                     }
-                    let Some(cos) = self.cosine(*c, q) else {
-                        continue;
-                    };
-                    read += 1;
                     match tree.get(*c).map(|n| &n.kind) {
-                        Some(NodeKind::Cluster { .. }) => clusters.push((*c, cos)),
-                        Some(NodeKind::Document { .. }) => documents.push((*c, cos)),
+                        Some(NodeKind::Cluster { .. }) => {
+                            let Some(cos) = self.cosine(*c, q) else {
+                                continue;
+                            };
+                            read += 1;
+                            clusters.push((*c, cos));
+                        }
+                        Some(NodeKind::Document { .. }) => documents.push(*c),
                         _ => {}
                     }
                 }
@@ -205,8 +209,7 @@ impl TreeVectors {
             clusters.truncate(beam);
             frontier = clusters.into_iter().map(|(c, _)| c).collect();
         }
-        documents.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        (documents.into_iter().map(|(d, _)| d).collect(), read)
+        (documents, read)
     }
 
     /// The cosines of candidates with the query: stored vectors by node,
