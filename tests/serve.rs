@@ -721,24 +721,32 @@ async fn shutdown_finishes_requests_in_flight() {
     let s = start(slow_judge(&judge), |_| {}).await;
     let client = reqwest::Client::new();
     let url = format!("{}/v1/retrieve", s.base);
-    let in_flight: Vec<_> = (0..6)
-        .map(|_| {
-            let request = client.post(&url).json(&question()).send();
-            tokio::spawn(async move {
-                let r = request.await.map_err(|e| e.to_string())?;
-                Ok::<_, String>((r.status(), r.text().await.map_err(|e| e.to_string())?))
-            })
-        })
-        .collect();
-    // Wait until the judge has the requests in hand, then shut down.
-    let waiting = std::time::Instant::now();
-    while load.in_flight.load(Ordering::SeqCst) < 6 {
-        assert!(
-            waiting.elapsed() < Duration::from_secs(20),
-            "the requests never reached the judge"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    // One request at a time until the judge has a call of it in hand (each
+    // asks its own question, so the judge tells them apart; a count of calls
+    // in flight could be reached before the last request was even read, and
+    // a connection not yet read is an idle one that shutdown closes).
+    let mut in_flight = Vec::new();
+    for i in 0..6 {
+        let marker = format!("request number {i}");
+        let body = json!({"tree": "sample", "query": format!("Where did Tesla work after Edison, {marker}?")});
+        let request = client.post(&url).json(&body).send();
+        in_flight.push(tokio::spawn(async move {
+            let r = request.await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((r.status(), r.text().await.map_err(|e| e.to_string())?))
+        }));
+        let waiting = std::time::Instant::now();
+        while !load.seen(&marker) {
+            assert!(
+                waiting.elapsed() < Duration::from_secs(20),
+                "{marker} never reached the judge"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
+    assert!(
+        load.in_flight.load(Ordering::SeqCst) > 0,
+        "calls in flight at shutdown"
+    );
     let base = s.base.clone();
     s.shutdown().await;
     // `run` returned only once the judge had answered every call.

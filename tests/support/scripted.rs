@@ -32,6 +32,18 @@ pub struct Load {
     pub requests: std::sync::atomic::AtomicUsize,
     pub in_flight: std::sync::atomic::AtomicUsize,
     pub peak: std::sync::atomic::AtomicUsize,
+    /// Every request body, as JSON text, in arrival order.
+    pub bodies: std::sync::Mutex<Vec<String>>,
+}
+
+impl Load {
+    /// Whether a request body containing `text` has arrived.
+    pub fn seen(&self, text: &str) -> bool {
+        self.bodies
+            .lock()
+            .map(|b| b.iter().any(|body| body.contains(text)))
+            .unwrap_or(false)
+    }
 }
 
 /// A running scripted server.
@@ -57,6 +69,9 @@ pub async fn start(delay: Duration) -> Scripted {
                 let load = counted.clone();
                 async move {
                     load.requests.fetch_add(1, Ordering::SeqCst);
+                    if let Ok(mut bodies) = load.bodies.lock() {
+                        bodies.push(b.to_string());
+                    }
                     let now = load.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                     load.peak.fetch_max(now, Ordering::SeqCst);
                     tokio::time::sleep(delay).await;
