@@ -265,6 +265,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
             eprintln!("wrote {}", path.display());
         }
     }
+    say_if_no_evidence(args);
     if let Some(path) = &args.curve_png {
         let title = format!("{} ({} judge)", data.name, setup.judge.backend.kind());
         crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
@@ -293,7 +294,23 @@ fn systems_of(args: &BenchArgs) -> Result<Vec<SystemKind>> {
             systems.push(kind);
         }
     }
+    if args.evidence.is_some() && !systems.contains(&SystemKind::Tree) {
+        bail!("--evidence writes what the tree system explored: add tree to --systems");
+    }
     Ok(systems)
+}
+
+/// Says so when `--evidence` wrote no line (the tree system did not
+/// explore with the embedding judge).
+fn say_if_no_evidence(args: &BenchArgs) {
+    let Some(path) = &args.evidence else { return };
+    let empty = std::fs::metadata(path).map_or(true, |m| m.len() == 0);
+    if empty && !args.quiet {
+        eprintln!(
+            "--evidence: {} has no line: the tree system did not explore with the embedding judge (a TF-IDF tree, or its model files are missing)",
+            path.display()
+        );
+    }
 }
 
 /// The judge's options. Judged lists (rerank, flat, the budget sweep, the

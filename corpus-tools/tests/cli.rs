@@ -738,6 +738,22 @@ fn bench_checks_its_options_first() {
         "{}",
         text(&o.stderr)
     );
+
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        fixture("beir").to_str().expect("utf8 path"),
+        "--systems",
+        "bm25",
+        "--evidence",
+        "e.jsonl",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("add tree to --systems"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 fn treenav_stdin(args: &[&str], stdin: &str) -> Output {

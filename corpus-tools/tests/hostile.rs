@@ -153,12 +153,18 @@ fn outputs_pointed_at_inputs_are_refused_and_the_inputs_kept() {
         ("--evidence", corpus.to_str().expect("utf8")),
         ("--evidence", tree.as_str()),
     ] {
+        // --evidence needs the tree system (a bm25-only run is refused).
+        let systems = if flag == "--evidence" {
+            "bm25,tree"
+        } else {
+            "bm25"
+        };
         let o = treenav(&[
             "bench",
             "--dataset",
             d,
             "--systems",
-            "bm25",
+            systems,
             "--tree",
             &tree,
             flag,
