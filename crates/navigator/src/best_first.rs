@@ -45,13 +45,13 @@
 //!   `levels`.
 
 use crate::config::BestFirstConfig;
-use crate::fusion::{fitted_for, Evidence, FittedFusion};
+use crate::fusion::{Evidence, FittedFusion};
 use crate::navigate::{cut, Navigator, Scope};
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use treenav_judge::{Candidate, Scored, Session, VectorSource};
+use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{NodeId, NodeKind};
 
 /// A candidate picked for a round: the node, why, and its priority.
@@ -431,7 +431,7 @@ impl<'a> Search<'a> {
             slate_size: spec.slate_size,
             fusion: spec.fusion,
             fitted: match spec.stage == STAGE_EXPLORE && cfg.fitted_fusion {
-                true => nav.vectors.as_ref().and_then(|v| fitted_for(&v.embedder())),
+                true => nav.vectors.as_ref().and_then(|v| v.fitted_fusion()),
                 false => None,
             },
             descent_reads: 0,

@@ -7,6 +7,7 @@
 //! vector, else its document's), plus, for the descent, the centroids of
 //! the clusters it passes and the documents of the leaves it reaches.
 
+use crate::fusion::FittedFusion;
 use crate::scope::Scope;
 use futures::future::BoxFuture;
 use std::sync::{Arc, OnceLock};
@@ -27,6 +28,8 @@ pub(crate) struct TreeVectors {
     /// vectors), by node index (built at the first descent).
     centroids: OnceLock<Vec<Option<Box<[f32]>>>>,
     queries: quick_cache::sync::Cache<String, Arc<Vec<f32>>>,
+    /// The fusion fitted for this embedder, if any (looked up once).
+    fitted: Option<FittedFusion>,
 }
 
 impl std::fmt::Debug for TreeVectors {
@@ -58,12 +61,18 @@ impl TreeVectors {
     /// The vectors of `tree` read through `embedder` (its own).
     pub(crate) fn new(tree: Arc<Tree>, embedder: QueryEmbedder) -> TreeVectors {
         TreeVectors {
+            fitted: crate::fusion::fitted_for(embedder.describe()),
             tree,
             embedder,
             ids: OnceLock::new(),
             centroids: OnceLock::new(),
             queries: quick_cache::sync::Cache::new(QUERIES_KEPT),
         }
+    }
+
+    /// The exploration's fusion fitted for this tree's embedder, if any.
+    pub(crate) fn fitted_fusion(&self) -> Option<FittedFusion> {
+        self.fitted
     }
 
     /// The query's unit vector (embedded once per query text).
