@@ -10,6 +10,16 @@ fitted weights (for `FITTED` in crates/navigator/src/fusion.rs) and, per file, t
 expected calibration error, passage P@1 and passage nDCG@10 of the judged passages in the
 order of the centred fusion (the shipped default before the fit) and of the fitted model.
 Pure Python: Newton's method with a small L2 penalty.
+
+    python3 scripts/fit-fusion.py --cascade TRAIN.jsonl [...] [--test TEST.jsonl ...]
+
+fits the cascade's model instead (`FITTED_CASCADES`): files from the same bench with a judge
+after the exploration (`--judge cross-encoder --judge-budgets N`), whose lines also carry what
+both stages said (`explored`, `reached`, `judged`). A logistic regression over the passages the
+judge judged, P = σ(bias + explored · zₑ + judged · zⱼ); the others keep the exploration's P.
+Prints per file the same measures for the exploration alone, the judge's order (the judge's
+logit with the exploration's centred as a prior, what runs without a fitted model) and the
+fitted cascade.
 """
 import collections
 import json
@@ -28,17 +38,30 @@ def sigmoid(x):
     return z / (1.0 + z)
 
 
-def load(path):
+def by_query(path, item, hint=""):
+    """A file's lines as item(row) lists by query; item returns None to skip a line.
+    A line that does not parse stops the script naming file, line and field."""
     queries = collections.OrderedDict()
     with open(path) as f:
         for n, line in enumerate(f, 1):
             try:
                 row = json.loads(line)
-                x = [1.0] + [float(row[p]) for p in PARTS]
-                queries.setdefault(row["query"], []).append((x, 1.0 if row["relevant"] else 0.0))
+                x = item(row)
             except (KeyError, TypeError, ValueError) as e:
-                sys.exit(f"{path}:{n}: {e}")
+                sys.exit(f"{path}:{n}: {e}{hint}")
+            if x is not None:
+                queries.setdefault(row["query"], []).append(x)
     return queries
+
+
+def load(path):
+    def item(row):
+        if row.get("reached") is False:
+            return None  # a cascade's judge reached it, the exploration did not
+        x = [1.0] + [float(row[p]) for p in PARTS]
+        return (x, 1.0 if row["relevant"] else 0.0)
+
+    return by_query(path, item)
 
 
 def solve(a, b):
@@ -130,10 +153,89 @@ def measure(queries, score):
     return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
 
 
+def load_stages(path):
+    """One file's passages as (zₑ, reached, zⱼ or None, relevant), by query."""
+
+    def item(row):
+        judged = row["judged"]
+        return (
+            float(row["explored"]),
+            bool(row["reached"]),
+            None if judged is None else float(judged),
+            1.0 if row["relevant"] else 0.0,
+        )
+
+    return by_query(path, item, " (a file from a bench with a judge after the exploration?)")
+
+
+def exploration(v):
+    return [sigmoid(ze) if reached else None for ze, reached, _, _ in v]
+
+
+def judge_first(v):
+    """The judge's passages alone, by the judge's logit plus the exploration's, centred."""
+    known = sorted(ze for ze, _, zj, _ in v if zj is not None)
+    mean = sum(known) / len(known) if known else 0.0
+    return [None if zj is None else sigmoid(zj + (ze - mean)) for ze, _, zj, _ in v]
+
+
+def cascade(w):
+    bias, we, wj = w
+    return lambda v: [
+        sigmoid(ze) if zj is None else sigmoid(bias + we * ze + wj * zj) for ze, _, zj, _ in v
+    ]
+
+
+def measure_stages(queries, score):
+    """`measure` where a passage scored None is not in the list (its gold still counts)."""
+    listed = collections.OrderedDict()
+    for q, v in queries.items():
+        listed[q] = [(s, item[3]) for s, item in zip(score(v), v) if s is not None]
+    ideal = {q: sum(item[3] for item in v) for q, v in queries.items()}
+    return measure_with_ideal(listed, ideal)
+
+
+def measure_with_ideal(listed, ideal):
+    pairs, p1, ndcg = [], 0.0, 0.0
+    for q, order in listed.items():
+        order = sorted(order, key=lambda t: -t[0])
+        pairs.extend(order[:10])
+        p1 += order[0][1] if order else 0.0
+        dcg = sum(y / math.log2(i + 2) for i, (_, y) in enumerate(order[:10]))
+        best = sum(1 / math.log2(i + 2) for i in range(min(10, int(ideal[q]))))
+        ndcg += dcg / best if best else 0.0
+    bins = collections.defaultdict(list)
+    for s, y in pairs:
+        bins[min(9, int(s * 10))].append((s, y))
+    ece = sum(abs(sum(s for s, _ in b) - sum(y for _, y in b)) for b in bins.values()) / max(1, len(pairs))
+    n = max(1, len(listed))
+    return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
+
+
+def main_cascade(train, test):
+    sets = [load_stages(p) for p in train]
+    rows = [[([1.0, ze, zj], y) for v in q.values() for ze, _, zj, y in v if zj is not None] for q in sets]
+    w = newton(rows)
+    print("fitted cascade: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(["bias", "explored", "judged"], w)))
+    for path, queries in list(zip(train, sets)) + [(p, load_stages(p)) for p in test]:
+        items = [i for v in queries.values() for i in v]
+        judged = sum(1 for i in items if i[2] is not None)
+        unreached = sum(1 for i in items if not i[1])
+        print(f"{path} ({len(queries)} queries, {judged} judged, {unreached} the exploration did not reach"
+              f"{', not in the fit' if path in test else ''})")
+        print(f"  exploration alone: {measure_stages(queries, exploration)}")
+        print(f"  judge's order:     {measure_stages(queries, judge_first)}")
+        print(f"  fitted cascade:    {measure_stages(queries, cascade(w))}")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     args = sys.argv[1:]
+    if args[0] == "--cascade":
+        args = args[1:]
+        cut = args.index("--test") if "--test" in args else len(args)
+        return main_cascade(args[:cut], args[cut + 1 :])
     cut = args.index("--test") if "--test" in args else len(args)
     train, test = args[:cut], args[cut + 1 :]
     sets = [load(p) for p in train]

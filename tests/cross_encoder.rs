@@ -6,28 +6,14 @@
 
 mod support;
 
-use treenav::judge::{
-    default_model_dir, default_ort_library, BackendOptions, Candidate, DispatchOptions, Judge,
-    JudgeOptions, Scale,
-};
+use treenav::judge::{BackendOptions, Candidate, DispatchOptions, Judge, JudgeOptions, Scale};
 
 fn judge(batch_size: usize) -> Option<Judge> {
     judge_at(batch_size, 256)
 }
 
 fn judge_at(batch_size: usize, max_tokens: usize) -> Option<Judge> {
-    let dir = default_model_dir();
-    let lib = default_ort_library();
-    if !dir.join("model.onnx").is_file() || !lib.is_file() {
-        let msg = format!(
-            "model files absent ({}, {}): run scripts/fetch-models.sh",
-            dir.display(),
-            lib.display()
-        );
-        if support::in_ci() {
-            panic!("{msg}");
-        }
-        eprintln!("SKIPPED: {msg}");
+    if !support::cross_encoder_here() {
         return None;
     }
     let options = JudgeOptions {

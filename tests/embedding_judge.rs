@@ -144,3 +144,65 @@ async fn a_bge_small_tree_scores_by_the_fitted_fusion() {
     .expect("retrieve");
     assert_ne!(centred.passages[0].score, found.passages[0].score);
 }
+
+/// The cascade with the cross-encoder on a bge-small tree keeps what both
+/// stages said of every passage either judged (the fitted cascade's
+/// evidence, `bench --evidence`): the judge's logit on the few it read,
+/// the exploration's on all it ranked.
+#[cfg(feature = "cross-encoder")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
+    if !support::bge_small_here() || !support::cross_encoder_here() {
+        return;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let tree = notes_tree(folder.path()).await;
+    let judge = Judge::new(&JudgeOptions {
+        backend: BackendOptions::CrossEncoder(treenav::judge::CrossEncoderOptions {
+            model_dir: None,
+            ort_library: None,
+            threads: 2,
+            batch_size: 8,
+            max_tokens: 128,
+        }),
+        ..JudgeOptions::default()
+    })
+    .expect("cross-encoder judge");
+    let config = NavigatorConfig::default()
+        .strategy(Strategy::BestFirst)
+        .returned_passages(2)
+        .shortlist(0)
+        .best_first(BestFirstConfig {
+            judge_budget: 2,
+            keep_evidence: true,
+            ..BestFirstConfig::default()
+        })
+        .check()
+        .expect("config");
+    let found = Navigator::new(Arc::new(tree), judge, config)
+        .expect("navigator")
+        .retrieve("how many days of paid leave do employees get")
+        .await
+        .expect("retrieve");
+    assert_eq!(found.passages[0].document_id, "vacation");
+    let stages: Vec<_> = found
+        .evidence
+        .iter()
+        .filter_map(|(_, e)| e.stages)
+        .collect();
+    assert_eq!(
+        stages.len(),
+        NOTES.len(),
+        "both stages' part of every passage"
+    );
+    assert!(stages.iter().all(|s| s.reached), "{stages:?}");
+    let judged: Vec<f64> = stages.iter().filter_map(|s| s.judged).collect();
+    assert!(
+        judged.len() >= 2 && judged.len() < NOTES.len(),
+        "{stages:?}"
+    );
+    let top = found.passages[0].probability;
+    assert!(judged
+        .iter()
+        .any(|z| (z - treenav::judge::session::logit(top)).abs() < 1e-9));
+}

@@ -195,3 +195,22 @@ pub fn sample_corpus() -> treenav::corpus::Corpus {
 pub async fn sample_tree() -> std::sync::Arc<treenav::tree::Tree> {
     tree_of(sample_corpus(), Some(8)).await
 }
+
+/// Whether the cross-encoder's model files and ONNX Runtime are in the
+/// cache (scripts/fetch-models.sh); when not, says that the test is skipped
+/// (in CI they must be there).
+pub fn cross_encoder_here() -> bool {
+    let dir = treenav::judge::default_model_dir();
+    let lib = treenav::judge::default_ort_library();
+    if dir.join("model.onnx").is_file() && lib.is_file() {
+        return true;
+    }
+    let msg = format!(
+        "model files absent ({}, {}): run scripts/fetch-models.sh",
+        dir.display(),
+        lib.display()
+    );
+    assert!(!in_ci(), "{msg}");
+    eprintln!("SKIPPED: {msg}");
+    false
+}

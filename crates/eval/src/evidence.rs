@@ -5,7 +5,11 @@
 //! One line per (query, judged passage):
 //! `{"query": id, "passage": index, "relevant": bool, "judge", "lexical_document",
 //! "graph", "lexical_passage", "bm25_share"}`, relevance as the bench counts it
-//! (for document-level gold, any passage of a gold document).
+//! (for document-level gold, any passage of a gold document). In a cascade
+//! (a judge after the exploration) each line also carries what both stages
+//! said (`"explored", "reached", "judged"`, [`treenav_navigator::fusion::Stages`]),
+//! and a passage only the judge reached has a line of its own with zero
+//! parts (`"reached": false`): what `fit-fusion.py --cascade` fits.
 
 use crate::dataset::Query;
 use crate::gold::Gold;

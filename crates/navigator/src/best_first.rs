@@ -45,7 +45,7 @@
 //!   `levels`.
 
 use crate::config::BestFirstConfig;
-use crate::fusion::{Evidence, FittedFusion};
+use crate::fusion::{Evidence, FittedFusion, Stages};
 use crate::navigate::{cut, Navigator, Scope};
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
@@ -189,6 +189,9 @@ impl StageSpec {
     }
 }
 
+/// Each judged passage with its evidence, as `Retrieval::evidence` keeps it.
+type KeptEvidence = Vec<(NodeId, Evidence)>;
+
 /// Candidates per round of the exploration.
 const EXPLORE_SLATE: usize = 25;
 
@@ -326,27 +329,24 @@ impl Navigator {
         mut explored: Option<Search<'_>>,
     ) -> Result<Retrieval> {
         let r = self.config.returned_passages();
-        let mut passages = search.fused();
-        let evidence = match explored.as_mut() {
-            Some(first) => {
-                let prior = first.fused_map();
-                crate::fusion::add_prior(&mut passages, &prior, search.cfg.explore_weight);
-                first.kept_evidence()
-            }
-            None if search.stage == STAGE_EXPLORE => search.kept_evidence(),
-            None => Vec::new(),
+        let (mut passages, evidence) = match explored.as_mut() {
+            Some(first) => self.cascade_order(&mut search, first),
+            None if search.stage == STAGE_EXPLORE => (search.fused(), search.kept_evidence()),
+            None => (search.fused(), Vec::new()),
         };
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.collapse(&mut passages);
         passages.truncate(r);
         let kept: HashSet<NodeId> = passages.iter().map(|(id, _)| *id).collect();
-        for round in &mut search.rounds {
+        let earlier = explored.iter_mut().flat_map(|first| &mut first.rounds);
+        for round in search.rounds.iter_mut().chain(earlier) {
             for c in &mut round.candidates {
                 c.kept = c.route != Route::Reference && kept.contains(&c.node);
             }
         }
         let mut probabilities: Probabilities = search.judged.clone();
-        for (id, e) in &search.evidence {
+        let earlier = explored.iter().flat_map(|first| &first.judged);
+        for (id, e) in search.evidence.iter().chain(earlier) {
             probabilities.entry(*id).or_insert(*e);
         }
         let (ranked, rerank) = self
@@ -393,6 +393,52 @@ impl Navigator {
             },
             evidence,
         })
+    }
+
+    /// A cascade's final scores, over what either stage judged when the
+    /// judge has a fitted cascade ([`crate::fusion::FittedCascade`]): the
+    /// judge moves what it judged among all the exploration ranked, by as
+    /// much as its scores proved worth. Otherwise the judge's passages
+    /// alone, the exploration a centred prior on them. With the
+    /// exploration's kept evidence (and both stages' part of it).
+    fn cascade_order(
+        &self,
+        second: &mut Search<'_>,
+        first: &mut Search<'_>,
+    ) -> (Vec<(NodeId, f64)>, KeptEvidence) {
+        let prior = first.fused_map();
+        let mut evidence = first.kept_evidence();
+        let stages = crate::fusion::stages(&prior, &second.judged_passages());
+        if second.cfg.keep_evidence {
+            let by_node: HashMap<NodeId, Stages> = stages.iter().copied().collect();
+            for (id, e) in &mut evidence {
+                e.stages = by_node.get(id).copied();
+            }
+            evidence.extend(stages.iter().filter(|(_, s)| !s.reached).map(|(id, s)| {
+                let e = Evidence {
+                    stages: Some(*s),
+                    ..Evidence::default()
+                };
+                (*id, e)
+            }));
+        }
+        let model = match second.cfg.fitted_fusion {
+            true => self
+                .vectors
+                .as_ref()
+                .and_then(|v| v.fitted_cascade(self.judge.kind())),
+            false => None,
+        };
+        let Some(model) = model else {
+            let mut passages = second.fused();
+            crate::fusion::add_prior(&mut passages, &prior, second.cfg.explore_weight);
+            return (passages, evidence);
+        };
+        let passages = stages
+            .iter()
+            .map(|(id, s)| (*id, model.probability(s)))
+            .collect();
+        (passages, evidence)
     }
 
     fn is_passage(&self, id: NodeId) -> bool {

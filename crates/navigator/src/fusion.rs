@@ -114,6 +114,9 @@ pub struct Evidence {
     pub lexical_passage: f64,
     /// Its own BM25 score over the best among the judged (0 as above).
     pub bm25_share: f64,
+    /// In a cascade: what both stages said of it.
+    #[serde(flatten)]
+    pub stages: Option<Stages>,
 }
 
 impl Evidence {
@@ -164,6 +167,7 @@ pub fn evidence(
                     .and_then(|part| part.get(p).copied())
                     .unwrap_or(0.0),
                 bm25_share: if top > 0.0 { own / top } else { 0.0 },
+                stages: None,
             }
         })
         .collect()
@@ -227,6 +231,97 @@ pub fn fitted_for(embedder: &str) -> Option<FittedFusion> {
         .iter()
         .find(|(prefix, _)| embedder.starts_with(prefix))
         .map(|(_, f)| *f)
+}
+
+/// What the two stages of a cascade said of one passage: the fitted
+/// cascade's evidence ([`FittedCascade`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Stages {
+    /// `logit(P)` of the exploration's final score (its fused P); for a
+    /// passage the exploration did not judge, the lowest it gave (the
+    /// exploration did not reach it).
+    pub explored: f64,
+    /// Whether the exploration judged it.
+    pub reached: bool,
+    /// `logit(P)` of the judge's P(yes), when the judge judged it.
+    pub judged: Option<f64>,
+}
+
+/// A logistic model of P(relevant) over both stages of a cascade, fitted
+/// on labelled training queries (`scripts/fit-fusion.py --cascade`): a
+/// passage the judge judged gets `σ(bias + explored · zₑ + judged · zⱼ)`,
+/// the others keep the exploration's P. The judge then moves what it
+/// judged against everything else the exploration ranked, by as much as
+/// its scores proved worth on the training queries, never more.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FittedCascade {
+    /// The intercept.
+    pub bias: f64,
+    /// The weight of [`Stages::explored`].
+    pub explored: f64,
+    /// The weight of [`Stages::judged`].
+    pub judged: f64,
+}
+
+impl FittedCascade {
+    /// P(relevant) of a passage with what both stages said of it.
+    pub fn probability(&self, s: &Stages) -> f64 {
+        match s.judged {
+            Some(z) => sigmoid(self.bias + self.explored * s.explored + self.judged * z),
+            None => sigmoid(s.explored),
+        }
+    }
+}
+
+/// The fitted cascades, by the start of the embedder's description and the
+/// judge's kind (docs/calibration.md says how to fit one).
+const FITTED_CASCADES: &[(&str, &str, FittedCascade)] = &[];
+
+/// The cascade's fitted model for a tree's embedder and a judge kind, if
+/// one was fitted (others keep the exploration as a centred prior,
+/// [`add_prior`]).
+pub fn fitted_cascade_for(embedder: &str, judge: &str) -> Option<FittedCascade> {
+    FITTED_CASCADES
+        .iter()
+        .find(|(prefix, kind, _)| embedder.starts_with(prefix) && *kind == judge)
+        .map(|(_, _, f)| *f)
+}
+
+/// What both stages said of each passage either judged (`explored`: the
+/// exploration's final P by passage; `judged`: the judge's P), by node.
+pub fn stages(explored: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> Vec<(NodeId, Stages)> {
+    let floor = explored
+        .values()
+        .map(|p| logit(*p))
+        .fold(f64::INFINITY, f64::min);
+    let floor = if floor.is_finite() { floor } else { 0.0 };
+    let by_judge: HashMap<NodeId, f64> = judged.iter().copied().collect();
+    let mut out: Vec<(NodeId, Stages)> = explored
+        .iter()
+        .map(|(p, e)| {
+            let s = Stages {
+                explored: logit(*e),
+                reached: true,
+                judged: by_judge.get(p).map(|j| logit(*j)),
+            };
+            (*p, s)
+        })
+        .collect();
+    out.extend(
+        judged
+            .iter()
+            .filter(|(p, _)| !explored.contains_key(p))
+            .map(|(p, j)| {
+                let s = Stages {
+                    explored: floor,
+                    reached: false,
+                    judged: Some(logit(*j)),
+                };
+                (*p, s)
+            }),
+    );
+    out.sort_by_key(|(p, _)| *p);
+    out
 }
 
 /// Each judged passage's lexical part: `1 / (1 + rank / 5)` by its BM25
@@ -377,6 +472,7 @@ mod tests {
             graph: 0.2,
             lexical_passage: 0.5,
             bm25_share: 0.5,
+            stages: None,
         };
         let p = model.probability(&base);
         assert!(p > 0.0 && p < 1.0);
@@ -397,6 +493,41 @@ mod tests {
         ] {
             assert!(model.probability(&better) > p, "{better:?}");
         }
+    }
+
+    /// Both stages' evidence covers what either judged: a passage only
+    /// the judge reached gets the exploration's lowest logit; the fitted
+    /// cascade leaves the exploration's P to what the judge did not judge
+    /// and rises with either stage's logit on the rest.
+    #[test]
+    fn the_cascade_weighs_both_stages_over_what_either_judged() {
+        let (a, b, c) = (NodeId(1), NodeId(2), NodeId(3));
+        let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.2)].into();
+        let all = stages(&explored, &[(b, 0.9), (c, 0.6)]);
+        assert_eq!(all.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [a, b, c]);
+        let (sa, sb, sc) = (all[0].1, all[1].1, all[2].1);
+        assert!(sa.reached && sa.judged.is_none());
+        assert!((sa.explored - logit(0.8)).abs() < 1e-12);
+        assert!(sb.reached && (sb.judged.unwrap_or(0.0) - logit(0.9)).abs() < 1e-12);
+        assert!(!sc.reached && (sc.explored - logit(0.2)).abs() < 1e-12);
+        assert!(fitted_cascade_for("tfidf(v1)", "cross-encoder").is_none());
+        let model = FittedCascade {
+            bias: -0.5,
+            explored: 0.8,
+            judged: 0.4,
+        };
+        assert!((model.probability(&sa) - 0.8).abs() < 1e-12);
+        let p = model.probability(&sb);
+        assert!(p > 0.0 && p < 1.0);
+        let higher = |s: Stages| model.probability(&s) > p;
+        assert!(higher(Stages {
+            explored: sb.explored + 1.0,
+            ..sb
+        }));
+        assert!(higher(Stages {
+            judged: Some(logit(0.95)),
+            ..sb
+        }));
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@
 //! vector, else its document's), plus, for the descent, the centroids of
 //! the clusters it passes and the documents of the leaves it reaches.
 
-use crate::fusion::FittedFusion;
+use crate::fusion::{FittedCascade, FittedFusion};
 use crate::scope::Scope;
 use futures::future::BoxFuture;
 use std::sync::{Arc, OnceLock};
@@ -73,6 +73,12 @@ impl TreeVectors {
     /// The exploration's fusion fitted for this tree's embedder, if any.
     pub(crate) fn fitted_fusion(&self) -> Option<FittedFusion> {
         self.fitted
+    }
+
+    /// The cascade's model fitted for this tree's embedder and the judge
+    /// of `kind`, if any.
+    pub(crate) fn fitted_cascade(&self, kind: &str) -> Option<FittedCascade> {
+        crate::fusion::fitted_cascade_for(self.embedder.describe(), kind)
     }
 
     /// The query's unit vector (embedded once per query text).
