@@ -179,6 +179,7 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         })
         .check()
         .expect("config");
+    let embedder = tree.meta().embedder.clone();
     let found = Navigator::new(Arc::new(tree), judge, config)
         .expect("navigator")
         .retrieve("how many days of paid leave do employees get")
@@ -201,8 +202,27 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         judged.len() >= 2 && judged.len() < NOTES.len(),
         "{stages:?}"
     );
-    let top = found.passages[0].probability;
-    assert!(judged
+    let top = &found.passages[0];
+    let (_, evidence) = found
+        .evidence
         .iter()
-        .any(|z| (z - treenav::judge::session::logit(top)).abs() < 1e-9));
+        .find(|(id, _)| *id == top.node)
+        .expect("the top passage's evidence");
+    let stages = evidence.stages.expect("both stages' part of the top");
+    let model = treenav::navigator::fusion::fitted_cascade_for(&embedder, "cross-encoder");
+    match model {
+        // The fitted cascade: the score is the model's P over both stages
+        // (`probability` stays the judge's own).
+        Some(model) => assert!(
+            (top.score - model.probability(&stages)).abs() < 1e-9,
+            "{} against {stages:?}",
+            top.score
+        ),
+        // No model: the judge's own P of a passage it read.
+        None => {
+            assert!(judged
+                .iter()
+                .any(|z| (z - treenav::judge::session::logit(top.probability)).abs() < 1e-9))
+        }
+    }
 }
