@@ -17,6 +17,15 @@ fn non_empty(s: &str) -> std::result::Result<String, String> {
     }
 }
 
+/// `--strategy`'s values: every registered strategy, with its profile's line.
+fn strategies() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        Strategy::ALL
+            .iter()
+            .map(|s| clap::builder::PossibleValue::new(s.name()).help(s.profile().about)),
+    )
+}
+
 #[derive(clap::Args, Debug)]
 pub struct QueryArgs {
     /// The tree file (from `treenav build`).
@@ -97,10 +106,10 @@ pub struct NavArgs {
     /// Cost limit of the query in USD.
     #[arg(long)]
     pub max_cost: Option<f64>,
-    /// How judgments are spent: `best-first` (one frontier under
-    /// --judge-budget; the default) or `levels` (the paper's level-by-level
-    /// walk, --budgets: ≈ 8× the judgments for the same quality on SciFact).
-    #[arg(long, default_value = Strategy::default().name(), value_parser = Strategy::ALL.map(Strategy::name))]
+    /// How judgments are spent: `best-first` spends --judge-budget;
+    /// `levels` keeps --budgets per level (≈ 8× the judgments for the same
+    /// quality on SciFact).
+    #[arg(long, default_value = Strategy::default().name(), value_parser = strategies())]
     pub strategy: String,
     /// best-first: candidates shown to the judge per query, calibration
     /// references and the shortlist rerank included.

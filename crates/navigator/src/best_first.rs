@@ -54,6 +54,18 @@ use std::time::Instant;
 use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{NodeId, NodeKind};
 
+pub(crate) const PROFILE: crate::StrategyProfile = crate::StrategyProfile {
+    name: "best-first",
+    about: "one frontier under a judgment budget: the embedder explores, the judge reads the best (the default)",
+    spends_judge_budget: true,
+    reads_document_index: true,
+};
+
+/// Runs the search (the cascade where the tree has vectors).
+pub(crate) async fn run(navigator: &Navigator, query: &str, scope: &Scope) -> Result<Retrieval> {
+    navigator.best_first(query, scope).await
+}
+
 /// A candidate picked for a round: the node, why, and its priority.
 #[derive(Debug, Clone, Copy)]
 struct Pick {
@@ -379,7 +391,7 @@ impl Navigator {
             exhausted: ranked.len() < r,
             passages: ranked,
             trace: Trace {
-                strategy: "best-first",
+                strategy: PROFILE.name,
                 judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
                 explore_budget,
                 neighbourhoods: search.neighbours,

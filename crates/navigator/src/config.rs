@@ -1,6 +1,6 @@
 //! The navigator's configuration, checked once before any query.
 
-use crate::{Error, Result};
+use crate::{Error, Result, Strategy};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use treenav_judge::checked;
@@ -30,53 +30,6 @@ pub mod defaults {
     pub const LEAD_SENTENCES: usize = 1;
     /// BM25 documents added to the document level.
     pub const LEXICAL_ENTRY: usize = 20;
-}
-
-/// How the navigator spends its judgments.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub enum Strategy {
-    /// The paper's walk: every level judged in full, the top k_l expanded.
-    Levels,
-    /// One global frontier under a hard judgment budget (the default
-    /// everywhere: the library, the CLI, `serve` and the bench): slates of
-    /// the most under a hard judgment budget: slates of the most
-    /// promising candidates (the BM25 list alternating with neighbours,
-    /// cluster siblings and cluster cards, by path relevance), judged round
-    /// by round until the budget is spent.
-    #[default]
-    BestFirst,
-}
-
-impl Strategy {
-    /// Every strategy, in the order the CLI lists them.
-    pub const ALL: [Strategy; 2] = [Strategy::BestFirst, Strategy::Levels];
-
-    /// Its name on the command line and in traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Levels => "levels",
-            Strategy::BestFirst => "best-first",
-        }
-    }
-}
-
-impl std::str::FromStr for Strategy {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Strategy> {
-        let s = s.trim();
-        Strategy::ALL
-            .into_iter()
-            .find(|strategy| strategy.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Strategy::ALL.map(Strategy::name).to_vec();
-                Error::Config(format!(
-                    "unknown strategy `{s}` (strategies: {})",
-                    names.join(", ")
-                ))
-            })
-    }
 }
 
 /// Settings of the `best-first` strategy.
@@ -386,9 +339,9 @@ impl NavigatorConfig {
         let bf = &self.best_first;
         // The judge budget is a best-first setting: a levels walk with a
         // large shortlist is not refused over it.
-        let budgets = match self.strategy {
-            Strategy::BestFirst => self.shortlist.max(1) + 1..=100_000,
-            Strategy::Levels => 1..=100_000,
+        let budgets = match self.strategy.profile().spends_judge_budget {
+            true => self.shortlist.max(1) + 1..=100_000,
+            false => 1..=100_000,
         };
         // The floor follows the shortlist (the CLI's default 5, a
         // server's own --shortlist): the message says which.

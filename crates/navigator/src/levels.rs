@@ -11,6 +11,18 @@ use std::time::Instant;
 use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{LevelKind, NodeId};
 
+pub(crate) const PROFILE: crate::StrategyProfile = crate::StrategyProfile {
+    name: "levels",
+    about: "the paper's walk: every level judged in full, the best of each expanded",
+    spends_judge_budget: false,
+    reads_document_index: false,
+};
+
+/// Runs the walk.
+pub(crate) async fn run(navigator: &Navigator, query: &str, scope: &Scope) -> Result<Retrieval> {
+    navigator.walk(query, scope).await
+}
+
 /// The walk so far: what each level showed and kept.
 struct Walk {
     probabilities: Probabilities,
@@ -276,7 +288,7 @@ impl Navigator {
             exhausted: passages.len() < self.config.returned_passages(),
             passages,
             trace: Trace {
-                strategy: "levels",
+                strategy: PROFILE.name,
                 judge_budget: None,
                 explore_budget: None,
                 neighbourhoods: false,

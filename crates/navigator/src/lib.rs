@@ -48,25 +48,40 @@
 //! ```
 #![warn(missing_docs)]
 
-mod best_first;
 #[cfg(test)]
 mod cascade_tests;
 mod config;
 #[cfg(test)]
 mod filter_tests;
 pub mod fusion;
-mod levels;
 mod navigate;
 mod scope;
 mod semantic;
+#[macro_use]
+mod strategy;
 #[cfg(test)]
 mod tests;
 mod view;
 
 pub use config::{
-    defaults, BestFirstConfig, NavigatorConfig, OnJudgeError, Strategy, ValidConfig, DEFAULT_BUDGET,
+    defaults, BestFirstConfig, NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET,
 };
 pub use navigate::Navigator;
+pub use strategy::Profile as StrategyProfile;
+
+strategies! {
+    /// One global frontier under a hard judgment budget (the default
+    /// everywhere: the library, the CLI, `serve` and the bench): the
+    /// embedding judge explores first where the tree has vectors, then
+    /// slates of the most promising candidates (BM25's list sharing the
+    /// slots with neighbours, a judged document's other passages and, when
+    /// on, cluster cards, by path relevance) are judged round by round
+    /// until the budget is spent.
+    #[default]
+    BestFirst in best_first,
+    /// The paper's walk: every level judged in full, the top k_l expanded.
+    Levels in levels,
+}
 
 use serde::Serialize;
 use treenav_judge::Usage;

@@ -1,7 +1,7 @@
 //! The navigator: what the judge sees of each node, and the steps shared by
 //! both strategies (the shortlist rerank, ranked passages).
 
-use crate::config::{OnJudgeError, Strategy, ValidConfig};
+use crate::config::{OnJudgeError, ValidConfig};
 pub(crate) use crate::scope::Scope;
 use crate::semantic::TreeVectors;
 use crate::view::{self, Probabilities};
@@ -232,7 +232,8 @@ impl Navigator {
 
     /// Whether the settings use the BM25 index over documents.
     fn wants_index(&self) -> bool {
-        self.config.settings().lexical_entry > 0 || self.config.strategy() == Strategy::BestFirst
+        self.config.settings().lexical_entry > 0
+            || self.config.strategy().profile().reads_document_index
     }
 
     /// A label cache with nothing rendered yet (one slot per node).
@@ -274,10 +275,9 @@ impl Navigator {
         let start = Instant::now();
         let work = async {
             let scope = self.scope(filter).await?;
-            match self.config.strategy() {
-                _ if !scope.any() => Ok(self.nothing_passes(query)),
-                Strategy::Levels => self.walk(query, &scope).await,
-                Strategy::BestFirst => self.best_first(query, &scope).await,
+            match scope.any() {
+                false => Ok(self.nothing_passes(query)),
+                true => self.config.strategy().run(self, query, &scope).await,
             }
         };
         let mut out = match self.config.deadline() {
