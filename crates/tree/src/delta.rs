@@ -50,7 +50,9 @@ pub(crate) struct Delta {
     pub(crate) generation: u64,
     /// Nodes of the base tree file.
     pub(crate) base_nodes: u32,
-    /// Changed and added nodes, by id, ascending.
+    /// Changed and added nodes, by id, ascending (in the file as
+    /// [`crate::disk::NodeV1`]).
+    #[serde(with = "crate::disk::nodes_by_id")]
     pub(crate) nodes: Vec<(u32, Node)>,
     /// Changed neighbour lists, by node id, ascending.
     pub(crate) neighbours: Vec<(u32, Vec<NodeId>)>,

@@ -16,6 +16,7 @@
 //! the structure, so a truncated, corrupted or foreign file is an error,
 //! never a panic or a garbage tree.
 
+use crate::disk::{MetaV1, MetaV3, NodeV1, NodeV1Out};
 use crate::id::NodeId;
 use crate::lexical::{Lexical, LEXICAL_SUFFIX};
 use crate::model::{Node, NodeKind, Tree, TreeMeta};
@@ -24,6 +25,7 @@ use crate::{Error, Result};
 use serde::ser::{Error as _, SerializeSeq};
 use std::borrow::Cow;
 use std::io::Write;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use treenav_text::index::LexicalIndex;
 
@@ -39,51 +41,26 @@ pub const FORMAT_VERSION: u32 = 4;
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
 
-/// The metadata of version-1 and version-2 files: no corpus fingerprint.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct MetaV2 {
-    source: String,
-    embedder: String,
-    summarizer: String,
-    branching: u32,
-    seed: u64,
-    built_by: String,
-}
-
-impl From<MetaV2> for TreeMeta {
-    fn from(old: MetaV2) -> TreeMeta {
-        TreeMeta {
-            source: old.source,
-            embedder: old.embedder,
-            summarizer: old.summarizer,
-            branching: old.branching,
-            seed: old.seed,
-            built_by: old.built_by,
-            corpus: None,
-        }
-    }
-}
-
 /// The payload of a version-1 file: no neighbour lists.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct TreeV1 {
-    meta: MetaV2,
-    nodes: Vec<Node>,
+struct TreeV1<N> {
+    meta: MetaV1,
+    nodes: Vec<N>,
 }
 
 /// The payload of a version-2 file.
 #[derive(serde::Deserialize)]
 struct TreeV2 {
-    meta: MetaV2,
-    nodes: Vec<Node>,
+    meta: MetaV1,
+    nodes: Vec<NodeV1>,
     neighbours: Vec<Vec<NodeId>>,
 }
 
 /// The payload of a version-3 file.
-#[derive(serde::Deserialize)]
-struct TreeV3 {
-    meta: TreeMeta,
-    nodes: Vec<Node>,
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TreeV3<N> {
+    meta: MetaV3,
+    nodes: Vec<N>,
     neighbours: Vec<Vec<NodeId>>,
 }
 
@@ -96,8 +73,8 @@ const NODE_CHUNK: usize = if cfg!(test) { 7 } else { 1 << 16 };
 /// chunks of [`NODE_CHUNK`] nodes, each chunk postcard bytes of its own.
 #[derive(serde::Deserialize)]
 struct TreeV4<'a> {
-    meta: TreeMeta,
-    /// Per chunk: the encoded `Vec<Node>`.
+    meta: MetaV3,
+    /// Per chunk: the encoded `Vec<NodeV1>`.
     #[serde(borrow)]
     nodes: Vec<&'a [u8]>,
     /// Per chunk: the encoded `Vec<Vec<NodeId>>` (none without neighbour lists).
@@ -112,8 +89,8 @@ struct TreeV4<'a> {
 /// The payload of a version-4 file, as written: nodes borrowed from the
 /// tree, passage texts in them or not.
 #[derive(serde::Serialize)]
-struct TreeV4Out<'a> {
-    meta: &'a TreeMeta,
+struct TreeV4Out {
+    meta: MetaV3,
     nodes: Vec<Chunk>,
     neighbours: Vec<Chunk>,
     texts: Option<SideFile>,
@@ -137,37 +114,6 @@ struct NodesOut<'a> {
     with_texts: bool,
 }
 
-/// [`NodeKind`] borrowed: the same variants in the same order, so it
-/// encodes as `NodeKind` does.
-#[derive(serde::Serialize)]
-enum KindOut<'a> {
-    Root,
-    Cluster {
-        summary: &'a str,
-        terms: &'a [String],
-        documents: u32,
-    },
-    Document {
-        id: &'a str,
-        title: &'a str,
-        lead: &'a str,
-        part: Option<(u32, u32)>,
-        metadata: Option<&'a str>,
-    },
-    Passage {
-        id: &'a str,
-        text: Cow<'a, str>,
-    },
-}
-
-/// [`Node`] borrowed.
-#[derive(serde::Serialize)]
-struct NodeOut<'a> {
-    kind: KindOut<'a>,
-    parent: Option<NodeId>,
-    children: &'a [NodeId],
-}
-
 impl serde::Serialize for NodesOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let nodes = self
@@ -177,46 +123,15 @@ impl serde::Serialize for NodesOut<'_> {
             .unwrap_or_default();
         let mut seq = serializer.serialize_seq(Some(nodes.len()))?;
         for (i, node) in (self.range.start..).zip(nodes) {
-            let kind = match &node.kind {
-                NodeKind::Root => KindOut::Root,
-                NodeKind::Cluster {
-                    summary,
-                    terms,
-                    documents,
-                } => KindOut::Cluster {
-                    summary,
-                    terms,
-                    documents: *documents,
-                },
-                NodeKind::Document {
-                    id,
-                    title,
-                    lead,
-                    part,
-                    metadata,
-                } => KindOut::Document {
-                    id,
-                    title,
-                    lead,
-                    part: *part,
-                    metadata: metadata.as_deref(),
-                },
-                NodeKind::Passage { id, .. } => KindOut::Passage {
-                    id,
-                    text: if self.with_texts {
-                        self.tree
-                            .passage_text(NodeId(i as u32))
-                            .map_err(S::Error::custom)?
-                    } else {
-                        Cow::Borrowed("")
-                    },
-                },
+            let text = || match self.with_texts {
+                true => self.tree.passage_text(NodeId(i as u32)),
+                false => Ok(Cow::Borrowed("")),
             };
-            seq.serialize_element(&NodeOut {
-                kind,
-                parent: node.parent,
-                children: &node.children,
-            })?;
+            let text = match &node.kind {
+                NodeKind::Passage { .. } => text().map_err(S::Error::custom)?,
+                _ => Cow::Borrowed(""),
+            };
+            seq.serialize_element(&NodeV1Out::of(node, || text))?;
         }
         seq.end()
     }
@@ -255,7 +170,7 @@ fn payload_v4(tree: &Tree, texts: Option<SideFile>, lexical: Option<SideFile>) -
             .collect::<Result<Vec<Chunk>>>()?,
     };
     let out = TreeV4Out {
-        meta: tree.meta(),
+        meta: tree.meta().into(),
         nodes,
         neighbours,
         texts,
@@ -281,13 +196,14 @@ fn decode_v4(
 > {
     let v4: TreeV4<'_> = postcard::from_bytes(payload)?;
     // Each node takes at least 3 bytes, each list at least 1.
-    let nodes = decode_chunks(&v4.nodes, payload.len() / 3, spare, || Node {
+    let nodes = decode_chunks::<NodeV1, _>(&v4.nodes, payload.len() / 3, spare, || Node {
         kind: NodeKind::Root,
         parent: None,
         children: Vec::new(),
     })?;
-    let neighbours = decode_chunks(&v4.neighbours, payload.len(), spare, Vec::new)?;
-    Ok((v4.meta, nodes, neighbours, (v4.texts, v4.lexical)))
+    let neighbours =
+        decode_chunks::<Vec<NodeId>, _>(&v4.neighbours, payload.len(), spare, Vec::new)?;
+    Ok((v4.meta.into(), nodes, neighbours, (v4.texts, v4.lexical)))
 }
 
 /// Decodes chunks, each an encoded `Vec<T>`, into one vector in parallel,
@@ -296,7 +212,7 @@ fn decode_v4(
 /// each chunk into a vector of its own and joining them moved 300 MB at
 /// 1M passages, faulting in every page twice.) At most `max` items; room
 /// for `spare` more (an update's nodes, pushed when it is applied).
-fn decode_chunks<T: serde::de::DeserializeOwned + Send>(
+fn decode_chunks<D: serde::de::DeserializeOwned + Into<T>, T: Send>(
     chunks: &[&[u8]],
     max: usize,
     spare: usize,
@@ -326,22 +242,28 @@ fn decode_chunks<T: serde::de::DeserializeOwned + Send>(
         .zip(chunks)
         .try_for_each(|(slots, chunk)| {
             let mut de = postcard::Deserializer::from_bytes(chunk);
-            serde::de::DeserializeSeed::deserialize(IntoSlots(slots), &mut de)
+            serde::de::DeserializeSeed::deserialize(IntoSlots::<D, T>(slots, PhantomData), &mut de)
         })?;
     Ok(out)
 }
 
-/// Deserialises a sequence into the given slots, which it must fill exactly.
-struct IntoSlots<'s, T>(&'s mut [T]);
+/// Deserialises a sequence of `D` into the given slots of `T`, which it
+/// must fill exactly.
+struct IntoSlots<'s, D, T>(&'s mut [T], PhantomData<D>);
 
-impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for IntoSlots<'_, T> {
+impl<'de, D: serde::Deserialize<'de> + Into<T>, T> serde::de::DeserializeSeed<'de>
+    for IntoSlots<'_, D, T>
+{
     type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+    fn deserialize<De: serde::Deserializer<'de>>(
+        self,
+        d: De,
+    ) -> std::result::Result<(), De::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for IntoSlots<'_, T> {
+impl<'de, D: serde::Deserialize<'de> + Into<T>, T> serde::de::Visitor<'de> for IntoSlots<'_, D, T> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "a sequence of {} items", self.0.len())
@@ -352,12 +274,12 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for IntoSlots<'_, 
     ) -> std::result::Result<(), A::Error> {
         use serde::de::Error as _;
         let mut filled = 0;
-        while let Some(item) = seq.next_element::<T>()? {
+        while let Some(item) = seq.next_element::<D>()? {
             let slot = self
                 .0
                 .get_mut(filled)
                 .ok_or_else(|| A::Error::custom("more items than the chunk's length"))?;
-            *slot = item;
+            *slot = item.into();
             filled += 1;
         }
         if filled != self.0.len() {
@@ -377,8 +299,12 @@ pub fn to_bytes(tree: &Tree) -> Result<Vec<u8>> {
 /// and tests that must produce files older builds read.
 pub fn to_bytes_v3(tree: &Tree) -> Result<Vec<u8>> {
     let (meta, nodes, neighbours) = tree.clone().into_parts()?;
-    let plain = Tree::with_neighbours(meta, nodes, neighbours)?;
-    let payload = postcard::to_stdvec(&plain).map_err(|e| Error::Encode(e.to_string()))?;
+    let out = TreeV3 {
+        meta: MetaV3::from(&meta),
+        nodes: nodes.iter().map(NodeV1Out::held).collect(),
+        neighbours,
+    };
+    let payload = postcard::to_stdvec(&out).map_err(|e| Error::Encode(e.to_string()))?;
     Ok(framed(3, payload))
 }
 
@@ -387,16 +313,11 @@ pub fn to_bytes_v3(tree: &Tree) -> Result<Vec<u8>> {
 /// builds read.
 pub fn to_bytes_v1(tree: &Tree) -> Result<Vec<u8>> {
     let (meta, nodes, _) = tree.clone().into_parts()?;
-    let meta = MetaV2 {
-        source: meta.source,
-        embedder: meta.embedder,
-        summarizer: meta.summarizer,
-        branching: meta.branching,
-        seed: meta.seed,
-        built_by: meta.built_by,
+    let out = TreeV1 {
+        meta: MetaV1::from(&meta),
+        nodes: nodes.iter().map(NodeV1Out::held).collect(),
     };
-    let payload =
-        postcard::to_stdvec(&TreeV1 { meta, nodes }).map_err(|e| Error::Encode(e.to_string()))?;
+    let payload = postcard::to_stdvec(&out).map_err(|e| Error::Encode(e.to_string()))?;
     Ok(framed(1, payload))
 }
 
@@ -409,6 +330,11 @@ fn framed(version: u32, payload: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     out
+}
+
+/// Nodes as read into the model.
+fn nodes(stored: Vec<NodeV1>) -> Vec<Node> {
+    stored.into_iter().map(Node::from).collect()
 }
 
 /// Decodes and validates file bytes; `name` stands for the file in errors.
@@ -466,16 +392,16 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
     let no_sides = (None, None);
     let (meta, nodes, neighbours, sides) = match version {
         1 => {
-            let v1: TreeV1 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v1.meta.into(), v1.nodes, Vec::new(), no_sides)
+            let v1: TreeV1<NodeV1> = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v1.meta.into(), nodes(v1.nodes), Vec::new(), no_sides)
         }
         2 => {
             let v2: TreeV2 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v2.meta.into(), v2.nodes, v2.neighbours, no_sides)
+            (v2.meta.into(), nodes(v2.nodes), v2.neighbours, no_sides)
         }
         3 => {
-            let v3: TreeV3 = postcard::from_bytes(payload).map_err(decode_error)?;
-            (v3.meta, v3.nodes, v3.neighbours, no_sides)
+            let v3: TreeV3<NodeV1> = postcard::from_bytes(payload).map_err(decode_error)?;
+            (v3.meta.into(), nodes(v3.nodes), v3.neighbours, no_sides)
         }
         _ => decode_v4(payload, spare).map_err(decode_error)?,
     };
@@ -723,13 +649,14 @@ pub fn load_meta(path: &Path) -> Result<TreeMeta> {
     let payload = &bytes[HEADER_LEN..];
     let undecodable = |e: postcard::Error| bad(format!("cannot decode its metadata: {e}"));
     match version {
-        1 | 2 => Ok(postcard::take_from_bytes::<MetaV2>(payload)
+        1 | 2 => Ok(postcard::take_from_bytes::<MetaV1>(payload)
             .map_err(undecodable)?
             .0
             .into()),
-        3 | 4 => Ok(postcard::take_from_bytes::<TreeMeta>(payload)
+        3 | 4 => Ok(postcard::take_from_bytes::<MetaV3>(payload)
             .map_err(undecodable)?
-            .0),
+            .0
+            .into()),
         v => Err(bad(format!("format version {v}, not one this build reads"))),
     }
 }
@@ -772,19 +699,22 @@ mod tests {
         let empty = postcard::to_stdvec(&Vec::<u32>::new()).expect("encode");
         let chunks: Vec<&[u8]> = vec![&a, &empty, &b];
         assert_eq!(
-            decode_chunks(&chunks, 10, 0, || 0u32).ok(),
+            decode_chunks::<u32, _>(&chunks, 10, 0, || 0u32).ok(),
             Some(vec![1, 2, 3, 4])
         );
         assert!(
-            decode_chunks(&chunks, 3, 0, || 0u32).is_err(),
+            decode_chunks::<u32, _>(&chunks, 3, 0, || 0u32).is_err(),
             "over the bound"
         );
         let cut: Vec<&[u8]> = vec![&a[..a.len() - 1], &b];
         assert!(
-            decode_chunks(&cut, 10, 0, || 0u32).is_err(),
+            decode_chunks::<u32, _>(&cut, 10, 0, || 0u32).is_err(),
             "a chunk cut short"
         );
-        assert_eq!(decode_chunks(&[], 10, 0, || 0u32).ok(), Some(Vec::new()));
+        assert_eq!(
+            decode_chunks::<u32, _>(&[], 10, 0, || 0u32).ok(),
+            Some(Vec::new())
+        );
     }
 
     use super::*;

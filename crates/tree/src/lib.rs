@@ -39,6 +39,7 @@
 
 mod build;
 pub mod delta;
+mod disk;
 mod fault;
 pub mod file;
 pub mod filter;

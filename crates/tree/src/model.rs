@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// What a node stands for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a node stands for. (Not serde: files hold nodes in the frozen
+/// layouts of `disk`, converted explicitly.)
+#[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
     /// The single root.
     Root,
@@ -99,8 +100,8 @@ impl NodeKind {
     }
 }
 
-/// One node of the tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One node of the tree. (Not serde: see [`NodeKind`].)
+#[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// What it is.
     pub kind: NodeKind,
@@ -181,7 +182,7 @@ type HeldDocument<'a> = (&'a str, &'a str, Vec<(&'a str, String)>);
 /// Passage texts are held in the nodes (a built tree, or a file older than
 /// format version 4) or in a text store beside the tree file, read one
 /// passage at a time: ask [`Tree::passage_text`], not the node.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Tree {
     meta: TreeMeta,
     nodes: Vec<Node>,
@@ -190,25 +191,19 @@ pub struct Tree {
     /// whole for trees built without neighbour lists (format version 1).
     neighbours: Vec<Vec<NodeId>>,
     /// Where passage texts are when not in the nodes.
-    #[serde(skip)]
     texts: Option<Arc<Texts>>,
     /// The lexical index and statistics read from beside the tree file.
-    #[serde(skip)]
     lexical: Option<Lexical>,
     /// The analyzer a lexical side computed for this tree uses.
-    #[serde(skip)]
     analyzer: treenav_text::analyzer::Analyzer,
     /// The build embedding of every document node, kept for updates
     /// (written beside the tree when it is saved).
-    #[serde(skip)]
     vectors: Option<Arc<crate::vectors::UnitVectors>>,
     /// The build embedding of every passage node (its document's title and
     /// its own text), what the embedding judge scores at query time
     /// (written beside the tree when it is saved).
-    #[serde(skip)]
     passage_vectors: Option<Arc<crate::vectors::UnitVectors>>,
     /// What updates since the build changed (none for a tree as built).
-    #[serde(skip)]
     updates: Option<UpdateLog>,
 }
 
