@@ -1,5 +1,5 @@
 //! The navigator: what the judge sees of each node, and the steps shared by
-//! both strategies (the shortlist rerank, ranked passages).
+//! the strategies (the shortlist rerank, ranked passages).
 
 use crate::config::{OnJudgeError, ValidConfig};
 pub(crate) use crate::scope::Scope;

@@ -8,7 +8,8 @@
 //! ([`crate::store`]): [`save`] writes `T.texts` and `T.lexical` beside `T`
 //! and records their content hashes; [`to_bytes`] keeps everything in one
 //! buffer. Files of versions 1 to 3 hold everything in one file and load as
-//! before.
+//! before. Nodes and metadata go in and out through the frozen layouts of
+//! the `disk` module, never the model's own types.
 //!
 //! Saving writes a temporary file beside the target, syncs it and renames it
 //! over the target, so a crash never leaves a half-written tree. Loading
