@@ -420,6 +420,15 @@ impl Navigator {
     ) -> (Vec<(NodeId, f64)>, KeptEvidence) {
         let prior = first.fused_map();
         let mut evidence = first.kept_evidence();
+        let model = self.cascade.filter(|_| second.cfg.fitted_fusion);
+        let centred = |second: &mut Search<'_>| {
+            let mut passages = second.fused();
+            crate::fusion::add_prior(&mut passages, &prior, second.cfg.explore_weight);
+            passages
+        };
+        if model.is_none() && !second.cfg.keep_evidence {
+            return (centred(second), evidence);
+        }
         let stages = crate::fusion::stages(&prior, &second.judged_passages());
         if second.cfg.keep_evidence {
             let by_node: HashMap<NodeId, Stages> = stages.iter().copied().collect();
@@ -434,17 +443,8 @@ impl Navigator {
                 (*id, e)
             }));
         }
-        let model = match second.cfg.fitted_fusion {
-            true => self
-                .vectors
-                .as_ref()
-                .and_then(|v| v.fitted_cascade(self.judge.kind())),
-            false => None,
-        };
         let Some(model) = model else {
-            let mut passages = second.fused();
-            crate::fusion::add_prior(&mut passages, &prior, second.cfg.explore_weight);
-            return (passages, evidence);
+            return (centred(second), evidence);
         };
         let passages = stages
             .iter()

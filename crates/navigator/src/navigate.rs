@@ -42,6 +42,9 @@ pub struct Navigator {
     pub(crate) embedding: Option<Arc<dyn Decide>>,
     /// Whether the judge is the embedding judge itself (one stage).
     pub(crate) judge_is_embedding: bool,
+    /// The cascade's model fitted for the tree's embedder and this judge,
+    /// if there is one (looked up once, here).
+    pub(crate) cascade: Option<crate::fusion::FittedCascade>,
 }
 
 /// Recent filters' scopes: a filter asked again (a tenant's, a source's)
@@ -141,6 +144,9 @@ impl Navigator {
             }
         };
         let judge_is_embedding = judge_is_embedding && vectors.is_some();
+        let cascade = vectors
+            .as_ref()
+            .and_then(|v| v.fitted_cascade(judge.kind()));
         let mut navigator = Navigator {
             tree,
             judge,
@@ -155,6 +161,7 @@ impl Navigator {
             vectors,
             embedding,
             judge_is_embedding,
+            cascade,
         };
         if navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
@@ -186,6 +193,7 @@ impl Navigator {
             vectors: self.vectors.clone(),
             embedding: self.embedding.clone(),
             judge_is_embedding: self.judge_is_embedding,
+            cascade: self.cascade,
         };
         if navigator.index.is_none() && navigator.wants_index() {
             navigator.index = Some(Navigator::document_index(&navigator.tree)?);
