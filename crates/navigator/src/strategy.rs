@@ -75,11 +75,6 @@ impl Strategy {
     pub fn name(self) -> &'static str {
         self.profile().name
     }
-
-    /// Every strategy's name, in the order the CLI lists them.
-    pub fn names() -> Vec<&'static str> {
-        Strategy::ALL.iter().map(|s| s.name()).collect()
-    }
 }
 
 impl std::str::FromStr for Strategy {
@@ -91,9 +86,10 @@ impl std::str::FromStr for Strategy {
             .copied()
             .find(|strategy| strategy.name() == s)
             .ok_or_else(|| {
+                let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
                 Error::Config(format!(
                     "unknown strategy `{s}` (strategies: {})",
-                    Strategy::names().join(", ")
+                    names.join(", ")
                 ))
             })
     }

@@ -201,29 +201,20 @@ impl From<&TreeMeta> for MetaV1 {
     }
 }
 
-/// The metadata of tree files of versions 3 and 4: the corpus fingerprint
-/// added.
+/// The metadata of tree files of versions 3 and 4: version 1's fields, then
+/// the corpus fingerprint (postcard writes a nested struct's fields in
+/// place, so this is version 1's layout with one field added).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MetaV3 {
-    source: String,
-    embedder: String,
-    summarizer: String,
-    branching: u32,
-    seed: u64,
-    built_by: String,
+    v1: MetaV1,
     corpus: Option<treenav_corpus::Fingerprint>,
 }
 
 impl From<MetaV3> for TreeMeta {
     fn from(stored: MetaV3) -> TreeMeta {
         TreeMeta {
-            source: stored.source,
-            embedder: stored.embedder,
-            summarizer: stored.summarizer,
-            branching: stored.branching,
-            seed: stored.seed,
-            built_by: stored.built_by,
             corpus: stored.corpus,
+            ..stored.v1.into()
         }
     }
 }
@@ -231,12 +222,7 @@ impl From<MetaV3> for TreeMeta {
 impl From<&TreeMeta> for MetaV3 {
     fn from(meta: &TreeMeta) -> MetaV3 {
         MetaV3 {
-            source: meta.source.clone(),
-            embedder: meta.embedder.clone(),
-            summarizer: meta.summarizer.clone(),
-            branching: meta.branching,
-            seed: meta.seed,
-            built_by: meta.built_by.clone(),
+            v1: meta.into(),
             corpus: meta.corpus.clone(),
         }
     }
