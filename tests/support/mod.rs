@@ -15,6 +15,14 @@ pub struct Server {
     pub base: String,
 }
 
+impl Server {
+    /// How the process ended, when it already has: a server that died while
+    /// starting (a SIGILL, a bad flag) is reported at once, not as a timeout.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -57,7 +65,7 @@ pub fn start(program: &str, args: &[&str], install_hint: &str) -> Option<Server>
             return None;
         }
     };
-    let server = Server {
+    let mut server = Server {
         child,
         base: format!("http://127.0.0.1:{port}"),
     };
@@ -65,6 +73,9 @@ pub fn start(program: &str, args: &[&str], install_hint: &str) -> Option<Server>
     while Instant::now() < deadline {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some(server);
+        }
+        if let Some(status) = server.exited() {
+            panic!("{program} exited ({status}) before it listened; {install_hint}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
