@@ -140,12 +140,6 @@ impl From<treenav_embed::Error> for Error {
     }
 }
 
-impl From<treenav_cluster::Error> for Error {
-    fn from(e: treenav_cluster::Error) -> Error {
-        Error::Cluster(e.0)
-    }
-}
-
 /// An input file refused before reading (not a regular file, over its
 /// cap, foreign) is a [`Error::BadFile`] naming it; a failed open or read
 /// is an [`Error::Io`].

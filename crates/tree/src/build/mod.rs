@@ -234,13 +234,13 @@ fn flat_levels(embeddings: &Array2<f32>, params: &ValidTreeParams) -> Result<Vec
         .clusters()
         .unwrap_or_else(|| default_clusters(n, b))
         .clamp(1, n.max(1));
-    let first = partition(embeddings.view(), k, b, params.seed())?;
+    let first = partition(embeddings.view(), k, b, params.seed());
     let mut points = group_centroids(embeddings.view(), &first);
     let mut levels = vec![first];
     while levels.last().map_or(0, Vec::len) > b {
         let count = points.nrows();
         let seed = params.seed().wrapping_add(levels.len() as u64 * 7919);
-        let groups = partition(points.view(), default_clusters(count, b), b, seed)?;
+        let groups = partition(points.view(), default_clusters(count, b), b, seed);
         if groups.len() >= count {
             return Err(Error::Cluster(format!(
                 "level {} did not shrink ({count} nodes)",

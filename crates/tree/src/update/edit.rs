@@ -256,8 +256,7 @@ impl<'a> Editor<'a> {
                 .row_mut(i)
                 .assign(&ndarray::ArrayView1::from(&self.child_vector(*c)[..]));
         }
-        let labels = crate::cluster::kmeans(points.view(), 2, self.seed ^ u64::from(x.0))
-            .unwrap_or_default();
+        let labels = crate::cluster::kmeans(points.view(), 2, self.seed ^ u64::from(x.0));
         let mut groups: [Vec<NodeId>; 2] = [Vec::new(), Vec::new()];
         for (i, c) in children.iter().enumerate() {
             groups[labels.get(i).copied().unwrap_or(0).min(1)].push(*c);
