@@ -51,7 +51,6 @@ mod model;
 mod query;
 pub mod shard;
 pub mod store;
-pub mod summary;
 pub mod update;
 pub mod vectors;
 
@@ -79,6 +78,7 @@ pub use petgraph;
 pub use shard::{shard_file, Plan, ShardSpec};
 pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_corpus as corpus;
+pub use treenav_summary as summary;
 pub use treenav_text as text;
 
 use std::path::PathBuf;
@@ -136,6 +136,19 @@ impl From<treenav_embed::Error> for Error {
             E::Io { path, source } => Error::Io { path, source },
             E::File(e) => Error::from(e),
             E::Task(m) => Error::Task(m),
+        }
+    }
+}
+
+/// The summariser's errors keep their meaning: a failed server is an
+/// [`Error::Http`], the cache's file an [`Error::Io`].
+impl From<treenav_summary::Error> for Error {
+    fn from(e: treenav_summary::Error) -> Error {
+        use treenav_summary::Error as S;
+        match e {
+            S::Http(e) => Error::Http(e),
+            S::Io { path, source } => Error::Io { path, source },
+            S::Task(m) => Error::Task(m),
         }
     }
 }

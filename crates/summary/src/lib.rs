@@ -1,15 +1,41 @@
 //! Cluster summaries: extractive (class-based TF-IDF terms plus central
 //! titles, offline) or one sentence per cluster from an OpenAI-compatible
 //! chat endpoint, cached on disk by a hash of the cluster's members.
+//! The tree's build labels its clusters with these; the update relabels
+//! touched leaves with the extractive line.
 
-use crate::{Error, Progress, Result};
+#![warn(missing_docs)]
+
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use treenav_embed::Progress;
 use treenav_http::{ApiKey, ClientConfig, Endpoint, HttpClient, HttpError};
 use treenav_text::{is_displayable, stable_hash, terms};
+
+/// Result of summarising.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the LLM summariser (the extractive one cannot fail).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The chat endpoint failed or is misconfigured (see `retryable()`).
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// The summary cache could not be read or written.
+    #[error("cannot access {}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A background task failed.
+    #[error("background task failed: {0}")]
+    Task(String),
+}
 
 /// Terms shown in an extractive summary.
 pub const SUMMARY_TERMS: usize = 6;
