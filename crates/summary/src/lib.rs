@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use treenav_embed::Progress;
@@ -397,7 +397,7 @@ impl LlmSummarizer {
                 "the chat reply holds no text",
             )));
         }
-        write_atomic(&path, &text).map_err(|source| Error::Io {
+        treenav_files::atomic::write(&path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.clone(),
             source,
         })?;
@@ -434,10 +434,6 @@ impl LlmSummarizer {
         }
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
-}
-
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    treenav_files::atomic::write(path, text.as_bytes())
 }
 
 #[cfg(test)]
