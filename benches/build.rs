@@ -31,10 +31,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 use synthetic::generate;
+use treenav::build::{build_tree, TreeParams};
 use treenav::corpus::{load, Format, LoadOptions};
-use treenav::tree::{
-    build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
-};
+use treenav::tree::{Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions};
 
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")

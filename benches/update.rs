@@ -11,11 +11,9 @@ mod synthetic;
 
 use std::path::Path;
 use std::time::Instant;
+use treenav::build::{build_tree, update, TreeParams};
 use treenav::corpus::{load_str, Format, LoadOptions};
-use treenav::tree::{
-    build_tree, file, update, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions,
-    TreeParams,
-};
+use treenav::tree::{file, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions};
 
 /// Opens per measurement; the median is reported.
 const OPENS: usize = 5;

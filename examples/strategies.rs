@@ -8,10 +8,11 @@
 //! ```
 
 use std::sync::Arc;
+use treenav::build::{build_tree, TreeParams};
 use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::judge::{Judge, JudgeOptions};
 use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Strategy};
-use treenav::tree::{build_tree, Embedder, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+use treenav::tree::{Embedder, NoProgress, Summarizer, SummarizerOptions};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

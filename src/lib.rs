@@ -5,7 +5,8 @@
 //! (and the top-level integration tests and benches) depend on one crate:
 //!
 //! * [`corpus`]: documents, passages, loaders and the chunker;
-//! * [`tree`]: embedders, k-means levels, summaries, the tree and its file;
+//! * [`tree`]: the tree, its files, metadata filters and the embedders;
+//! * [`build`]: the build (k-means levels, summaries), shards and updates;
 //! * [`http`]: the one HTTP client setup (timeouts, retries, keys);
 //! * [`judge`]: decision models (judge, choose, grade), backends and the dispatcher;
 //! * [`navigator`]: level-by-level shared-context retrieval over a tree;
@@ -13,6 +14,7 @@
 //! * [`prune`]: the context pruner.
 #![warn(missing_docs)]
 
+pub use treenav_build as build;
 pub use treenav_corpus as corpus;
 pub use treenav_eval as eval;
 pub use treenav_files as files;

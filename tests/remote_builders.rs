@@ -8,10 +8,10 @@ mod support;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use treenav::build::{build_tree, TreeParams};
 use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::tree::{
-    build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
-    TreeParams,
+    Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
 };
 
 fn corpus(n: usize) -> treenav::corpus::Corpus {

@@ -1258,7 +1258,7 @@ fn found_ids(found: &Value) -> Vec<String> {
 /// `/readyz` saying so, until the files are good again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_made_by_another_process_are_served_at_the_next_request() {
-    use treenav::tree::update;
+    use treenav::build::update;
     let (s, path, dir) = start_file(JudgeOptions::default(), |_| {}).await;
     let ask =
         json!({"tree": "sample", "query": "quokka colony Rottnest island migration", "top": 3});

@@ -2,10 +2,10 @@
 //! tree, and refuses shards, plans and corpora that do not belong together.
 
 use std::path::Path;
+use treenav::build::{build_tree, Plan, ShardSpec, TreeParams, ValidTreeParams};
 use treenav::corpus::{load_str, Corpus, Format, LoadOptions};
 use treenav::tree::{
-    build_tree, file, Embedder, EmbedderOptions, NoProgress, Plan, ShardSpec, Summarizer,
-    SummarizerOptions, Tree, TreeParams, ValidTreeParams,
+    file, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, Tree,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -179,7 +179,7 @@ fn mismatched_plans_shards_and_corpora_are_refused() {
     std::fs::remove_file(d.join("shard-0-of-2.bin")).expect("remove");
 
     // Vectors of another plan.
-    let vectors = treenav::tree::shard::VECTORS_FILE;
+    let vectors = treenav::build::shard::VECTORS_FILE;
     std::fs::copy(other.path().join(vectors), d.join(vectors)).expect("copy");
     build_shards(other.path(), &[0], 1); // (the other plan still works)
     let plan = Plan::open(d).expect("open");

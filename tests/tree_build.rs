@@ -3,10 +3,10 @@
 
 use proptest::prelude::*;
 use std::collections::HashSet;
+use treenav::build::{build_tree, TreeParams};
 use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::tree::{
-    self, build_tree, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer,
-    SummarizerOptions, Tree, TreeParams,
+    self, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions, Tree,
 };
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -6,9 +6,10 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use treenav::build::TreeParams;
 use treenav::eval::bench::{self, BenchSetup, SystemKind};
 use treenav::eval::dataset::{self, DatasetOptions};
-use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
+use treenav::tree::{self, EmbedderOptions, SummarizerOptions};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenseEmbedder {
@@ -440,7 +441,7 @@ async fn bench_tree(
                 let options = embedder.cloned().unwrap_or_default();
                 let embedder = tree::Embedder::new(&options, params.seed())?;
                 let summarizer = tree::Summarizer::new(&SummarizerOptions::Extractive)?;
-                let built = tree::build_tree(
+                let built = treenav::build::build_tree(
                     data.corpus.clone(),
                     &data.name,
                     &params,

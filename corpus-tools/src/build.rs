@@ -5,8 +5,9 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use treenav::build::TreeParams;
 use treenav::corpus::{self, Format, LoadOptions};
-use treenav::tree::{self, EmbedderOptions, SummarizerOptions, TreeParams};
+use treenav::tree::{self, EmbedderOptions, SummarizerOptions};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum EmbedderKind {
@@ -63,7 +64,7 @@ pub struct BuildArgs {
     #[arg(long, value_parser = ["top-down", "flat"])]
     clustering: Option<String>,
     /// Rows k-means is trained on at each node of the top-down build.
-    #[arg(long, default_value_t = tree::DEFAULT_SAMPLE)]
+    #[arg(long, default_value_t = treenav::build::DEFAULT_SAMPLE)]
     sample_rows: usize,
     /// Number of k-means clusters over documents for the flat clustering
     /// (default: max(√N, N/branching)); implies --clustering flat.
@@ -348,14 +349,14 @@ pub struct MergeArgs {
     json: bool,
 }
 
-fn tree_params(args: &BuildArgs) -> Result<tree::ValidTreeParams> {
+fn tree_params(args: &BuildArgs) -> Result<treenav::build::ValidTreeParams> {
     Ok(TreeParams::default()
         .branching(args.branching)
         .clusters(args.clusters)
         .clustering(match (&args.clustering, args.clusters) {
             (Some(name), _) => name.parse()?,
-            (None, Some(_)) => tree::Clustering::Flat,
-            (None, None) => tree::Clustering::TopDown,
+            (None, Some(_)) => treenav::build::Clustering::Flat,
+            (None, None) => treenav::build::Clustering::TopDown,
         })
         .sample(args.sample_rows)
         .seed(args.seed)
@@ -467,7 +468,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     let bars = progress::Bars::new(args.json);
     if let Some(dir) = &args.plan {
         let recipe = recipe(&args, &loaded, summarizer_options, embedder_options(&args)?)?;
-        let plan = runtime.block_on(tree::Plan::make(
+        let plan = runtime.block_on(treenav::build::Plan::make(
             &loaded.corpus,
             &params,
             &embedder,
@@ -480,7 +481,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     }
     let output = args.output.clone().context("-o TREE is needed")?;
     let made = Made::of(&loaded);
-    let mut tree = runtime.block_on(tree::build_tree(
+    let mut tree = runtime.block_on(treenav::build::build_tree(
         loaded.corpus,
         &loaded.source,
         &params,
@@ -522,7 +523,7 @@ fn recipe(
 
 fn report_plan(
     dir: &Path,
-    plan: &tree::Plan,
+    plan: &treenav::build::Plan,
     documents: usize,
     start: Instant,
     json: bool,
@@ -551,10 +552,10 @@ fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
             dir.display()
         );
     }
-    let spec: tree::ShardSpec = shard.parse()?;
-    let plan = tree::Plan::open(dir)?;
+    let spec: treenav::build::ShardSpec = shard.parse()?;
+    let plan = treenav::build::Plan::open(dir)?;
     if plan.shard_done(spec) {
-        let path = dir.join(tree::shard_file(spec.index(), spec.count()));
+        let path = dir.join(treenav::build::shard_file(spec.index(), spec.count()));
         if args.json {
             let report = serde_json::json!({ "shard": path, "kept": true });
             return emit(&crate::json_text(&report)?);
@@ -565,7 +566,8 @@ fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
         ));
     }
     let bars = progress::Bars::new(args.json);
-    let path = runtime()?.block_on(async { tree::Plan::build_shard(&plan, spec, &bars) })?;
+    let path =
+        runtime()?.block_on(async { treenav::build::Plan::build_shard(&plan, spec, &bars) })?;
     bars.finish();
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let seconds = start.elapsed().as_secs_f64();
@@ -583,7 +585,7 @@ fn run_shard(args: &BuildArgs, shard: &str) -> Result<()> {
 /// `treenav merge --plan DIR -o TREE`.
 pub fn run_merge(args: &MergeArgs) -> Result<()> {
     let start = Instant::now();
-    let plan = tree::Plan::open(&args.plan)?;
+    let plan = treenav::build::Plan::open(&args.plan)?;
     let recipe: Recipe = serde_json::from_str(plan.recipe()).with_context(|| {
         format!(
             "the plan in {} was not made by `treenav build --plan`",
@@ -667,7 +669,7 @@ fn side_file_reports(output: &Path) -> Vec<SideFileReport> {
     });
     // The build's vectors, kept for `treenav add` and the embedding judge.
     for vectors in [
-        tree::update::vectors_path(output),
+        treenav::build::update::vectors_path(output),
         tree::vectors::passage_vectors_path(output),
     ] {
         if vectors.exists() {

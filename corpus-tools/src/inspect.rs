@@ -21,10 +21,10 @@ struct Report<'a> {
     clusters: usize,
     levels: Vec<LevelStats>,
     /// Updates since the build (or the last compaction), if any.
-    updates: Option<tree::update::UpdateLog>,
+    updates: Option<treenav::build::update::UpdateLog>,
     /// How far the clusters are from a fresh build's (leaf sizes; the
     /// share of documents nearer another sibling leaf's centroid).
-    drift: tree::update::Drift,
+    drift: treenav::build::update::Drift,
     samples: Samples,
 }
 
@@ -59,11 +59,11 @@ fn parts(path: &Path, tree: &Tree) -> Vec<Part> {
     });
     for (path, holds) in [
         (
-            tree::update::vectors_path(path),
+            treenav::build::update::vectors_path(path),
             "document vectors of the build, for updates",
         ),
         (
-            tree::update::delta_path(path),
+            treenav::build::update::delta_path(path),
             "updates since the tree file (applied when opened)",
         ),
     ] {
@@ -236,7 +236,7 @@ pub fn run(path: &Path, json: bool, n: usize, verify: bool) -> Result<()> {
         samples: samples(&tree, n),
         levels,
         updates: tree.updates().cloned(),
-        drift: tree::update::drift(&tree, tree.document_vectors().map(|v| v.as_ref())),
+        drift: treenav::build::update::drift(&tree, tree.document_vectors().map(|v| v.as_ref())),
     };
     if json {
         return crate::emit(&crate::json_text(&report)?);

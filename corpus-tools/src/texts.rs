@@ -49,7 +49,7 @@ pub fn run(args: &TextsArgs) -> Result<()> {
         crate::outputs::refuse_over("-o", &args.output, "the input", input)?;
     }
     // The same checks as the build's, so the rows line up with its.
-    let params = treenav::tree::TreeParams::default()
+    let params = treenav::build::TreeParams::default()
         .branching(args.branching)
         .embed_sentences(args.embed_sentences)
         .check()?;
@@ -59,7 +59,7 @@ pub fn run(args: &TextsArgs) -> Result<()> {
         passage_words: args.passage_words,
     };
     let loaded = load_corpus(args.input.as_deref(), forced, &options, args.json)?;
-    let texts = treenav::tree::embedding_texts(
+    let texts = treenav::build::embedding_texts(
         &loaded.corpus,
         params.branching(),
         params.embed_sentences(),

@@ -6,8 +6,9 @@ use crate::{emit, json_text, progress, read_input_file, runtime};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use treenav::build::update;
 use treenav::corpus::{Format, LoadOptions};
-use treenav::tree::{self, update, EmbedderOptions};
+use treenav::tree::{self, EmbedderOptions};
 
 /// The tree's own embedder, when it is not TF-IDF (whose fitted model is
 /// kept beside the tree).

@@ -153,9 +153,8 @@ pub async fn tree_with(
     branching: Option<usize>,
     embedder: &treenav::tree::EmbedderOptions,
 ) -> std::sync::Arc<treenav::tree::Tree> {
-    use treenav::tree::{
-        build_tree, Embedder, NoProgress, Summarizer, SummarizerOptions, TreeParams,
-    };
+    use treenav::build::{build_tree, TreeParams};
+    use treenav::tree::{Embedder, NoProgress, Summarizer, SummarizerOptions};
     let mut params = TreeParams::default();
     if let Some(b) = branching {
         params = params.branching(b);

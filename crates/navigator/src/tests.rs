@@ -5,13 +5,11 @@
 use crate::{BestFirstConfig, Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use std::collections::HashSet;
 use std::sync::Arc;
+use treenav_build::{build_tree, TreeParams};
 use treenav_corpus::{load_str, Format, LoadOptions};
 use treenav_judge::session::{logit, sigmoid};
 use treenav_judge::{Candidate, Decide, Limits, Scripted};
-use treenav_tree::{
-    build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, Tree,
-    TreeParams,
-};
+use treenav_tree::{Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, Tree};
 
 const TOPICS: [&str; 4] = [
     "Insulin lowers blood glucose in diabetic patients.",

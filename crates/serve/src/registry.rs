@@ -248,7 +248,7 @@ impl Registry {
             .get(name)
             .map(|s| s.info.embedder.clone())
             .unwrap_or_default();
-        let embedder = match treenav_tree::update::embedder_for(&recorded).transpose() {
+        let embedder = match treenav_build::update::embedder_for(&recorded).transpose() {
             Ok(e) => e,
             Err(e) => return Err(update_error(name, e)),
         };
@@ -260,7 +260,7 @@ impl Registry {
             runtime.block_on(async {
                 match change {
                     Change::Add(corpus) => {
-                        treenav_tree::update::add(
+                        treenav_build::update::add(
                             &path,
                             corpus,
                             embedder.as_ref(),
@@ -269,10 +269,10 @@ impl Registry {
                         .await
                     }
                     Change::Remove(ids) => {
-                        treenav_tree::update::remove(&path, &ids, embedder.as_ref()).await
+                        treenav_build::update::remove(&path, &ids, embedder.as_ref()).await
                     }
                     Change::Compact => {
-                        treenav_tree::update::compact(&path).map(|_| Default::default())
+                        treenav_build::update::compact(&path).map(|_| Default::default())
                     }
                 }
             })

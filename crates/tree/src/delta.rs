@@ -38,30 +38,36 @@ const HEADER: usize = 8 + 4 + 4 + 16 + 4 + 4 + 8 + 8;
 
 /// The change of the passage statistics.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StatsChange {
-    pub(crate) documents: i64,
-    pub(crate) terms: i64,
-    pub(crate) df: Vec<(String, i64)>,
+pub struct StatsChange {
+    /// Passages added less passages removed.
+    pub documents: i64,
+    /// Terms added less terms removed.
+    pub terms: i64,
+    /// Each term's change of document frequency.
+    pub df: Vec<(String, i64)>,
 }
 
 /// One generation's delta.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Delta {
-    pub(crate) generation: u64,
+pub struct Delta {
+    /// Its generation (1 for the first update of a base).
+    pub generation: u64,
     /// Nodes of the base tree file.
-    pub(crate) base_nodes: u32,
+    pub base_nodes: u32,
     /// Changed and added nodes, by id, ascending (in the file as
     /// [`crate::disk::NodeV1`]).
     #[serde(with = "crate::disk::nodes_by_id")]
-    pub(crate) nodes: Vec<(u32, Node)>,
+    pub nodes: Vec<(u32, Node)>,
     /// Changed neighbour lists, by node id, ascending.
-    pub(crate) neighbours: Vec<(u32, Vec<NodeId>)>,
-    pub(crate) stats: StatsChange,
+    pub neighbours: Vec<(u32, Vec<NodeId>)>,
+    /// The change of the passage statistics.
+    pub stats: StatsChange,
     /// Vectors of the documents added.
-    pub(crate) vectors: VectorRows,
+    pub vectors: VectorRows,
     /// Documents the lexical index holds at this generation.
-    pub(crate) indexed: u64,
-    pub(crate) log: UpdateLog,
+    pub indexed: u64,
+    /// The updates' log.
+    pub log: UpdateLog,
 }
 
 /// The delta's path beside the tree file `tree`.
@@ -70,7 +76,7 @@ pub fn delta_path(tree: &Path) -> PathBuf {
 }
 
 /// Where a writer puts the next generation before the index commit.
-pub(crate) fn next_path(tree: &Path) -> PathBuf {
+pub fn next_path(tree: &Path) -> PathBuf {
     side_path(tree, "delta.next")
 }
 
@@ -78,19 +84,21 @@ pub(crate) fn next_path(tree: &Path) -> PathBuf {
 /// the content hash of its delta (absent in commits written before deltas
 /// were named: those deltas are matched by number and base alone).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Generation {
-    pub(crate) number: u64,
-    pub(crate) delta: Option<u128>,
+pub struct Generation {
+    /// Its number (0: the base as built).
+    pub number: u64,
+    /// The content hash of its delta, when the commit names one.
+    pub delta: Option<u128>,
 }
 
 /// The payload of the lexical index's commit for a generation whose delta
 /// has the content hash `delta`.
-pub(crate) fn payload(generation: u64, delta: u128) -> String {
+pub fn payload(generation: u64, delta: u128) -> String {
     format!("treenav-generation {generation} {delta:032x}")
 }
 
 /// The generation a commit payload names (`None`: an index as built).
-pub(crate) fn generation_of(payload: Option<&str>) -> Option<Generation> {
+pub fn generation_of(payload: Option<&str>) -> Option<Generation> {
     let mut words = payload?.strip_prefix("treenav-generation ")?.split(' ');
     let number = words.next()?.parse().ok()?;
     let delta = match words.next() {
@@ -102,7 +110,7 @@ pub(crate) fn generation_of(payload: Option<&str>) -> Option<Generation> {
 
 /// Writes `delta` to `path` atomically (temp file, fsync, rename); its
 /// content hash, which the index's commit records.
-pub(crate) fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<u128> {
+pub fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<u128> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -163,7 +171,7 @@ fn read(path: &Path) -> Result<Delta> {
 /// by its hash (a delta copied from a sibling tree of the same base and
 /// generation is refused). `None` for generation 0 (no update since the
 /// tree file was written).
-pub(crate) fn current(tree: &Path, base: BaseId, generation: Generation) -> Result<Option<Delta>> {
+pub fn current(tree: &Path, base: BaseId, generation: Generation) -> Result<Option<Delta>> {
     let Generation { number, delta } = generation;
     if number == 0 {
         return Ok(None);
@@ -272,7 +280,7 @@ fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChang
 
 impl Delta {
     /// The stats change as a map, to be added to.
-    pub(crate) fn df_map(&self) -> HashMap<String, i64> {
+    pub fn df_map(&self) -> HashMap<String, i64> {
         self.stats.df.iter().cloned().collect()
     }
 }

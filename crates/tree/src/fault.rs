@@ -8,7 +8,7 @@ pub const FAULT_POINT: &str = "treenav::io";
 
 /// One step of writing or renaming a tree's files: where injected faults
 /// strike (a no-op unless a test configured [`FAULT_POINT`]).
-pub(crate) fn io_step() -> std::io::Result<()> {
+pub fn io_step() -> std::io::Result<()> {
     fail::fail_point!(FAULT_POINT, |_| Err(std::io::Error::new(
         std::io::ErrorKind::StorageFull,
         "injected fault: no space left on device"

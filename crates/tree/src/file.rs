@@ -538,7 +538,7 @@ pub fn save(tree: &Tree, path: &Path) -> Result<()> {
 }
 
 /// [`save`], for a caller already holding the tree's writer lock.
-pub(crate) fn save_locked(tree: &Tree, path: &Path, lock: &crate::generation::Lock) -> Result<()> {
+pub fn save_locked(tree: &Tree, path: &Path, lock: &crate::generation::Lock) -> Result<()> {
     if tree.updates().is_some() {
         return save_locked(&tree.compacted()?, path, lock);
     }
@@ -592,7 +592,7 @@ pub fn load(path: &Path) -> Result<Tree> {
 }
 
 /// [`load`], with room in the arena for `room` more nodes.
-pub(crate) fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
+pub fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
     crate::generation::settle(path)?;
     let (_, len) = open_tree_file(path)?;
     let bytes = read_parallel(path, len)?;

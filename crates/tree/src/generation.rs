@@ -276,7 +276,7 @@ fn sweep(tree: &Path) {
 
 /// For a writer holding the lock: finishes a committed generation, then
 /// sweeps what an interrupted save left.
-pub(crate) fn settle_locked(tree: &Path) -> Result<()> {
+pub fn settle_locked(tree: &Path) -> Result<()> {
     if manifest_path(tree).symlink_metadata().is_ok() {
         tracing::info!(tree = %tree.display(), "finishing an interrupted save");
         roll_forward(tree)?;

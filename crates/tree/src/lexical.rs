@@ -75,12 +75,7 @@ impl DocumentIndex {
 
     /// Deletes and adds documents (by node id) in one commit naming
     /// `payload` (see [`LexicalIndex::apply`]).
-    pub(crate) fn apply(
-        &mut self,
-        deletes: &[u64],
-        adds: &[(u64, String)],
-        payload: &str,
-    ) -> Result<()> {
+    pub fn apply(&mut self, deletes: &[u64], adds: &[(u64, String)], payload: &str) -> Result<()> {
         self.index
             .apply(deletes, adds, payload)
             .map_err(|e| Error::InvalidTree(e.to_string()))
@@ -320,7 +315,7 @@ impl Lexical {
     }
 
     /// Whether the index is layout 1's hand-written one.
-    pub(crate) fn is_layout_1(&self) -> bool {
+    pub fn is_layout_1(&self) -> bool {
         self.layout_1
     }
 

@@ -1,67 +1,36 @@
-//! The corpus tree of treenav and its builder.
+//! The corpus tree of treenav: the model, its files and the read side.
 //!
 //! A [`Tree`] has passages as leaves, documents (title + first sentence)
 //! above them and one or more levels of topic clusters above those, each
-//! labelled by a one-line summary. It is built once ([`build_tree`]): each
-//! document's title and lead are embedded ([`Embedder`]: TF-IDF by default,
-//! or any OpenAI-compatible embeddings server, or precomputed vectors), and
-//! split by k-means (k-means++ init, fixed seed) from the root down, each
-//! split within the branching limit. Clusters are summarised
-//! ([`Summarizer`]: extractive by default, or an LLM). The same build can
-//! run across machines ([`Plan`]: the root's split, shards, a merge).
-//! Embeddings are a build-time tool only: the saved tree holds no vectors,
-//! and the query side navigates it with a decision model.
+//! labelled by a one-line summary. The tree is an arena of [`Node`]s
+//! ([`Tree::graph`] gives a petgraph view) saved in one versioned,
+//! checksummed file ([`file`]) with side files beside it: the passages'
+//! texts ([`store`]), the BM25 index ([`lexical`]), the stored vectors
+//! ([`vectors`]), the pending updates ([`delta`]), all saved as one
+//! [`generation`]. Metadata filters ([`filter`]) and the query embedder
+//! ([`QueryEmbedder`]) are the read side the navigator uses.
 //!
-//! The tree is an arena of [`Node`]s ([`Tree::graph`] gives a petgraph view)
-//! saved in one versioned, checksummed file ([`file`]).
-//!
-//! ```
-//! use treenav_corpus::{load_str, Format, LoadOptions};
-//! use treenav_tree::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! let jsonl = (0..30)
-//!     .map(|i| format!(r#"{{"_id":"d{i}","title":"Doc {i}","text":"Topic {} text. More words here."}}"#, i % 3))
-//!     .collect::<Vec<_>>()
-//!     .join("\n");
-//! let corpus = load_str(&jsonl, "corpus.jsonl", Format::Beir, &LoadOptions::default())?;
-//! let params = TreeParams::default().branching(10).check()?;
-//! let embedder = Embedder::new(&EmbedderOptions::default(), params.seed())?;
-//! let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
-//! let tree = build_tree(corpus, "example", &params, &embedder, &summarizer, &NoProgress).await?;
-//! assert_eq!(tree.passages().count(), 30);
-//! let bytes = treenav_tree::file::to_bytes(&tree)?;
-//! let again = treenav_tree::file::from_bytes(&bytes, "mem.tree".as_ref())?;
-//! assert_eq!(again, tree);
-//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
-//! ```
+//! The `treenav-build` crate builds and updates trees; this crate loads,
+//! checks and saves them.
 #![warn(missing_docs)]
 
-mod build;
 pub mod delta;
 mod disk;
-mod fault;
+pub mod fault;
 pub mod file;
 pub mod filter;
 pub mod generation;
-mod grow;
 mod id;
 pub mod lexical;
 mod model;
 mod query;
-pub mod shard;
 pub mod store;
-pub mod update;
 pub mod vectors;
 
-pub use build::{
-    build_tree, default_clusters, embedding_texts, passage_label, Clustering, EmbeddingTexts,
-    TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
-};
 pub use embed::{
     bge_small_available, default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling,
 };
-pub use query::QueryEmbedder;
+pub use query::{embedder_for, QueryEmbedder};
 pub use treenav_cluster as cluster;
 pub use treenav_cluster::neighbours;
 pub use treenav_embed::{NoProgress, Progress};
@@ -73,9 +42,8 @@ pub mod embed {
     pub use treenav_embed::*;
 }
 pub use id::NodeId;
-pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta};
+pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta, UpdateLog};
 pub use petgraph;
-pub use shard::{shard_file, Plan, ShardSpec};
 pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_corpus as corpus;
 pub use treenav_summary as summary;

@@ -580,7 +580,7 @@ impl Tree {
 
     /// The arena, its neighbour lists and the stored vectors, to be changed
     /// by an update (which validates the result).
-    pub(crate) fn parts_mut(&mut self) -> (&mut Vec<Node>, &mut Vec<Vec<NodeId>>) {
+    pub fn parts_mut(&mut self) -> (&mut Vec<Node>, &mut Vec<Vec<NodeId>>) {
         (&mut self.nodes, &mut self.neighbours)
     }
 
@@ -590,7 +590,8 @@ impl Tree {
         self.vectors.as_ref()
     }
 
-    pub(crate) fn set_vectors(&mut self, vectors: Option<Arc<crate::vectors::UnitVectors>>) {
+    /// Sets (or drops) the documents' build embedding.
+    pub fn set_vectors(&mut self, vectors: Option<Arc<crate::vectors::UnitVectors>>) {
         self.vectors = vectors;
     }
 
@@ -606,10 +607,8 @@ impl Tree {
         self.passage_vectors.as_ref()
     }
 
-    pub(crate) fn set_passage_vectors(
-        &mut self,
-        vectors: Option<Arc<crate::vectors::UnitVectors>>,
-    ) {
+    /// Sets (or drops) the passages' build embedding.
+    pub fn set_passage_vectors(&mut self, vectors: Option<Arc<crate::vectors::UnitVectors>>) {
         self.passage_vectors = vectors;
     }
 
@@ -749,7 +748,7 @@ impl Tree {
     }
 
     /// The lexical side, to be changed by an update.
-    pub(crate) fn lexical_mut(&mut self) -> Option<&mut Lexical> {
+    pub fn lexical_mut(&mut self) -> Option<&mut Lexical> {
         self.lexical.as_mut()
     }
 

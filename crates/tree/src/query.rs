@@ -40,7 +40,7 @@ impl QueryEmbedder {
                 described,
             }));
         }
-        let embedder = crate::update::embedder_for(&described)?;
+        let embedder = embedder_for(&described)?;
         Some(embedder.map(|e| QueryEmbedder {
             kind: Kind::Model(Box::new(e)),
             described,
@@ -76,4 +76,31 @@ impl QueryEmbedder {
             Kind::Model(embedder) => Ok(embedder.embed(texts, &crate::NoProgress).await?),
         }
     }
+}
+
+/// The embedder a tree records, made here when it can be (what its query
+/// embedder and its updates use when none is given): the tree's
+/// own, built from its record when it can be (TF-IDF needs none; the
+/// in-process models load from their default folders); `None` when the
+/// caller must give it (a remote server, precomputed vectors).
+pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
+    use treenav_embed::EmbedderOptions;
+    let options = if recorded.starts_with("onnx(bge-small-en") {
+        EmbedderOptions::BgeSmall {
+            model_dir: None,
+            ort_library: None,
+            batch_size: 32,
+            max_tokens: 256,
+            threads: 2,
+        }
+    } else if recorded.starts_with("minilm(") {
+        EmbedderOptions::Minilm {
+            model_dir: None,
+            batch_size: 32,
+            max_tokens: 128,
+        }
+    } else {
+        return None;
+    };
+    Some(Embedder::new(&options, 0).map_err(Error::from))
 }

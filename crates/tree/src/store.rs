@@ -46,8 +46,7 @@ pub fn side_path(tree: &Path, suffix: &str) -> PathBuf {
 pub(crate) const TREE_FILE_CAP: u64 = 1 << 40;
 
 /// A tree's side file (`.texts`, `.lexical`) as an input.
-pub(crate) const SIDE_FILE: treenav_files::Kind =
-    treenav_files::Kind::new("side file", TREE_FILE_CAP);
+pub const SIDE_FILE: treenav_files::Kind = treenav_files::Kind::new("side file", TREE_FILE_CAP);
 
 /// A file read by positioned reads, shared by every query. It remembers
 /// its length and modification time when opened, so a file rewritten in
@@ -144,7 +143,7 @@ impl ReadAt for FileAt {
 /// Writes `bytes_of` into `path` atomically: a temp file beside it, synced,
 /// renamed over the target. `bytes_of` writes the body after a header of
 /// `header` zero bytes; the header is written last, from the body's hash.
-pub(crate) fn write_atomically(
+pub fn write_atomically(
     path: &Path,
     header: usize,
     body: impl FnOnce(&mut dyn Write) -> Result<()>,
@@ -240,7 +239,7 @@ pub(crate) fn write_texts<'a>(
 }
 
 /// The little-endian u64 at `at` of a header read whole.
-pub(crate) fn u64_at(head: &[u8], at: usize) -> u64 {
+pub fn u64_at(head: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
     if let Some(s) = head.get(at..at + 8) {
         b.copy_from_slice(s);

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 pub const VECTORS_SUFFIX: &str = "vectors";
 /// The suffix of the passage vectors file: `T.tree` → `T.tree.passage-vectors`.
 pub const PASSAGE_VECTORS_SUFFIX: &str = "passage-vectors";
-pub(crate) const MAGIC: &[u8; 8] = b"TRNVVECS";
+/// The magic of the tree's int8 vectors files.
+pub const MAGIC: &[u8; 8] = b"TRNVVECS";
 const VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, base tree (crc, reserved, len),
 /// rows, dims, description bytes.
@@ -287,7 +288,7 @@ impl UnitVectors {
 
     /// The rows past the first `from`, as their own set (what an update
     /// added, kept in its delta).
-    pub(crate) fn rows_from(&self, from: usize) -> VectorRows {
+    pub fn rows_from(&self, from: usize) -> VectorRows {
         let from = from.min(self.nodes.len());
         VectorRows {
             nodes: self.nodes[from..].to_vec(),
@@ -297,7 +298,7 @@ impl UnitVectors {
     }
 
     /// Appends rows kept in a delta (replacing any row of the same node).
-    pub(crate) fn extend(&mut self, rows: &VectorRows) -> Result<()> {
+    pub fn extend(&mut self, rows: &VectorRows) -> Result<()> {
         if rows.data.len() != rows.nodes.len() * self.dims || rows.scales.len() != rows.nodes.len()
         {
             return Err(Error::InvalidTree(
@@ -375,9 +376,10 @@ impl Probe {
     }
 }
 
-/// Quantised rows as a delta keeps them.
+/// Quantised rows as a delta keeps them (opaque: made by
+/// [`UnitVectors::rows_from`], taken by [`UnitVectors::extend`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct VectorRows {
+pub struct VectorRows {
     pub(crate) nodes: Vec<u32>,
     pub(crate) scales: Vec<f32>,
     pub(crate) data: Vec<i8>,
@@ -397,7 +399,7 @@ pub fn passage_vectors_path(tree: &Path) -> PathBuf {
 
 /// Writes `vectors` beside the tree file `tree` (whose payload is `base`),
 /// atomically.
-pub(crate) fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<()> {
+pub fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<()> {
     write_to(vectors, &vectors_path(tree), base)
 }
 
@@ -431,7 +433,7 @@ pub(crate) fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Resu
 /// Reads the vectors beside the tree file `tree`: `Ok(None)` when there is
 /// none, or one written with another tree file than `base`; an error when
 /// the file is damaged.
-pub(crate) fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
+pub fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
     read_from(&vectors_path(tree), base)
 }
 

@@ -12,13 +12,13 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use treenav_build::update::{add, compact, remove};
+use treenav_build::{
+    build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
+};
 use treenav_tree::corpus::{load_str, Corpus, Format, LoadOptions};
 use treenav_tree::generation::FAULT_POINT;
-use treenav_tree::update::{add, compact, remove};
-use treenav_tree::{
-    build_tree, file, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer,
-    SummarizerOptions, TreeParams,
-};
+use treenav_tree::{file, NodeKind};
 
 const WORDS: [[&str; 3]; 4] = [
     ["insulin", "glucose", "pancreas"],

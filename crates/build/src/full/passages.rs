@@ -3,10 +3,10 @@
 //! and what a flat dense index embeds), with the build's embedder, so that
 //! the embedding judge scores a passage by its own text at query time.
 
-use crate::embed::Embedder;
-use crate::model::{NodeKind, Tree};
-use crate::vectors::{Embedding, UnitVectors};
 use crate::{NodeId, Progress, Result};
+use treenav_tree::embed::Embedder;
+use treenav_tree::vectors::{Embedding, UnitVectors};
+use treenav_tree::{NodeKind, Tree};
 
 /// The text a passage is embedded from: `title: text` (the text alone for
 /// an untitled document). The judge's view of a passage is the same.

@@ -6,10 +6,10 @@
 //! leaves takes its children's terms. Clusters an update did not touch
 //! keep their labels, whatever summariser the build used.
 
-use crate::id::NodeId;
-use crate::model::{Node, NodeKind};
-use crate::summary::{class_tfidf, count_terms, extractive_line, ClusterFacts, SUMMARY_TERMS};
 use std::collections::BTreeSet;
+use treenav_summary::{class_tfidf, count_terms, extractive_line, ClusterFacts, SUMMARY_TERMS};
+use treenav_tree::NodeId;
+use treenav_tree::{Node, NodeKind};
 
 /// A leaf's new label: its id, distinctive terms and central titles.
 type Label = (NodeId, Vec<String>, Vec<String>);

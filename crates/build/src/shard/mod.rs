@@ -20,22 +20,22 @@
 
 mod files;
 
-use crate::build::{
+use crate::full::{
     attach_vectors, blocking, embed_units_fitted, finish, near_by_unit, units, ValidTreeParams,
     Vectors as Kept,
 };
-use crate::cluster::{centroid, Group, TopDown};
-use crate::embed::Embedder;
 use crate::grow::{grow, join, Grown, Local, RootSplit};
-use crate::model::{Tree, TreeMeta};
-use crate::neighbours::Lists;
-use crate::summary::Summarizer;
 use crate::{Clustering, Error, Progress, Result};
 use files::{read_record, write_record, write_vectors, Vectors};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use treenav_cluster::neighbours::Lists;
+use treenav_cluster::{centroid, Group, TopDown};
 use treenav_corpus::{Corpus, Fingerprint};
+use treenav_summary::Summarizer;
+use treenav_tree::embed::Embedder;
+use treenav_tree::{Tree, TreeMeta};
 
 /// The plan's file in a plan folder.
 pub const PLAN_FILE: &str = "plan.bin";
@@ -125,7 +125,7 @@ struct PlanFile {
     /// Sentences of each document embedded after its title.
     sentences: u32,
     /// The fitted TF-IDF model of a TF-IDF plan.
-    tfidf: Option<crate::embed::tfidf::TfidfModel>,
+    tfidf: Option<treenav_tree::embed::tfidf::TfidfModel>,
     /// Whether the tree keeps a vector per passage.
     passage_vectors: bool,
     recipe: String,
@@ -194,7 +194,7 @@ impl Plan {
         let (embeddings, tfidf) =
             embed_units_fitted(corpus, &units, params, embedder, progress).await?;
         progress.stage("planning", 1);
-        let split = crate::build::blocking(|| {
+        let split = crate::full::blocking(|| {
             RootSplit::new(
                 embeddings.view(),
                 params.branching(),
@@ -344,7 +344,7 @@ impl Plan {
         let points = self.vectors()?.rows(&local.rows)?;
         progress.stage("clustering", local.rows.len() as u64);
         let placed = |m: usize| progress.inc(m as u64);
-        let grown: Vec<Grown> = crate::build::blocking(|| {
+        let grown: Vec<Grown> = crate::full::blocking(|| {
             mine.par_iter()
                 .zip(members)
                 .map(|(t, m)| {
@@ -512,7 +512,7 @@ impl Plan {
         let vectors = self.vectors()?;
         let (mut tree, node_of_unit) =
             finish(corpus, units, root, near, meta, summarizer, progress).await?;
-        let embedding = crate::vectors::Embedding {
+        let embedding = treenav_tree::vectors::Embedding {
             embedder: self.file.embedder.clone(),
             tfidf: self.file.tfidf.clone(),
             sentences: self.file.sentences as usize,

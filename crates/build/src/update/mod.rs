@@ -23,24 +23,24 @@ mod drift;
 mod edit;
 mod labels;
 
-pub use crate::delta::{base_of, delta_path};
-pub use crate::model::UpdateLog;
-pub use crate::vectors::{vectors_path, BaseId, Embedding, UnitVectors};
 pub use drift::{drift, Drift};
+pub use treenav_tree::delta::{base_of, delta_path};
+pub use treenav_tree::vectors::{vectors_path, BaseId, Embedding, UnitVectors};
+pub use treenav_tree::UpdateLog;
 
-use crate::{delta, vectors};
+use treenav_tree::{delta, vectors};
 
-use crate::build::{units, Unit};
-use crate::delta::{Delta, StatsChange};
-use crate::embed::Embedder;
-use crate::id::NodeId;
-use crate::model::{NodeKind, Tree};
+use crate::full::{units, Unit};
 use crate::{Error, Progress, Result};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use treenav_corpus::Corpus;
+use treenav_tree::delta::{Delta, StatsChange};
+use treenav_tree::embed::Embedder;
+use treenav_tree::NodeId;
+use treenav_tree::{NodeKind, Tree};
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -71,12 +71,12 @@ pub struct Report {
     pub embedded_again: bool,
 }
 
-pub use crate::generation::Lock;
+pub use treenav_tree::generation::Lock;
 
 /// The base id of the tree file at `path`, from its header.
 pub fn base_id(path: &Path) -> Result<BaseId> {
-    use crate::store::ReadAt;
-    let (file, _) = crate::store::FileAt::open(path, &crate::store::SIDE_FILE)?;
+    use treenav_tree::store::ReadAt;
+    let (file, _) = treenav_tree::store::FileAt::open(path, &treenav_tree::store::SIDE_FILE)?;
     let mut head = [0u8; 28];
     file.read_at(0, &mut head).map_err(|source| Error::Io {
         path: path.to_path_buf(),
@@ -112,8 +112,8 @@ impl Session {
     /// Opens the tree at `path` for an update adding about `room` nodes.
     async fn open(path: &Path, embedder: Option<&Embedder>, room: usize) -> Result<Session> {
         let lock = Lock::acquire(path)?;
-        crate::generation::settle_locked(path)?;
-        let tree = crate::file::load_with_room(path, room)?;
+        treenav_tree::generation::settle_locked(path)?;
+        let tree = treenav_tree::file::load_with_room(path, room)?;
         let updatable = tree
             .lexical()
             .is_some_and(|l| !l.is_layout_1() && l.index.folder().is_some());
@@ -211,7 +211,8 @@ async fn embed_again(
     let (old, new): (Vec<NodeId>, Vec<NodeId>) = tree.documents().partition(|d| d.0 < base_nodes);
     let text_of = |ids: &[NodeId]| ids.iter().map(|d| node_text(tree, *d)).collect::<Vec<_>>();
     let (embedding, rows_old, rows_new) = if let Some(dims) = tfidf_dims(&recorded) {
-        let (model, rows) = crate::embed::tfidf::fit_embed(&text_of(&old), dims, tree.meta().seed);
+        let (model, rows) =
+            treenav_tree::embed::tfidf::fit_embed(&text_of(&old), dims, tree.meta().seed);
         let rows_new = model.transform(&text_of(&new));
         let embedding = Embedding {
             embedder: recorded,
@@ -271,31 +272,7 @@ fn same_embedder<'e>(recorded: &str, given: Option<&'e Embedder>) -> Result<&'e 
     Ok(e)
 }
 
-/// The embedder an update of a tree uses when none is given: the tree's
-/// own, built from its record when it can be (TF-IDF needs none; the
-/// in-process models load from their default folders); `None` when the
-/// caller must give it (a remote server, precomputed vectors).
-pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
-    use crate::embed::EmbedderOptions;
-    let options = if recorded.starts_with("onnx(bge-small-en") {
-        EmbedderOptions::BgeSmall {
-            model_dir: None,
-            ort_library: None,
-            batch_size: 32,
-            max_tokens: 256,
-            threads: 2,
-        }
-    } else if recorded.starts_with("minilm(") {
-        EmbedderOptions::Minilm {
-            model_dir: None,
-            batch_size: 32,
-            max_tokens: 128,
-        }
-    } else {
-        return None;
-    };
-    Some(Embedder::new(&options, 0).map_err(Error::from))
-}
+pub use treenav_tree::embedder_for;
 
 /// Adds the documents of `corpus` to the saved tree at `path`: new ids
 /// are added, ids the tree has are replaced. `embedder` is the tree's own
@@ -489,7 +466,7 @@ async fn embed_units(
         Some(model) => {
             let texts: Vec<String> = units
                 .iter()
-                .map(|u| crate::build::unit_text(corpus, u, session.vectors.embedding.sentences))
+                .map(|u| crate::full::unit_text(corpus, u, session.vectors.embedding.sentences))
                 .collect();
             progress.inc(units.len() as u64);
             model.transform(&texts)
@@ -500,8 +477,7 @@ async fn embed_units(
                 .branching(session.tree.meta().branching as usize)
                 .embed_sentences(session.vectors.embedding.sentences.max(1))
                 .check()?;
-            let rows =
-                crate::build::embed_units(corpus, units, &params, embedder, progress).await?;
+            let rows = crate::full::embed_units(corpus, units, &params, embedder, progress).await?;
             Arc::try_unwrap(rows).unwrap_or_else(|shared| (*shared).clone())
         }
     };
@@ -517,7 +493,7 @@ async fn embed_units(
 
 /// A unit's document node and its passage nodes (texts held in them).
 fn unit_nodes(corpus: &Corpus, unit: &Unit) -> (NodeKind, Vec<NodeKind>) {
-    let kind = crate::build::document_kind(corpus, unit);
+    let kind = crate::full::document_kind(corpus, unit);
     let passages = corpus
         .documents
         .get(unit.doc)
@@ -664,7 +640,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
         .tree
         .lexical_mut()
         .ok_or_else(|| Error::Param("the tree has no lexical index".into()))?;
-    crate::fault::io_step().map_err(|source| Error::Io {
+    treenav_tree::fault::io_step().map_err(|source| Error::Io {
         path: next.clone(),
         source,
     })?;
@@ -672,7 +648,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
         .ok_or_else(|| Error::Task("the lexical index is shared".into()))?
         .apply(&deletes, &change.adds, &delta::payload(generation, hash))?;
     let path = delta_path(&session.path);
-    crate::fault::io_step()
+    treenav_tree::fault::io_step()
         .and_then(|()| treenav_files::atomic::rename(&next, &path))
         .map_err(|source| Error::Io {
             path: path.clone(),
@@ -697,14 +673,14 @@ pub struct Compacted {
 /// (as `treenav build` writes them), the delta removed.
 pub fn compact(path: &Path) -> Result<Compacted> {
     let lock = Lock::acquire(path)?;
-    crate::generation::settle_locked(path)?;
+    treenav_tree::generation::settle_locked(path)?;
     // Loaded with its vectors, those its updates added included.
-    let tree = crate::file::load(path)?;
+    let tree = treenav_tree::file::load(path)?;
     let before = tree.len();
     let updates = tree.updates().cloned();
     let compacted = tree.compacted()?;
     let after = compacted.len();
-    crate::file::save_locked(&compacted, path, &lock)?;
+    treenav_tree::file::save_locked(&compacted, path, &lock)?;
     Ok(Compacted {
         nodes_before: before,
         nodes_after: after,

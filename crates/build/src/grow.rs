@@ -2,13 +2,13 @@
 //! cluster's subtree (independent of the others: in parallel here, or in
 //! shards, see the `shard` module) and the join under the root.
 
-use crate::cluster::{
-    child_seed, cluster_of, default_clusters, split_node, subtree, Group, Step, TopDown,
-};
-use crate::neighbours::{nearest, Lists};
 use crate::{Progress, Result};
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
+use treenav_cluster::neighbours::{nearest, Lists};
+use treenav_cluster::{
+    child_seed, cluster_of, default_clusters, split_node, subtree, Group, Step, TopDown,
+};
 
 /// The root's split: the top clusters whose subtrees grow independently.
 pub(crate) struct RootSplit {

@@ -5,12 +5,12 @@
 //! nearest sibling, neighbour lists kept. Every node and list changed is
 //! remembered, so that the delta holds what changed only.
 
-use crate::id::NodeId;
-use crate::model::UpdateLog;
-use crate::model::{Node, NodeKind};
-use crate::vectors::UnitVectors;
 use crate::{Error, Result};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use treenav_tree::vectors::UnitVectors;
+use treenav_tree::NodeId;
+use treenav_tree::UpdateLog;
+use treenav_tree::{Node, NodeKind};
 
 /// A leaf smaller than its sibling leaves' mean size divided by this is
 /// merged into its nearest sibling when both fit under the limit together
@@ -256,7 +256,7 @@ impl<'a> Editor<'a> {
                 .row_mut(i)
                 .assign(&ndarray::ArrayView1::from(&self.child_vector(*c)[..]));
         }
-        let labels = crate::cluster::kmeans(points.view(), 2, self.seed ^ u64::from(x.0));
+        let labels = treenav_cluster::kmeans(points.view(), 2, self.seed ^ u64::from(x.0));
         let mut groups: [Vec<NodeId>; 2] = [Vec::new(), Vec::new()];
         for (i, c) in children.iter().enumerate() {
             groups[labels.get(i).copied().unwrap_or(0).min(1)].push(*c);
@@ -363,7 +363,7 @@ impl<'a> Editor<'a> {
         };
         let n = norm(&sum).max(f32::MIN_POSITIVE);
         let centre: Vec<f32> = sum.iter().map(|x| x / n).collect();
-        let probe = crate::vectors::Probe::new(&centre);
+        let probe = treenav_tree::vectors::Probe::new(&centre);
         let mut keyed: Vec<(f32, NodeId)> = self
             .node(id)
             .children
@@ -399,7 +399,7 @@ impl<'a> Editor<'a> {
 
     /// Scores `candidates` against `v`, nearest first (ties: lower id).
     fn ranked(&self, v: &[f32], candidates: impl Iterator<Item = NodeId>) -> Vec<(f32, NodeId)> {
-        let probe = crate::vectors::Probe::new(v);
+        let probe = treenav_tree::vectors::Probe::new(v);
         let mut scored: Vec<(f32, NodeId)> = candidates
             .filter_map(|c| Some((self.vectors.dot_probe(c, &probe)?, c)))
             .collect();

@@ -4,17 +4,17 @@
 //! and recomputed, so the mutation reaches the decoder and the validation
 //! behind it. Whatever the bytes, the result is a valid tree or an error
 //! naming the file; never a panic, never a huge allocation.
-//! `PROPTEST_CASES=20000 cargo test -p treenav-tree --test fuzz --release`
+//! `PROPTEST_CASES=20000 cargo test -p treenav-build --test fuzz --release`
 //! runs longer.
 
 use proptest::prelude::*;
 use std::path::Path;
 use std::sync::OnceLock;
-use treenav_corpus::{load_str, Format, LoadOptions};
-use treenav_tree::file::{from_bytes, to_bytes, to_bytes_v1};
-use treenav_tree::{
+use treenav_build::{
     build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
 };
+use treenav_corpus::{load_str, Format, LoadOptions};
+use treenav_tree::file::{from_bytes, to_bytes, to_bytes_v1};
 
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")

@@ -2,14 +2,14 @@
 //! clusters of a cluster tree, summarise them and lay out the arena.
 
 use super::units::{unit_doc, unit_title, Unit};
-use crate::cluster::Group;
-use crate::id::NodeId;
-use crate::model::{Node, NodeKind, Tree, TreeMeta};
-use crate::summary::{class_tfidf, count_terms, ClusterFacts, Summarizer, SUMMARY_TERMS};
 use crate::{Error, Progress, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
+use treenav_cluster::Group;
 use treenav_corpus::{chunk, Corpus};
+use treenav_summary::{class_tfidf, count_terms, ClusterFacts, Summarizer, SUMMARY_TERMS};
+use treenav_tree::NodeId;
+use treenav_tree::{Node, NodeKind, Tree, TreeMeta};
 
 /// A cluster in layout order: the index of its parent cluster (`None`:
 /// the root) and its group.

@@ -1,4 +1,4 @@
-//! The build: documents → embeddings → k-means levels → summaries → tree.
+//! The full build: documents → embeddings → k-means levels → summaries → tree.
 
 mod finish;
 mod passages;
@@ -9,20 +9,20 @@ pub(crate) use finish::{document_kind, finish};
 pub use units::{embedding_texts, EmbeddingTexts};
 pub(crate) use units::{unit_text, units, Unit};
 
-pub use crate::cluster::default_clusters;
-use crate::cluster::{group_centroids, partition, Group};
-use crate::embed::Embedder;
-use crate::model::{Tree, TreeMeta};
-use crate::neighbours::Lists;
-use crate::summary::Summarizer;
 use crate::{Error, NodeId, Progress, Result};
 use ndarray::Array2;
+pub use treenav_cluster::default_clusters;
+use treenav_cluster::neighbours::Lists;
+use treenav_cluster::{group_centroids, partition, Group};
 use treenav_corpus::Corpus;
+use treenav_summary::Summarizer;
+use treenav_tree::embed::Embedder;
+use treenav_tree::{Tree, TreeMeta};
 
 /// Parameters of a build, checked by [`TreeParams::check`] before any work.
 ///
 /// ```
-/// let params = treenav_tree::TreeParams::default().branching(64).seed(7).check()?;
+/// let params = treenav_build::TreeParams::default().branching(64).seed(7).check()?;
 /// assert_eq!(params.branching(), 64);
 /// # Ok::<(), treenav_tree::Error>(())
 /// ```
@@ -85,7 +85,7 @@ impl Default for TreeParams {
             clusters: None,
             seed: 42,
             embed_sentences: 1,
-            neighbours: crate::neighbours::DEFAULT_NEIGHBOURS,
+            neighbours: treenav_cluster::neighbours::DEFAULT_NEIGHBOURS,
             clustering: Clustering::TopDown,
             sample: DEFAULT_SAMPLE,
             passage_vectors: true,
@@ -286,7 +286,11 @@ fn flat_tree(
     let levels = flat_levels(embeddings, params)?;
     progress.inc(embeddings.nrows() as u64);
     let root = levels_to_tree(&levels);
-    let near = crate::neighbours::nearest(embeddings.view(), &root.families(), params.neighbours());
+    let near = treenav_cluster::neighbours::nearest(
+        embeddings.view(),
+        &root.families(),
+        params.neighbours(),
+    );
     Ok((root, near))
 }
 
@@ -339,7 +343,7 @@ pub async fn build_tree(
         corpus: Some(corpus.fingerprint()),
     };
     let near = near_by_unit(units.len(), near);
-    let embedding = crate::vectors::Embedding {
+    let embedding = treenav_tree::vectors::Embedding {
         embedder: meta.embedder.clone(),
         tfidf,
         sentences: params.embed_sentences(),
@@ -347,7 +351,7 @@ pub async fn build_tree(
     let (mut tree, node_of_unit) =
         finish::finish(corpus, units, root, near, meta, summarizer, progress).await?;
     let documents = blocking(|| {
-        crate::vectors::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
+        treenav_tree::vectors::UnitVectors::from_rows(embedding, &node_of_unit, embeddings.view())
     });
     drop(embeddings);
     let vectors = Vectors {
@@ -363,7 +367,7 @@ pub async fn build_tree(
 /// it was clustered by, quantised) and the embedder of its passages.
 pub(crate) struct Vectors<'a> {
     /// One row per document node, with what embedded them.
-    pub(crate) documents: crate::vectors::UnitVectors,
+    pub(crate) documents: treenav_tree::vectors::UnitVectors,
     /// The build's embedder, for the passages.
     pub(crate) embedder: &'a Embedder,
 }
@@ -398,7 +402,7 @@ pub(crate) async fn embed_units_fitted(
     progress: &dyn Progress,
 ) -> Result<(
     std::sync::Arc<Array2<f32>>,
-    Option<crate::embed::tfidf::TfidfModel>,
+    Option<treenav_tree::embed::tfidf::TfidfModel>,
 )> {
     let Embedder::Tfidf { dims, seed } = embedder else {
         let rows = embed_units(corpus, units, params, embedder, progress).await?;
@@ -410,10 +414,11 @@ pub(crate) async fn embed_units_fitted(
         .map(|u| unit_text(corpus, u, params.embed_sentences()))
         .collect();
     let (dims, seed) = (*dims, *seed);
-    let (model, rows) =
-        tokio::task::spawn_blocking(move || crate::embed::tfidf::fit_embed(&texts, dims, seed))
-            .await
-            .map_err(|e| Error::Task(e.to_string()))?;
+    let (model, rows) = tokio::task::spawn_blocking(move || {
+        treenav_tree::embed::tfidf::fit_embed(&texts, dims, seed)
+    })
+    .await
+    .map_err(|e| Error::Task(e.to_string()))?;
     progress.inc(units.len() as u64);
     Ok((std::sync::Arc::new(rows), Some(model)))
 }

@@ -7,12 +7,12 @@
 //! rows u64 · dims u64 · rows × dims little-endian f32`, row-major, so a
 //! shard reads only its own rows.
 
-use crate::store::ReadAt;
-use crate::store::{u64_at, write_atomically, FileAt};
 use crate::{Error, Result};
 use ndarray::{Array2, ArrayView2};
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
+use treenav_tree::store::ReadAt;
+use treenav_tree::store::{u64_at, write_atomically, FileAt};
 
 const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
 /// The plan's vectors (f32 rows), a magic of their own: the tree's
@@ -182,7 +182,7 @@ impl Vectors {
             path: path.to_path_buf(),
             source,
         })?;
-        if &head[..8] == crate::vectors::MAGIC {
+        if &head[..8] == treenav_tree::vectors::MAGIC {
             return Err(bad(
                 path,
                 "a plan's vectors written by an older build (under the tree vectors' magic): make the plan again",
@@ -247,11 +247,11 @@ impl Vectors {
     /// file is read a few megabytes at a time, never whole.
     pub(crate) fn quantised(
         &self,
-        embedding: crate::vectors::Embedding,
+        embedding: treenav_tree::vectors::Embedding,
         nodes: &[crate::NodeId],
-    ) -> Result<crate::vectors::UnitVectors> {
+    ) -> Result<treenav_tree::vectors::UnitVectors> {
         const ROWS_PER_READ: usize = 16 * 4096;
-        let mut out = crate::vectors::UnitVectors::new(embedding, self.dims);
+        let mut out = treenav_tree::vectors::UnitVectors::new(embedding, self.dims);
         for (i, nodes) in nodes.chunks(ROWS_PER_READ).enumerate() {
             let first = i * ROWS_PER_READ;
             let rows: Vec<usize> = (first..first + nodes.len()).collect();
@@ -276,10 +276,10 @@ mod tests {
         let hash = write_vectors(&path, rows.view()).expect("write");
         let bytes = std::fs::read(&path).expect("read");
         assert_eq!(&bytes[..8], VECTORS_MAGIC);
-        assert_ne!(VECTORS_MAGIC, crate::vectors::MAGIC);
+        assert_ne!(VECTORS_MAGIC, treenav_tree::vectors::MAGIC);
         assert!(Vectors::open(&path, 2, 2, hash).is_ok());
         let mut old = bytes.clone();
-        old[..8].copy_from_slice(crate::vectors::MAGIC);
+        old[..8].copy_from_slice(treenav_tree::vectors::MAGIC);
         std::fs::write(&path, &old).expect("write");
         let err = Vectors::open(&path, 2, 2, hash).err().expect("refused");
         assert!(err.to_string().contains("older build"), "{err}");

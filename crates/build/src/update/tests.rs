@@ -2,8 +2,9 @@
 //! index, removal, the lock, compaction.
 
 use super::*;
-use crate::{build_tree, file, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+use crate::{build_tree, NoProgress, Summarizer, SummarizerOptions, TreeParams};
 use treenav_corpus::{load_str, Format, LoadOptions};
+use treenav_tree::file;
 
 const TOPICS: [[&str; 4]; 6] = [
     ["insulin", "glucose", "diabetes", "pancreas"],
@@ -272,7 +273,7 @@ async fn a_crash_on_either_side_of_the_index_commit_gives_before_or_after() {
         .await
         .expect("add");
     // Committed, not renamed: generation 1 is read from `.next`.
-    std::fs::rename(delta_path(&path), crate::delta::next_path(&path)).expect("mv");
+    std::fs::rename(delta_path(&path), treenav_tree::delta::next_path(&path)).expect("mv");
     let tree = file::load(&path).expect("load");
     assert_eq!(tree.documents().count(), 125);
     // The next update starts from it and lands normally.
@@ -283,7 +284,7 @@ async fn a_crash_on_either_side_of_the_index_commit_gives_before_or_after() {
     // A `.next` of generation 3 whose index commit never happened: ignored.
     let mut stale = std::fs::read(delta_path(&path)).expect("read");
     stale[48] = 3;
-    std::fs::write(crate::delta::next_path(&path), stale).expect("write");
+    std::fs::write(treenav_tree::delta::next_path(&path), stale).expect("write");
     assert_eq!(file::load(&path).expect("load").documents().count(), 127);
     // Without the delta the index names, the tree is refused by name.
     std::fs::remove_file(delta_path(&path)).expect("rm");
@@ -301,7 +302,7 @@ async fn adding_the_same_documents_again_is_a_no_op() {
         .await
         .expect("add");
     assert_eq!((first.added, first.generation), (30, 1));
-    let delta = std::fs::read(crate::delta::delta_path(&path)).expect("delta");
+    let delta = std::fs::read(treenav_tree::delta::delta_path(&path)).expect("delta");
     for _ in 0..5 {
         let mut again = corpus(0..30, "n");
         again.documents.extend(corpus(0..120, "d").documents);
@@ -319,7 +320,7 @@ async fn adding_the_same_documents_again_is_a_no_op() {
         );
     }
     assert_eq!(
-        std::fs::read(crate::delta::delta_path(&path)).expect("delta"),
+        std::fs::read(treenav_tree::delta::delta_path(&path)).expect("delta"),
         delta
     );
     // One changed document among them is replaced, alone.
@@ -340,7 +341,7 @@ async fn adding_the_same_documents_again_is_a_no_op() {
 async fn a_broken_index_folder_is_the_one_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = saved_tree(dir.path()).await;
-    let folder = crate::file::index_folder(&path);
+    let folder = treenav_tree::file::index_folder(&path);
     let kept = dir.path().join("kept-index");
     std::fs::rename(&folder, &kept).expect("move aside");
     let breakages: [&dyn Fn(); 3] = [
@@ -423,7 +424,7 @@ async fn a_tree_in_a_read_only_folder_opens_and_answers() {
 /// leaves it (and the generation).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stamp_changes_with_every_update_that_lands() {
-    use crate::generation::stamp;
+    use treenav_tree::generation::stamp;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = saved_tree(dir.path()).await;
     let built = stamp(&path);
@@ -476,7 +477,11 @@ async fn a_delta_copied_from_a_sibling_tree_is_refused() {
     add(&b, corpus(0..3, "y"), None, &NoProgress)
         .await
         .expect("add b");
-    std::fs::copy(crate::delta::delta_path(&b), crate::delta::delta_path(&a)).expect("copy");
+    std::fs::copy(
+        treenav_tree::delta::delta_path(&b),
+        treenav_tree::delta::delta_path(&a),
+    )
+    .expect("copy");
     let e = file::load(&a)
         .expect_err("a foreign delta is refused")
         .to_string();

@@ -3,10 +3,10 @@
 //! nearest leaf centroid (among their leaf and its siblings, where the
 //! build chose) is not their own leaf's.
 
-use crate::id::NodeId;
-use crate::model::{NodeKind, Tree};
-use crate::vectors::UnitVectors;
 use serde::Serialize;
+use treenav_tree::vectors::UnitVectors;
+use treenav_tree::NodeId;
+use treenav_tree::{NodeKind, Tree};
 
 /// Documents checked at most for the misplaced share (evenly spread).
 const SAMPLE: usize = 20_000;
