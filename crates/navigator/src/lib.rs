@@ -1,6 +1,6 @@
 //! The navigator: retrieval without a vector index at query time.
 //!
-//! A [`Navigator`] walks a [`Tree`] level by level. At each level the
+//! A [`Navigator`] walks a [`Tree`](treenav_tree::Tree) level by level. At each level the
 //! candidates (cluster cards, then documents as title + lead, then passages)
 //! are shown to a decision model **together**, in batches of up to
 //! `batch_size` per call, all batches of a level at once; the model answers
@@ -63,9 +63,8 @@ mod strategy;
 mod tests;
 mod view;
 
-pub use config::{
-    defaults, BestFirstConfig, NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET,
-};
+pub use best_first::settings::BestFirstConfig;
+pub use config::{defaults, NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET};
 pub use navigate::Navigator;
 pub use strategy::Profile as StrategyProfile;
 
@@ -133,6 +132,13 @@ pub enum Error {
     /// The query has no word to look for (empty or whitespace only).
     #[error("the query is empty: give a question or keywords")]
     EmptyQuery,
+}
+
+/// A setting out of its range is a [`Error::Config`] naming it.
+impl From<treenav_judge::checked::OutOfRange> for Error {
+    fn from(e: treenav_judge::checked::OutOfRange) -> Error {
+        Error::Config(e.to_string())
+    }
 }
 
 /// One returned passage.

@@ -1,14 +1,17 @@
 //! The strategies: how a query spends its judgments.
 //!
-//! Each strategy is a file of its own that declares its [`Profile`] (name,
-//! one line for `--strategy`'s help, what it spends and reads) and its
-//! `run` (a query within a scope to a [`crate::Retrieval`]); one line in
-//! the crate root's `strategies!` registers it: the [`crate::Strategy`]
+//! Each strategy is a module of its own that declares its [`Profile`]
+//! (name, one line for `--strategy`'s help, what it spends and reads) and
+//! its `run` (a query within a scope to a [`crate::Retrieval`]); one line
+//! in the crate root's `strategies!` registers it: the [`crate::Strategy`]
 //! variant (its kebab-case name in config, `serve`'s requests and
 //! OpenAPI), the CLI's `--strategy` values ([`crate::Strategy::ALL`]) and
 //! the dispatch follow. The registry sits in the crate root, beside the
-//! module declarations, so the settings (which name a strategy) and the
-//! navigator (which strategies run on) never depend on a strategy's file.
+//! module declarations, so the navigator (which strategies run on) never
+//! depends on a strategy's module. A strategy with settings of its own
+//! keeps them and their checks in a leaf module beside it
+//! (`best_first/settings.rs`: [`crate::BestFirstConfig`]), which the
+//! navigator's config names without depending on the strategy's search.
 
 use crate::{Error, Result, Strategy};
 

@@ -55,7 +55,7 @@ pub struct Delta {
     /// Nodes of the base tree file.
     pub base_nodes: u32,
     /// Changed and added nodes, by id, ascending (in the file as
-    /// [`crate::disk::NodeV1`]).
+    /// `disk::NodeV1`).
     #[serde(with = "crate::disk::nodes_by_id")]
     pub nodes: Vec<(u32, Node)>,
     /// Changed neighbour lists, by node id, ascending.

@@ -4,7 +4,7 @@
 //! above them and one or more levels of topic clusters above those, each
 //! labelled by a one-line summary. The tree is an arena of [`Node`]s
 //! ([`Tree::graph`] gives a petgraph view) saved in one versioned,
-//! checksummed file ([`file`]) with side files beside it: the passages'
+//! checksummed file ([`file`](mod@file)) with side files beside it: the passages'
 //! texts ([`store`]), the BM25 index ([`lexical`]), the stored vectors
 //! ([`vectors`]), the pending updates ([`delta`]), all saved as one
 //! [`generation`]. Metadata filters ([`filter`]) and the query embedder

@@ -1,70 +1,15 @@
-//! The `best-first` strategy: one global frontier under a hard judgment budget.
-//!
-//! Ideas from GAR (MacAvaney et al., CIKM 2022: alternate the first-stage
-//! list with neighbours of the best-scored documents so far), LATTICE (path
-//! relevance over a global frontier) and Zhuo et al. 2020 (a cluster is worth
-//! its best member, so evidence must flow up).
-//!
-//! * **Frontier.** Two sources, sharing each round's slots (by how well
-//!   each one's picks scored in the last round, [`Split`]; or one for
-//!   one with `adaptive_split` off): the
-//!   *lexical list* and the *graph frontier*. The lexical list has two
-//!   orders, sharing its slots the same way: the passages of the tree's
-//!   top BM25 documents, best passage BM25 score first (depth: a document
-//!   whose passages all match offers several), and each document's best
-//!   passage in the documents' BM25 order (reach: a new document per slot;
-//!   adaptive split only). The graph frontier holds unjudged
-//!   passages of documents near the evidence (other passages of a judged
-//!   document, neighbours of a judged document from the tree's stored lists,
-//!   the other members of a judged document's leaf cluster) and, with
-//!   `cards` on, cluster cards (the root's children, then the children of
-//!   judged cards). When one source runs dry the other fills the round.
-//! * **Path relevance.** Every node's *own* score is its judged score, raised
-//!   to the best judged score beneath it (evidence flows up). Its path score
-//!   is `path(n) = α · own(n) + (1 − α) · path(parent(n))`, `path(root) = 0`.
-//!   An unjudged passage's priority is the path score of its document (so an
-//!   unjudged document in a raised cluster gets `(1 − α) · path(cluster)`),
-//!   at least `β · own(d)` when another passage of its document `d` was
-//!   judged (so a document that scored well is read on before its
-//!   neighbours), or `γ · own(d) · (1 − ½ · rank / k)` when it is the
-//!   `rank`-th of the `k` neighbours of a judged document `d` (nearest
-//!   first), whichever is higher; a card's priority is its parent's path
-//!   score. A document offers its unjudged passages together, best lexical
-//!   first, the `j`-th of `m` at `(1 − ½ · j / m)` times that priority, so
-//!   a well-scored document can fill several slots of a round.
-//!   Ties go to the document that best matches the query lexically.
-//! * **Rounds.** The budget (minus the shortlist rerank, which a pointwise
-//!   decider does not take) is spread over `rounds` rounds; each round is
-//!   one [`Session::judge_round`]: slates of `slate_size` judged
-//!   concurrently, every slate but the session's very first showing its
-//!   anchor (the first candidate ever judged) when the decider reads the
-//!   context, so every round is on one scale. References count against the
-//!   budget.
-//! * **Stop** when the budget is spent or nothing is left to judge; the
-//!   judged passages, best first, go to the same shortlist rerank as
-//!   `levels`.
+//! One best-first search: the frontier, its rounds and what they judged.
 
-use crate::config::BestFirstConfig;
-use crate::fusion::{Evidence, FittedFusion, Stages};
+use super::settings::BestFirstConfig;
+use super::{Lexicon, StageSpec, LEXICAL_PASSAGES, STAGE_EXPLORE};
+use crate::fusion::{Evidence, FittedFusion};
 use crate::navigate::{cut, Navigator, Scope};
-use crate::view::Probabilities;
-use crate::{Error, Result, Retrieval, RoundTrace, Route, Trace, TraceCandidate};
+use crate::{Error, Result, RoundTrace, Route, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{NodeId, NodeKind};
 
-pub(crate) const PROFILE: crate::StrategyProfile = crate::StrategyProfile {
-    name: "best-first",
-    about: "one frontier under a judgment budget: the embedder explores, the judge reads the best (the default)",
-    spends_judge_budget: true,
-    reads_document_index: true,
-};
-
-/// Runs the search (the cascade where the tree has vectors).
-pub(crate) async fn run(navigator: &Navigator, query: &str, scope: &Scope) -> Result<Retrieval> {
-    navigator.best_first(query, scope).await
-}
 
 /// A candidate picked for a round: the node, why, and its priority.
 #[derive(Debug, Clone, Copy)]
@@ -76,32 +21,32 @@ struct Pick {
 }
 
 /// The state of one best-first search.
-struct Search<'a> {
+pub(super) struct Search<'a> {
     nav: &'a Navigator,
-    /// Which stage this search is ([`STAGE_EXPLORE`] or [`STAGE_JUDGE`]).
-    stage: &'static str,
+    /// Which stage this search is ([`super::STAGE_EXPLORE`] or [`super::STAGE_JUDGE`]).
+    pub(super) stage: &'static str,
     /// Whether an earlier stage's ranking took the lexical list's place
     /// ([`Search::seed`]): its picks are traced as [`Route::Explored`].
     seeded: bool,
     /// Its budget, slate size and final fusion weight.
-    budget: usize,
+    pub(super) budget: usize,
     slate_size: usize,
     fusion: f64,
     /// The exploration's fitted fusion for the tree's embedder, if any
     /// (then it orders and scores the stage's passages instead of `fusion`).
     fitted: Option<FittedFusion>,
     /// Vectors the descent by centroid read before the search.
-    descent_reads: u64,
+    pub(super) descent_reads: u64,
     /// What the query's filter lets through: nothing else is picked.
     scope: &'a Scope,
-    session: Session<'a>,
-    query: &'a str,
-    cfg: &'a BestFirstConfig,
-    neighbours: bool,
+    pub(super) session: Session<'a>,
+    pub(super) query: &'a str,
+    pub(super) cfg: &'a BestFirstConfig,
+    pub(super) neighbours: bool,
     /// Calibrated P(yes) of every judged passage and card.
-    judged: HashMap<NodeId, f64>,
+    pub(super) judged: HashMap<NodeId, f64>,
     /// Best judged score at or beneath each document and cluster.
-    evidence: HashMap<NodeId, f64>,
+    pub(super) evidence: HashMap<NodeId, f64>,
     /// Documents whose unjudged passages are on the graph frontier.
     touched: Vec<NodeId>,
     touched_set: HashSet<NodeId>,
@@ -135,343 +80,13 @@ struct Search<'a> {
     /// Within the lexical list: passage order (first) against document
     /// order (second).
     order_split: Split,
-    rounds: Vec<RoundTrace>,
+    pub(super) rounds: Vec<RoundTrace>,
 }
 
-/// BM25 documents fetched per judgment of the budget, and at least. At
-/// 1000 / 10× every SciFact figure (lexical judge at budget 100, the
-/// cross-encoder at 50 and 100) and XQuAD's were the same to the last digit
-/// and the 1M tree's p50 ~10% slower: the rank evidence past 300 is under
-/// 0.02 and the walk uses the top `budget` only.
-const LEXICAL_DEPTH_PER_JUDGMENT: usize = 3;
-const LEXICAL_DEPTH_MIN: usize = 300;
-/// Passages of the lexical route's documents scored per query, at most (a
-/// few µs each): SQuAD dev's articles (up to 98 paragraphs, 48 articles)
-/// are read whole at every budget, a long book's first passages only.
-const LEXICAL_PASSAGES: usize = 8192;
-
-/// Leaf clusters the descent by centroid reaches (the best this many
-/// clusters kept at each level).
-const DESCENT_BEAM: usize = 2;
-/// The stages' names in the trace.
-pub(crate) const STAGE_EXPLORE: &str = "explore";
-pub(crate) const STAGE_JUDGE: &str = "judge";
-
-/// What BM25 says of a query: its top documents, each one's score and rank.
-struct Lexicon {
-    docs: Vec<NodeId>,
-    doc_lex: HashMap<NodeId, f64>,
-    lexical_rank: HashMap<NodeId, usize>,
-}
-
-/// One stage's spending: its name, budget, rounds, slate size and final
-/// fusion weight.
-#[derive(Debug, Clone, Copy)]
-struct StageSpec {
-    stage: &'static str,
-    budget: usize,
-    rounds: usize,
-    slate_size: usize,
-    fusion: f64,
-}
-
-impl StageSpec {
-    /// The judge's stage: `--judge-budget` over `--rounds` slates of `--slate-size`.
-    fn judge(cfg: &BestFirstConfig) -> StageSpec {
-        StageSpec {
-            stage: STAGE_JUDGE,
-            budget: cfg.judge_budget,
-            rounds: cfg.rounds,
-            slate_size: cfg.slate_size,
-            fusion: cfg.fusion,
-        }
-    }
-
-    /// The embedding judge's exploration: `budget` vectors in rounds of
-    /// [`EXPLORE_SLATE`] (a round is sub-millisecond: many rounds let the
-    /// graph be followed as far as the budget goes).
-    fn explore(cfg: &BestFirstConfig, budget: usize) -> StageSpec {
-        StageSpec {
-            stage: STAGE_EXPLORE,
-            budget,
-            rounds: budget.div_ceil(EXPLORE_SLATE).clamp(1, 100),
-            slate_size: EXPLORE_SLATE,
-            fusion: cfg.explore_fusion,
-        }
-    }
-}
-
-/// Each judged passage with its evidence, as `Retrieval::evidence` keeps it.
-type KeptEvidence = Vec<(NodeId, Evidence)>;
-
-/// Candidates per round of the exploration.
-const EXPLORE_SLATE: usize = 25;
-
-/// `a` and `b` taken in turn, each once, up to `depth` in all.
-fn interleave(a: &[NodeId], b: &[NodeId], depth: usize) -> Vec<NodeId> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(depth);
-    let (mut i, mut j) = (0, 0);
-    while out.len() < depth && (i < a.len() || j < b.len()) {
-        let next = if (out.len() % 2 == 0 && i < a.len()) || j >= b.len() {
-            i += 1;
-            a[i - 1]
-        } else {
-            j += 1;
-            b[j - 1]
-        };
-        if seen.insert(next) {
-            out.push(next);
-        }
-    }
-    out
-}
-
-impl Navigator {
-    /// BM25's top documents with their scores, as deep as a search of
-    /// `budget` judgments can use them: the list it walks, the priors of
-    /// neighbours and the fused order's rank evidence (which is ~0 past a
-    /// few hundred). Not every match: tantivy's top-k then skips most of a
-    /// large corpus (Block-WAND).
-    fn lexical_list(
-        &self,
-        query: &str,
-        budget: usize,
-        scope: &Scope,
-    ) -> Result<Vec<(NodeId, f64)>> {
-        let depth = budget
-            .saturating_mul(LEXICAL_DEPTH_PER_JUDGMENT)
-            .max(LEXICAL_DEPTH_MIN)
-            .min(self.documents);
-        match &self.index {
-            Some(index) => scope.search(index, query, depth),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// A filter can leave fewer BM25 matches than the budget can judge:
-    /// the other documents it lets through follow, in tree order, so the
-    /// judge still sees what the filter keeps (up to `depth` in all).
-    fn fill_from_scope(&self, scope: &Scope, lexical: &mut Vec<NodeId>, depth: usize) {
-        if !scope.is_filtered() || lexical.len() >= depth {
-            return;
-        }
-        let listed: HashSet<NodeId> = lexical.iter().copied().collect();
-        let rest: Vec<NodeId> = self
-            .tree
-            .documents()
-            .filter(|d| scope.allows(*d) && !listed.contains(d))
-            .take(depth - lexical.len())
-            .collect();
-        lexical.extend(rest);
-    }
-
-    /// Best-first navigation under the judgment budget (see the module
-    /// docs); with the tree's vectors, the cascade: the embedding judge
-    /// explores first, and the judge (when it is another) spends its
-    /// budget on what the exploration ranked best and their neighbours.
-    pub(crate) async fn best_first(&self, query: &str, scope: &Scope) -> Result<Retrieval> {
-        let cfg = self.config.best_first();
-        let explore = self.explore_budget();
-        let scored = self.lexical_list(query, cfg.judge_budget.max(explore), scope)?;
-        let lexical_rank: HashMap<NodeId, usize> = scored
-            .iter()
-            .enumerate()
-            .map(|(rank, (doc, _))| (*doc, rank))
-            .collect();
-        let doc_lex: HashMap<NodeId, f64> = scored.iter().copied().collect();
-        let lexical = Lexicon {
-            docs: scored.iter().map(|(id, _)| *id).collect(),
-            doc_lex,
-            lexical_rank,
-        };
-        let (Some(explorer), Some(vectors)) = (self.explorer(), self.vectors.clone()) else {
-            let decider = self.decider();
-            let depth = cfg.judge_budget.max(self.config.returned_passages());
-            let mut docs: Vec<NodeId> = lexical.docs.iter().take(depth).copied().collect();
-            self.fill_from_scope(scope, &mut docs, depth);
-            let spec = StageSpec::judge(cfg);
-            let mut search = Search::new(self, scope, query, decider.as_ref(), spec, &lexical);
-            search.order_lexical(&docs);
-            search.run(cfg.rounds).await?;
-            return self.conclude(search, None).await;
-        };
-        let q = vectors
-            .query_vector(query)
-            .await
-            .map_err(|source| Error::Judge {
-                level: 1,
-                kind: crate::Judging::BestFirstRound,
-                batch: 0,
-                source,
-            })?;
-        let (near, read) = vectors.descend(&q, scope, DESCENT_BEAM);
-        let depth = explore.max(self.config.returned_passages());
-        let mut docs = interleave(&lexical.docs, &near, depth);
-        self.fill_from_scope(scope, &mut docs, depth);
-        let spec = StageSpec::explore(cfg, explore);
-        let mut first = Search::new(self, scope, query, explorer.as_ref(), spec, &lexical);
-        first.descent_reads = read;
-        first.order_lexical(&docs);
-        first.run(spec.rounds).await?;
-        if !self.cascade() {
-            return self.conclude(first, None).await;
-        }
-        let ranked = first.ranked();
-        let decider = self.decider();
-        let mut second = Search::new(
-            self,
-            scope,
-            query,
-            decider.as_ref(),
-            StageSpec::judge(cfg),
-            &lexical,
-        );
-        second.seed(&ranked);
-        second.run(cfg.rounds).await?;
-        self.conclude(second, Some(first)).await
-    }
-
-    /// The judged passages, best first, through the shortlist rerank;
-    /// after a cascade (`explored`: the first stage), the judge's scores
-    /// fused with the exploration's.
-    async fn conclude(
-        &self,
-        mut search: Search<'_>,
-        mut explored: Option<Search<'_>>,
-    ) -> Result<Retrieval> {
-        let r = self.config.returned_passages();
-        let (mut passages, evidence) = match explored.as_mut() {
-            Some(first) => self.cascade_order(&mut search, first),
-            None if search.stage == STAGE_EXPLORE => (search.fused(), search.kept_evidence()),
-            None => (search.fused(), Vec::new()),
-        };
-        passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        self.collapse(&mut passages);
-        passages.truncate(r);
-        let kept: HashSet<NodeId> = passages.iter().map(|(id, _)| *id).collect();
-        let earlier = explored.iter_mut().flat_map(|first| &mut first.rounds);
-        for round in search.rounds.iter_mut().chain(earlier) {
-            for c in &mut round.candidates {
-                c.kept = c.route != Route::Reference && kept.contains(&c.node);
-            }
-        }
-        let mut probabilities: Probabilities = search.judged.clone();
-        let earlier = explored.iter().flat_map(|first| &first.judged);
-        for (id, e) in search.evidence.iter().chain(earlier) {
-            probabilities.entry(*id).or_insert(*e);
-        }
-        let (ranked, rerank) = self
-            .finish(&mut search.session, search.query, &passages, &probabilities)
-            .await?;
-        let mut docs_read: HashSet<NodeId> = search
-            .judged
-            .keys()
-            .filter_map(|id| self.document_of(*id))
-            .collect();
-        let mut usage = search.session.usage().clone();
-        usage.vectors_scored = usage.vectors_scored.saturating_add(search.descent_reads);
-        let mut judged = search.session.shown();
-        let mut rounds = Vec::new();
-        let mut explore_budget = None;
-        if let Some(first) = explored {
-            docs_read.extend(first.judged.keys().filter_map(|id| self.document_of(*id)));
-            usage.add(first.session.usage());
-            usage.vectors_scored = usage.vectors_scored.saturating_add(first.descent_reads);
-            judged += first.session.shown();
-            explore_budget = Some(first.budget);
-            rounds = first.rounds;
-        }
-        if search.stage == STAGE_EXPLORE {
-            explore_budget = Some(search.budget);
-        }
-        rounds.extend(search.rounds);
-        Ok(Retrieval {
-            query: search.query.to_string(),
-            exhausted: ranked.len() < r,
-            passages: ranked,
-            trace: Trace {
-                strategy: PROFILE.name,
-                judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
-                explore_budget,
-                neighbourhoods: search.neighbours,
-                levels: Vec::new(),
-                rounds,
-                rerank,
-                usage,
-                titles_read: docs_read.len() as f64 / self.documents.max(1) as f64,
-                candidates_judged: judged,
-                latency_ms: 0.0,
-            },
-            evidence,
-        })
-    }
-
-    /// A cascade's final scores, over what either stage judged when the
-    /// judge has a fitted cascade ([`crate::fusion::FittedCascade`]): the
-    /// judge moves what it judged among all the exploration ranked, by as
-    /// much as its scores proved worth. Otherwise the judge's passages
-    /// alone, the exploration a centred prior on them. With the
-    /// exploration's kept evidence (and both stages' part of it).
-    fn cascade_order(
-        &self,
-        second: &mut Search<'_>,
-        first: &mut Search<'_>,
-    ) -> (Vec<(NodeId, f64)>, KeptEvidence) {
-        let prior = first.fused_map();
-        let mut evidence = first.kept_evidence();
-        let model = self.cascade.filter(|_| second.cfg.fitted_fusion);
-        let centred = |second: &mut Search<'_>| {
-            let mut passages = second.fused();
-            crate::fusion::add_prior(&mut passages, &prior, second.cfg.explore_weight);
-            passages
-        };
-        if model.is_none() && !second.cfg.keep_evidence {
-            return (centred(second), evidence);
-        }
-        let stages = crate::fusion::stages(&prior, &second.judged_passages());
-        if second.cfg.keep_evidence {
-            let by_node: HashMap<NodeId, Stages> = stages.iter().copied().collect();
-            for (id, e) in &mut evidence {
-                e.stages = by_node.get(id).copied();
-            }
-            evidence.extend(stages.iter().filter(|(_, s)| !s.reached).map(|(id, s)| {
-                let e = Evidence {
-                    stages: Some(*s),
-                    ..Evidence::default()
-                };
-                (*id, e)
-            }));
-        }
-        let Some(model) = model else {
-            return (centred(second), evidence);
-        };
-        let passages = stages
-            .iter()
-            .map(|(id, s)| (*id, model.probability(s)))
-            .collect();
-        (passages, evidence)
-    }
-
-    fn is_passage(&self, id: NodeId) -> bool {
-        matches!(
-            self.tree.get(id).map(|n| &n.kind),
-            Some(NodeKind::Passage { .. })
-        )
-    }
-
-    /// The document a passage belongs to.
-    fn document_of(&self, id: NodeId) -> Option<NodeId> {
-        if !self.is_passage(id) {
-            return None;
-        }
-        self.tree.get(id).and_then(|n| n.parent)
-    }
-}
 
 impl<'a> Search<'a> {
     /// A search of one stage, before its first round.
-    fn new(
+    pub(super) fn new(
         nav: &'a Navigator,
         scope: &'a Scope,
         query: &'a str,
@@ -521,7 +136,7 @@ impl<'a> Search<'a> {
     }
 
     /// The rounds: the budget spread over `rounds`, then widening.
-    async fn run(&mut self, rounds: usize) -> Result<()> {
+    pub(super) async fn run(&mut self, rounds: usize) -> Result<()> {
         if self.cfg.cards {
             let tree = &self.nav.tree;
             self.cards = tree
@@ -554,7 +169,7 @@ impl<'a> Search<'a> {
 
     /// The judged passages in scope with their final scores (the stage's
     /// fusion of the judge's score with the search's evidence), unordered.
-    fn fused(&mut self) -> Vec<(NodeId, f64)> {
+    pub(super) fn fused(&mut self) -> Vec<(NodeId, f64)> {
         let mut passages = self.judged_passages();
         let fused = match self.fitted {
             Some(model) => self
@@ -587,7 +202,7 @@ impl<'a> Search<'a> {
     }
 
     /// The judged passages in scope with the judge's scores, unordered.
-    fn judged_passages(&self) -> Vec<(NodeId, f64)> {
+    pub(super) fn judged_passages(&self) -> Vec<(NodeId, f64)> {
         self.judged
             .iter()
             .filter(|(id, _)| self.nav.is_passage(**id) && self.scope.allows(**id))
@@ -605,7 +220,7 @@ impl<'a> Search<'a> {
 
     /// Each judged passage with its evidence, when the configuration keeps
     /// it (sorted by node, so runs compare).
-    fn kept_evidence(&mut self) -> Vec<(NodeId, Evidence)> {
+    pub(super) fn kept_evidence(&mut self) -> Vec<(NodeId, Evidence)> {
         if !self.cfg.keep_evidence {
             return Vec::new();
         }
@@ -616,12 +231,12 @@ impl<'a> Search<'a> {
     }
 
     /// [`Search::fused`] by node.
-    fn fused_map(&mut self) -> HashMap<NodeId, f64> {
+    pub(super) fn fused_map(&mut self) -> HashMap<NodeId, f64> {
         self.fused().into_iter().collect()
     }
 
     /// The judged passages, best fused score first.
-    fn ranked(&mut self) -> Vec<NodeId> {
+    pub(super) fn ranked(&mut self) -> Vec<NodeId> {
         let mut passages = self.fused();
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         passages.into_iter().map(|(p, _)| p).collect()
@@ -630,7 +245,7 @@ impl<'a> Search<'a> {
     /// The next stage's lists: `ranked` (an earlier stage's order) in place
     /// of the lexical list's passages, and each document's best passage in
     /// that order in place of its documents.
-    fn seed(&mut self, ranked: &[NodeId]) {
+    pub(super) fn seed(&mut self, ranked: &[NodeId]) {
         self.seeded = true;
         let mut seen = HashSet::new();
         self.by_document = ranked
@@ -742,7 +357,7 @@ impl<'a> Search<'a> {
     /// document per slot, where the first order may read on in one). Each
     /// document gives at most its first `LEXICAL_PASSAGES / documents`
     /// passages, so a query scores a bounded number however long they are.
-    fn order_lexical(&mut self, docs: &[NodeId]) {
+    pub(super) fn order_lexical(&mut self, docs: &[NodeId]) {
         let per_document = (LEXICAL_PASSAGES / docs.len().max(1)).max(1);
         let mut passages: Vec<(NodeId, usize)> = docs
             .iter()
