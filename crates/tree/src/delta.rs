@@ -31,7 +31,9 @@ use std::sync::Arc;
 /// The suffix of the delta: `T.tree` → `T.tree.delta`.
 pub const DELTA_SUFFIX: &str = "delta";
 const MAGIC: &[u8; 8] = b"TRNVDELT";
-const VERSION: u32 = 1;
+/// Layout 2 adds the vectors of the passages added; layout 1 (without
+/// them) is still read.
+const VERSION: u32 = 2;
 /// Magic, version, reserved, content hash, base (crc, reserved, len),
 /// generation.
 const HEADER: usize = 8 + 4 + 4 + 16 + 4 + 4 + 8 + 8;
@@ -68,6 +70,39 @@ pub struct Delta {
     pub indexed: u64,
     /// The updates' log.
     pub log: UpdateLog,
+    /// Vectors of the passages added (layout 2; none in layout 1, whose
+    /// added passages the embedding judge scores by their document's).
+    pub passage_vectors: VectorRows,
+}
+
+/// Layout 1 of a delta: [`Delta`] without the passages' vectors.
+#[derive(Deserialize)]
+struct DeltaV1 {
+    generation: u64,
+    base_nodes: u32,
+    #[serde(with = "crate::disk::nodes_by_id")]
+    nodes: Vec<(u32, Node)>,
+    neighbours: Vec<(u32, Vec<NodeId>)>,
+    stats: StatsChange,
+    vectors: VectorRows,
+    indexed: u64,
+    log: UpdateLog,
+}
+
+impl From<DeltaV1> for Delta {
+    fn from(v1: DeltaV1) -> Delta {
+        Delta {
+            generation: v1.generation,
+            base_nodes: v1.base_nodes,
+            nodes: v1.nodes,
+            neighbours: v1.neighbours,
+            stats: v1.stats,
+            vectors: v1.vectors,
+            indexed: v1.indexed,
+            log: v1.log,
+            passage_vectors: VectorRows::default(),
+        }
+    }
 }
 
 /// The delta's path beside the tree file `tree`.
@@ -130,13 +165,10 @@ fn peek(path: &Path) -> Result<Option<(BaseId, u64, u128)>> {
         return Ok(None);
     }
     let (source, len) = FileAt::open(path, &crate::store::SIDE_FILE)?;
-    let (head, base): ([u8; HEADER], BaseId) =
-        crate::vectors::read_paired_header(&source, len, (MAGIC, VERSION, "delta")).map_err(
-            |problem| Error::BadFile {
-                path: path.to_path_buf(),
-                problem,
-            },
-        )?;
+    let (head, base, _) = read_header(&source, len).map_err(|problem| Error::BadFile {
+        path: path.to_path_buf(),
+        problem,
+    })?;
     let mut hash = [0u8; 16];
     hash.copy_from_slice(&head[16..32]);
     Ok(Some((
@@ -146,6 +178,22 @@ fn peek(path: &Path) -> Result<Option<(BaseId, u64, u128)>> {
     )))
 }
 
+/// A delta file's header, of either layout this build reads, with the
+/// layout.
+fn read_header(
+    source: &FileAt,
+    len: u64,
+) -> std::result::Result<([u8; HEADER], BaseId, u32), String> {
+    let read = |version| crate::vectors::read_paired_header(source, len, (MAGIC, version, "delta"));
+    match read(VERSION) {
+        Ok((head, base)) => Ok((head, base, VERSION)),
+        // The error names today's layout.
+        Err(problem) => read(1)
+            .map(|(head, base)| (head, base, 1))
+            .map_err(|_| problem),
+    }
+}
+
 /// Reads and checks a whole delta file.
 fn read(path: &Path) -> Result<Delta> {
     let bad = |problem: String| Error::BadFile {
@@ -153,12 +201,13 @@ fn read(path: &Path) -> Result<Delta> {
         problem,
     };
     let (source, len) = FileAt::open(path, &crate::store::SIDE_FILE)?;
-    let (head, _): ([u8; HEADER], BaseId) =
-        crate::vectors::read_paired_header(&source, len, (MAGIC, VERSION, "delta"))
-            .map_err(&bad)?;
+    let (head, _, version) = read_header(&source, len).map_err(&bad)?;
     let body = crate::vectors::read_checked_body(&source, &head, len).map_err(&bad)?;
-    let delta: Delta =
-        postcard::from_bytes(&body).map_err(|e| bad(format!("cannot decode: {e}")))?;
+    let decoded = match version {
+        1 => postcard::from_bytes::<DeltaV1>(&body).map(Delta::from),
+        _ => postcard::from_bytes::<Delta>(&body),
+    };
+    let delta = decoded.map_err(|e| bad(format!("cannot decode: {e}")))?;
     if delta.generation != crate::store::u64_at(&head, 48) {
         return Err(bad("its header and body name different generations".into()));
     }

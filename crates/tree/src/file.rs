@@ -427,7 +427,11 @@ fn attach_sides(
     if let (Some(v), Some(d)) = (documents.as_mut(), delta.as_ref()) {
         v.extend(&d.vectors)?;
     }
-    let passages = crate::vectors::read_from(&crate::vectors::passage_vectors_path(name), base)?;
+    let mut passages =
+        crate::vectors::read_from(&crate::vectors::passage_vectors_path(name), base)?;
+    if let (Some(v), Some(d)) = (passages.as_mut(), delta.as_ref()) {
+        v.extend(&d.passage_vectors)?;
+    }
     tree.set_vectors(documents.map(std::sync::Arc::new));
     tree.set_passage_vectors(passages.map(std::sync::Arc::new));
     if let Some(texts) = sides.0 {

@@ -385,6 +385,18 @@ pub struct VectorRows {
     pub(crate) data: Vec<i8>,
 }
 
+impl VectorRows {
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether it holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
 /// The vectors file of the tree file `tree`.
 pub fn vectors_path(tree: &Path) -> PathBuf {
     side_path(tree, VECTORS_SUFFIX)

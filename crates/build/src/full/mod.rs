@@ -3,6 +3,7 @@
 mod finish;
 mod passages;
 pub use passages::passage_label;
+pub(crate) use passages::{embed_into as embed_passages_into, PASSAGES_PER_CALL};
 mod units;
 
 pub(crate) use finish::{document_kind, finish};

@@ -22,7 +22,7 @@ pub fn passage_label(title: &str, text: &str) -> String {
 /// 4,096-text chunks (so the batches are the same as in one call), small
 /// enough that the texts and the unquantised rows of one call stay a few
 /// hundred megabytes however large the corpus.
-const PASSAGES_PER_CALL: usize = 16 * 4096;
+pub(crate) const PASSAGES_PER_CALL: usize = 16 * 4096;
 
 /// The label of passage `p` of `tree`: its document's title and its text.
 fn label(tree: &Tree, p: NodeId) -> Result<String> {
@@ -87,18 +87,42 @@ async fn embed_per_call(
     let ids: Vec<NodeId> = tree.passages().collect();
     progress.stage("embedding passages", ids.len() as u64);
     let mut out = UnitVectors::new(embedding.clone(), documents.dims());
+    embed_into(tree, &ids, &mut out, Some(embedder), per_call, progress).await?;
+    Ok(Some(out))
+}
+
+/// Embeds the passages `ids` of `tree` into `out`, in its space (its
+/// embedding's fitted TF-IDF model, else `embedder`, which must then be
+/// given), `per_call` at a time: the build's passage vectors, and an
+/// update's added passages.
+pub(crate) async fn embed_into(
+    tree: &Tree,
+    ids: &[NodeId],
+    out: &mut UnitVectors,
+    embedder: Option<&Embedder>,
+    per_call: usize,
+    progress: &dyn Progress,
+) -> Result<()> {
     for chunk in ids.chunks(per_call.max(1)) {
         let texts = chunk
             .iter()
             .map(|p| label(tree, *p))
             .collect::<Result<Vec<_>>>()?;
-        let rows = match &embedding.tfidf {
+        let rows = match &out.embedding.tfidf {
             Some(model) => {
                 let rows = super::blocking(|| model.transform(&texts));
                 progress.inc(texts.len() as u64);
                 rows
             }
-            None => embedder.embed(texts, progress).await?,
+            None => match embedder {
+                Some(embedder) => embedder.embed(texts, progress).await?,
+                None => {
+                    return Err(crate::Error::Param(format!(
+                        "the passages' vectors are {}'s: give that embedder",
+                        out.embedding.embedder
+                    )))
+                }
+            },
         };
         if rows.nrows() != chunk.len() {
             return Err(crate::Error::Cluster(format!(
@@ -120,7 +144,7 @@ async fn embed_per_call(
             }
         });
     }
-    Ok(Some(out))
+    Ok(())
 }
 
 /// Precomputed passage rows (row i is `in_corpus_order[i]`'s), stored in

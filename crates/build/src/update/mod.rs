@@ -25,6 +25,7 @@ mod labels;
 
 pub use drift::{drift, Drift};
 pub use treenav_tree::delta::{base_of, delta_path};
+use treenav_tree::vectors::VectorRows;
 pub use treenav_tree::vectors::{vectors_path, BaseId, Embedding, UnitVectors};
 pub use treenav_tree::UpdateLog;
 
@@ -98,6 +99,9 @@ struct Session {
     base_rows: usize,
     base_nodes: u32,
     embedded_again: bool,
+    /// Rows of the tree file's passage vectors (those past them are the
+    /// updates'), when the tree keeps passage vectors.
+    passage_base_rows: Option<usize>,
 }
 
 /// The text a document node was embedded from at build time.
@@ -145,7 +149,12 @@ impl Session {
                 (v, rows, true)
             }
         };
+        let passage_base_rows = tree.passage_vectors().map(|v| {
+            let added = previous.as_ref().map_or(0, |d| d.passage_vectors.len());
+            v.len().saturating_sub(added)
+        });
         Ok(Session {
+            passage_base_rows,
             _lock: lock,
             path: path.to_path_buf(),
             tree,
@@ -344,6 +353,7 @@ pub async fn add(
     change.stats_plus(analyzer, &new_texts);
     change.deletes = replaced_nodes;
     change.adds = lexical_texts(&session.tree, &added_nodes)?;
+    embed_passages(&mut session, &added_nodes, embedder, progress).await?;
     let mut report = commit(&mut session, change, dirty, dirty_lists, log)?;
     report.added = corpus.documents.len() - replaced;
     report.replaced = replaced;
@@ -491,6 +501,45 @@ async fn embed_units(
     Ok(rows)
 }
 
+/// Embeds the passages of the added documents `docs` into the tree's
+/// passage vectors, when it keeps them and its embedder embeds text (not
+/// precomputed vectors), so the embedding judge scores each by its own
+/// text, as after a build.
+async fn embed_passages(
+    session: &mut Session,
+    docs: &[NodeId],
+    embedder: Option<&Embedder>,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let Some(shared) = session.tree.passage_vectors().cloned() else {
+        return Ok(());
+    };
+    let text_embedder = match (&shared.embedding.tfidf, embedder) {
+        (Some(_), _) => None,
+        (None, Some(e)) if e.embeds_text() => Some(e),
+        (None, _) => return Ok(()),
+    };
+    let ids: Vec<NodeId> = docs
+        .iter()
+        .flat_map(|d| session.tree.children(*d).iter().copied())
+        .collect();
+    progress.stage("embedding passages", ids.len() as u64);
+    session.tree.set_passage_vectors(None);
+    let mut vectors = Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone());
+    let per_call = crate::full::PASSAGES_PER_CALL;
+    let embedded = crate::full::embed_passages_into(
+        &session.tree,
+        &ids,
+        &mut vectors,
+        text_embedder,
+        per_call,
+        progress,
+    )
+    .await;
+    session.tree.set_passage_vectors(Some(Arc::new(vectors)));
+    embedded
+}
+
 /// A unit's document node and its passage nodes (texts held in them).
 fn unit_nodes(corpus: &Corpus, unit: &Unit) -> (NodeKind, Vec<NodeKind>) {
     let kind = crate::full::document_kind(corpus, unit);
@@ -607,6 +656,10 @@ fn commit(
             df,
         },
         vectors: session.vectors.rows_from(session.base_rows),
+        passage_vectors: match (session.tree.passage_vectors(), session.passage_base_rows) {
+            (Some(v), Some(base)) => v.rows_from(base),
+            _ => VectorRows::default(),
+        },
         indexed,
         log: UpdateLog {
             updates: old.updates + log.updates,

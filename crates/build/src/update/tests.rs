@@ -580,3 +580,54 @@ async fn a_leaf_left_far_below_its_siblings_is_merged() {
         all.len() - 1
     );
 }
+
+/// Every passage of `docs` (source id prefixes) has a passage vector: the
+/// one its own label (`title: text`) embeds to in the tree's TF-IDF space.
+/// How many passages were checked.
+fn own_passage_vectors(tree: &Tree, prefixes: &[&str]) -> usize {
+    let vectors = tree.passage_vectors().expect("passage vectors");
+    let model = vectors.embedding.tfidf.as_ref().expect("tfidf model");
+    let mut checked = 0;
+    for d in tree.documents() {
+        let Some(NodeKind::Document { id, title, .. }) = tree.get(d).map(|n| &n.kind) else {
+            continue;
+        };
+        if !prefixes.iter().any(|p| id.starts_with(p)) {
+            continue;
+        }
+        for p in tree.children(d) {
+            let label = crate::passage_label(title, &tree.passage_text(*p).expect("text"));
+            let expected = model.transform(&[label]);
+            let row: Vec<f32> = expected.row(0).to_vec();
+            let cosine = vectors.dot_exact(*p, &row).expect("a vector of its own");
+            assert!(cosine > 0.99, "{id}: cosine {cosine} with its own label");
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn added_passages_get_their_own_vectors_through_updates_and_compaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    add(&path, corpus(0..12, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    let tree = file::load(&path).expect("load");
+    assert_eq!(own_passage_vectors(&tree, &["n"]), 12);
+    // A second update keeps the first one's rows and adds its own.
+    add(&path, corpus(12..18, "m"), None, &NoProgress)
+        .await
+        .expect("add");
+    remove(&path, &["n0".to_string()], None)
+        .await
+        .expect("remove");
+    let tree = file::load(&path).expect("load");
+    assert_eq!(own_passage_vectors(&tree, &["n", "m"]), 17);
+    compact(&path).expect("compact");
+    let tree = file::load(&path).expect("load");
+    assert_eq!(own_passage_vectors(&tree, &["n", "m", "d"]), 137);
+    let vectors = tree.passage_vectors().expect("passage vectors");
+    assert_eq!(vectors.len(), tree.passages().count());
+}
