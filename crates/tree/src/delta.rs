@@ -328,6 +328,18 @@ fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChang
 }
 
 impl Delta {
+    /// The nodes of a tree file of `built` nodes once this delta is
+    /// applied: those and the ones it adds (counted, never taken from an
+    /// id the file gives: [`apply`] refuses ids that do not follow on).
+    pub fn nodes_after(&self, built: usize) -> usize {
+        built
+            + self
+                .nodes
+                .iter()
+                .filter(|(id, _)| *id as usize >= built)
+                .count()
+    }
+
     /// The stats change as a map, to be added to.
     pub fn df_map(&self) -> HashMap<String, i64> {
         self.stats.df.iter().cloned().collect()

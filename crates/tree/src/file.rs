@@ -423,14 +423,17 @@ fn attach_sides(
     // What the embedding judge and the descent by centroid read at query
     // time: the documents' vectors (with those the updates added) and the
     // passages'.
-    let mut documents = crate::vectors::read(name, base)?;
+    // Rows may name the tree file's nodes, and the delta's added ones.
+    let built = tree.len();
+    let updated = delta.as_ref().map_or(built, |d| d.nodes_after(built));
+    let mut documents = crate::vectors::read(name, base, built)?;
     if let (Some(v), Some(d)) = (documents.as_mut(), delta.as_ref()) {
-        v.extend(&d.vectors)?;
+        v.extend(&d.vectors, updated)?;
     }
-    let mut passages =
-        crate::vectors::read_from(&crate::vectors::passage_vectors_path(name), base)?;
+    let passages_path = crate::vectors::passage_vectors_path(name);
+    let mut passages = crate::vectors::read_from(&passages_path, base, built)?;
     if let (Some(v), Some(d)) = (passages.as_mut(), delta.as_ref()) {
-        v.extend(&d.passage_vectors)?;
+        v.extend(&d.passage_vectors, updated)?;
     }
     tree.set_vectors(documents.map(std::sync::Arc::new));
     tree.set_passage_vectors(passages.map(std::sync::Arc::new));

@@ -297,13 +297,21 @@ impl UnitVectors {
         }
     }
 
-    /// Appends rows kept in a delta (replacing any row of the same node).
-    pub fn extend(&mut self, rows: &VectorRows) -> Result<()> {
+    /// Appends rows kept in a delta (replacing any row of the same node) to
+    /// the vectors of a tree of `nodes` nodes (a row naming a node past
+    /// them is refused).
+    pub fn extend(&mut self, rows: &VectorRows, nodes: usize) -> Result<()> {
         if rows.data.len() != rows.nodes.len() * self.dims || rows.scales.len() != rows.nodes.len()
         {
             return Err(Error::InvalidTree(
                 "the update's vectors do not match the tree's width".into(),
             ));
+        }
+        if let Some(n) = rows.nodes.iter().find(|n| **n as usize >= nodes) {
+            return Err(Error::InvalidTree(format!(
+                "the update's vectors: {}",
+                beyond(*n, nodes)
+            )));
         }
         for (i, node) in rows.nodes.iter().enumerate() {
             let bytes = &rows.data[i * self.dims..(i + 1) * self.dims];
@@ -323,6 +331,11 @@ impl UnitVectors {
         }
         Ok(())
     }
+}
+
+/// The problem of a row naming node `n` of a tree of `nodes` nodes.
+fn beyond(n: u32, nodes: usize) -> String {
+    format!("a row names node {n}, past the tree's {nodes} nodes")
 }
 
 /// Rows by node index: a dense table (node ids are dense).
@@ -442,16 +455,21 @@ pub(crate) fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Resu
     write_atomically(&path, HEADER, body, header_of).map(|_| ())
 }
 
-/// Reads the vectors beside the tree file `tree`: `Ok(None)` when there is
-/// none, or one written with another tree file than `base`; an error when
-/// the file is damaged.
-pub fn read(tree: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
-    read_from(&vectors_path(tree), base)
+/// Reads the vectors beside the tree file `tree` (of `nodes` nodes: a row
+/// naming a node past them is refused before any table is sized by it):
+/// `Ok(None)` when there is none, or one written with another tree file
+/// than `base`; an error when the file is damaged.
+pub fn read(tree: &Path, base: BaseId, nodes: usize) -> Result<Option<UnitVectors>> {
+    read_from(&vectors_path(tree), base, nodes)
 }
 
 /// Reads a vectors file at `path` paired with the tree file whose payload
 /// is `base` ([`read`]'s rules).
-pub(crate) fn read_from(path: &Path, base: BaseId) -> Result<Option<UnitVectors>> {
+pub(crate) fn read_from(
+    path: &Path,
+    base: BaseId,
+    tree_nodes: usize,
+) -> Result<Option<UnitVectors>> {
     let path = path.to_path_buf();
     if !path.exists() {
         return Ok(None);
@@ -497,6 +515,9 @@ pub(crate) fn read_from(path: &Path, base: BaseId) -> Result<Option<UnitVectors>
         .map(|c| f32::from_le_bytes(word(c)))
         .collect();
     out.data = data.iter().map(|b| *b as i8).collect();
+    if let Some(n) = out.nodes.iter().find(|n| **n as usize >= tree_nodes) {
+        return Err(bad(beyond(*n, tree_nodes)));
+    }
     for (r, n) in out.nodes.iter().enumerate() {
         out.row_of.insert(*n, r as u32);
     }
@@ -533,18 +554,48 @@ mod tests {
         let tree = dir.path().join("t.tree");
         let base = BaseId { crc: 7, len: 100 };
         write(&v, &tree, base).expect("write");
-        assert_eq!(read(&tree, base).expect("read"), Some(v.clone()));
+        assert_eq!(read(&tree, base, 13).expect("read"), Some(v.clone()));
         // Another tree file's vectors are not used.
         assert_eq!(
-            read(&tree, BaseId { crc: 8, len: 100 }).expect("read"),
+            read(&tree, BaseId { crc: 8, len: 100 }, 13).expect("read"),
             None
         );
-        // A flipped byte is refused.
+        // Rows naming nodes the tree does not have are refused.
+        let past = read(&tree, base, 12).expect_err("node 12 of 12");
+        assert!(
+            past.to_string()
+                .contains("node 12, past the tree's 12 nodes"),
+            "{past}"
+        );
+        // So is a file whose checksum holds but whose row names node 2^32 − 16
+        // (never a table sized by it).
         let path = vectors_path(&tree);
         let mut bytes = std::fs::read(&path).expect("bytes");
+        let described = crate::store::u64_at(&bytes, 64) as usize;
+        let third = HEADER + described + 8;
+        bytes[third..third + 4].copy_from_slice(&(u32::MAX - 15).to_le_bytes());
+        let hash = twox_hash::XxHash3_128::oneshot(&bytes[HEADER..]);
+        bytes[16..32].copy_from_slice(&hash.to_le_bytes());
+        std::fs::write(&path, &bytes).expect("write");
+        let huge = read(&tree, base, 13).expect_err("a huge node id");
+        assert!(
+            huge.to_string().contains("past the tree's 13 nodes"),
+            "{huge}"
+        );
+        // A delta's rows are held to the tree's nodes the same way.
+        let mut grown = v.clone();
+        let rows = VectorRows {
+            nodes: vec![u32::MAX - 15],
+            scales: vec![1.0],
+            data: vec![0; 3],
+        };
+        let refused = grown.extend(&rows, 13).expect_err("a huge node id");
+        assert!(refused.to_string().contains("past the tree's 13 nodes"), "{refused}");
+        grown.extend(&v.rows_from(1), 13).expect("rows of the tree's nodes");
+        // A flipped byte is refused.
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(&path, bytes).expect("write");
-        assert!(read(&tree, base).is_err());
+        assert!(read(&tree, base, 13).is_err());
     }
 }

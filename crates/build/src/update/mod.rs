@@ -134,11 +134,12 @@ impl Session {
         let base_nodes = previous
             .as_ref()
             .map_or(tree.len() as u32, |d| d.base_nodes);
-        let (vectors, base_rows, embedded_again) = match vectors::read(path, base)? {
+        let file_vectors = vectors::read(path, base, base_nodes as usize)?;
+        let (vectors, base_rows, embedded_again) = match file_vectors {
             Some(mut v) => {
                 let rows = v.len();
                 if let Some(d) = &previous {
-                    v.extend(&d.vectors)?;
+                    v.extend(&d.vectors, tree.len())?;
                 }
                 (v, rows, false)
             }

@@ -220,7 +220,8 @@ async fn a_second_writer_is_refused_and_a_tree_without_vectors_embeds_again() {
     // Without its vectors file (a tree built before updates existed), the
     // documents are embedded again with the tree's own TF-IDF fit: the
     // same rows the build kept.
-    let kept = vectors::read(&path, base_id(&path).expect("base"))
+    let nodes = file::load(&path).expect("load").len();
+    let kept = vectors::read(&path, base_id(&path).expect("base"), nodes)
         .expect("read")
         .expect("vectors");
     std::fs::remove_file(vectors_path(&path)).expect("rm");
@@ -228,7 +229,7 @@ async fn a_second_writer_is_refused_and_a_tree_without_vectors_embeds_again() {
         .await
         .expect("add");
     assert!(report.embedded_again);
-    let again = vectors::read(&path, base_id(&path).expect("base"))
+    let again = vectors::read(&path, base_id(&path).expect("base"), nodes)
         .expect("read")
         .expect("vectors");
     assert_eq!(again.embedding, kept.embedding);
