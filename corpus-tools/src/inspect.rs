@@ -19,6 +19,8 @@ struct Report<'a> {
     documents: usize,
     passages: usize,
     clusters: usize,
+    /// The documents and passages that have a stored vector of their own.
+    vectors: Vectors,
     levels: Vec<LevelStats>,
     /// Updates since the build (or the last compaction), if any.
     updates: Option<treenav::build::update::UpdateLog>,
@@ -26,6 +28,27 @@ struct Report<'a> {
     /// share of documents nearer another sibling leaf's centroid).
     drift: treenav::build::update::Drift,
     samples: Samples,
+}
+
+/// The documents and passages with a stored vector (the embedding judge
+/// scores a passage without one by its document's).
+#[derive(Serialize)]
+struct Vectors {
+    documents: usize,
+    passages: usize,
+}
+
+impl Vectors {
+    fn of(tree: &Tree) -> Vectors {
+        let held = |v: Option<&std::sync::Arc<tree::vectors::UnitVectors>>,
+                    nodes: &mut dyn Iterator<Item = tree::NodeId>| {
+            v.map_or(0, |v| nodes.filter(|n| v.contains(*n)).count())
+        };
+        Vectors {
+            documents: held(tree.document_vectors(), &mut tree.documents()),
+            passages: held(tree.passage_vectors(), &mut tree.passages()),
+        }
+    }
 }
 
 /// One part of a tree and the file it lives in (`None`: held in memory,
@@ -60,7 +83,11 @@ fn parts(path: &Path, tree: &Tree) -> Vec<Part> {
     for (path, holds) in [
         (
             treenav::build::update::vectors_path(path),
-            "document vectors of the build, for updates",
+            "document vectors: the descent by centroid, updates' placement",
+        ),
+        (
+            tree::vectors::passage_vectors_path(path),
+            "passage vectors: what the embedding judge scores",
         ),
         (
             treenav::build::update::delta_path(path),
@@ -233,6 +260,7 @@ pub fn run(path: &Path, json: bool, n: usize, verify: bool) -> Result<()> {
         documents: count("document"),
         passages: count("passage"),
         clusters: count("cluster"),
+        vectors: Vectors::of(&tree),
         samples: samples(&tree, n),
         levels,
         updates: tree.updates().cloned(),
@@ -304,6 +332,7 @@ fn render(report: &Report<'_>, bytes: u64, load_ms: f64) -> String {
         report.documents,
         report.passages
     );
+    o.push_str(&vector_line(report));
     o.push_str(&update_lines(report));
     out!(o);
     out!(o, "depth  kind       nodes   children min / mean / max");
@@ -358,6 +387,26 @@ fn file_lines(files: &[Part]) -> String {
         }
     }
     o
+}
+
+/// How many documents and passages have a stored vector of their own.
+fn vector_line(report: &Report<'_>) -> String {
+    let v = &report.vectors;
+    if v.documents == 0 && v.passages == 0 {
+        return String::new();
+    }
+    let mut line = format!(
+        "vectors   {} of {} documents · {} of {} passages",
+        v.documents, report.documents, v.passages, report.passages
+    );
+    if v.passages < report.passages {
+        line.push_str(&format!(
+            " ({} scored by their document's vector: rebuild to embed them)",
+            report.passages - v.passages
+        ));
+    }
+    line.push('\n');
+    line
 }
 
 /// The updates since the build and the clusters' drift.

@@ -49,6 +49,11 @@ fn inspect(tree: &str) -> serde_json::Value {
     serde_json::from_str(&ok(&["inspect", "--json", tree])).expect("inspect --json")
 }
 
+/// `inspect --json`'s `outer.inner` count.
+fn count_in(tree: &str, outer: &str, inner: &str) -> usize {
+    inspect(tree)[outer][inner].as_u64().expect(inner) as usize
+}
+
 /// The ids a query returns first (best-first, lexical judge).
 fn first_id(tree: &str, q: &str) -> Option<String> {
     let v: serde_json::Value =
@@ -274,6 +279,20 @@ fn inspect_counts_what_the_tree_holds_after_updates_and_compact() {
             )),
             "{counts}"
         );
+        // Every document and passage, added ones included, has a vector.
+        let vectors = text
+            .lines()
+            .find(|l| l.starts_with("vectors"))
+            .expect("vectors line");
+        assert_eq!(
+            vectors,
+            format!(
+                "vectors   {0} of {0} documents · {1} of {1} passages",
+                expected.0, expected.1
+            ),
+            "{step}"
+        );
+        assert_eq!(count_in(t, "vectors", "passages"), expected.1, "{step}");
         match step {
             "updated" => assert!(corpus.contains("when written; updated since"), "{corpus}"),
             _ => assert!(

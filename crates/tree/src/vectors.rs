@@ -590,8 +590,13 @@ mod tests {
             data: vec![0; 3],
         };
         let refused = grown.extend(&rows, 13).expect_err("a huge node id");
-        assert!(refused.to_string().contains("past the tree's 13 nodes"), "{refused}");
-        grown.extend(&v.rows_from(1), 13).expect("rows of the tree's nodes");
+        assert!(
+            refused.to_string().contains("past the tree's 13 nodes"),
+            "{refused}"
+        );
+        grown
+            .extend(&v.rows_from(1), 13)
+            .expect("rows of the tree's nodes");
         // A flipped byte is refused.
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
