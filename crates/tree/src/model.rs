@@ -578,8 +578,9 @@ impl Tree {
                 .is_some_and(|n| n.parent.is_none())
     }
 
-    /// The arena, its neighbour lists and the stored vectors, to be changed
-    /// by an update (which validates the result).
+    /// The arena and its neighbour lists, to be changed by an update
+    /// (`treenav-build`'s, which must [`Tree::validate`] the result before
+    /// saving: nothing here keeps the tree's invariants).
     pub fn parts_mut(&mut self) -> (&mut Vec<Node>, &mut Vec<Vec<NodeId>>) {
         (&mut self.nodes, &mut self.neighbours)
     }
@@ -747,7 +748,8 @@ impl Tree {
         Ok(out)
     }
 
-    /// The lexical side, to be changed by an update.
+    /// The lexical side, to be changed by an update (`treenav-build`'s:
+    /// its index commit names the update's generation).
     pub fn lexical_mut(&mut self) -> Option<&mut Lexical> {
         self.lexical.as_mut()
     }
