@@ -330,7 +330,7 @@ fn apply_stats(stats: &mut treenav_text::stats::CorpusStats, change: &StatsChang
 impl Delta {
     /// The nodes of a tree file of `built` nodes once this delta is
     /// applied: those and the ones it adds (counted, never taken from an
-    /// id the file gives: [`apply`] refuses ids that do not follow on).
+    /// id the file gives: applying it refuses ids that do not follow on).
     pub fn nodes_after(&self, built: usize) -> usize {
         built
             + self
