@@ -401,7 +401,7 @@ fn vector_line(report: &Report<'_>) -> String {
     );
     if v.passages < report.passages {
         line.push_str(&format!(
-            " ({} scored by their document's vector: rebuild to embed them)",
+            " ({} scored by their document's vector until the next `treenav add` embeds them)",
             report.passages - v.passages
         ));
     }

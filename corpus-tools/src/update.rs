@@ -235,6 +235,13 @@ fn print_report(tree: &Path, report: &update::Report, start: Instant, json: bool
             "  the tree had no vectors file: its documents were embedded again once (kept now)"
         );
     }
+    if report.passages_embedded_again > 0 {
+        out!(
+            o,
+            "  {} passages the tree held without a vector of their own were embedded, once (kept now)",
+            report.passages_embedded_again
+        );
+    }
     if !report.not_found.is_empty() {
         let shown: Vec<std::borrow::Cow<'_, str>> = report
             .not_found

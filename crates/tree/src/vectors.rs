@@ -430,7 +430,7 @@ pub fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<()> {
 
 /// Writes `vectors` to `path`, paired with the tree file whose payload is
 /// `base`, atomically.
-pub(crate) fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Result<()> {
+pub fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Result<()> {
     let path = path.to_path_buf();
     let io = |source| Error::Io {
         path: path.clone(),

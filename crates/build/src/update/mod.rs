@@ -70,6 +70,9 @@ pub struct Report {
     /// Whether the tree's documents had to be embedded again (a tree
     /// saved without its vectors).
     pub embedded_again: bool,
+    /// Passages the tree held without a vector of their own (added by an
+    /// update written before deltas kept them), embedded by this add, once.
+    pub passages_embedded_again: usize,
 }
 
 pub use treenav_tree::generation::Lock;
@@ -354,12 +357,14 @@ pub async fn add(
     change.stats_plus(analyzer, &new_texts);
     change.deletes = replaced_nodes;
     change.adds = lexical_texts(&session.tree, &added_nodes)?;
-    embed_passages(&mut session, &added_nodes, embedder, progress).await?;
+    let passages_embedded_again =
+        embed_passages(&mut session, &added_nodes, embedder, progress).await?;
     let mut report = commit(&mut session, change, dirty, dirty_lists, log)?;
     report.added = corpus.documents.len() - replaced;
     report.replaced = replaced;
     report.relabelled = relabelled;
     report.unchanged = unchanged;
+    report.passages_embedded_again = passages_embedded_again;
     Ok(report)
 }
 
@@ -505,25 +510,33 @@ async fn embed_units(
 /// Embeds the passages of the added documents `docs` into the tree's
 /// passage vectors, when it keeps them and its embedder embeds text (not
 /// precomputed vectors), so the embedding judge scores each by its own
-/// text, as after a build.
+/// text, as after a build; and, once, every passage the tree holds without
+/// a vector (added by an update written before deltas kept them). How
+/// many of those there were.
 async fn embed_passages(
     session: &mut Session,
     docs: &[NodeId],
     embedder: Option<&Embedder>,
     progress: &dyn Progress,
-) -> Result<()> {
+) -> Result<usize> {
     let Some(shared) = session.tree.passage_vectors().cloned() else {
-        return Ok(());
+        return Ok(0);
     };
     let text_embedder = match (&shared.embedding.tfidf, embedder) {
         (Some(_), _) => None,
         (None, Some(e)) if e.embeds_text() => Some(e),
-        (None, _) => return Ok(()),
+        (None, _) => return Ok(0),
     };
-    let ids: Vec<NodeId> = docs
+    let added: HashSet<NodeId> = docs
         .iter()
         .flat_map(|d| session.tree.children(*d).iter().copied())
         .collect();
+    let ids: Vec<NodeId> = session
+        .tree
+        .passages()
+        .filter(|p| !shared.contains(*p))
+        .collect();
+    let again = ids.iter().filter(|p| !added.contains(p)).count();
     progress.stage("embedding passages", ids.len() as u64);
     session.tree.set_passage_vectors(None);
     let mut vectors = Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone());
@@ -538,7 +551,7 @@ async fn embed_passages(
     )
     .await;
     session.tree.set_passage_vectors(Some(Arc::new(vectors)));
-    embedded
+    embedded.map(|()| again)
 }
 
 /// A unit's document node and its passage nodes (texts held in them).

@@ -632,3 +632,35 @@ async fn added_passages_get_their_own_vectors_through_updates_and_compaction() {
     let vectors = tree.passage_vectors().expect("passage vectors");
     assert_eq!(vectors.len(), tree.passages().count());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_add_embeds_once_the_passages_the_tree_holds_without_a_vector() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    // Passage vectors missing 10 passages, as an update written before
+    // deltas kept them leaves a tree.
+    let tree = file::load(&path).expect("load");
+    let dropped: HashSet<NodeId> = tree.passages().take(10).collect();
+    let kept = tree
+        .passage_vectors()
+        .expect("passage vectors")
+        .renumbered(|id| (!dropped.contains(&id)).then_some(id));
+    let passages_path = treenav_tree::vectors::passage_vectors_path(&path);
+    treenav_tree::vectors::write_to(&kept, &passages_path, base_id(&path).expect("base"))
+        .expect("write");
+    let tree = file::load(&path).expect("load");
+    let held = tree.passage_vectors().expect("passage vectors").len();
+    assert_eq!(held, tree.passages().count() - 10);
+
+    let report = add(&path, corpus(0..2, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    assert_eq!(report.passages_embedded_again, 10);
+    let tree = file::load(&path).expect("load");
+    assert_eq!(own_passage_vectors(&tree, &["d", "n"]), 122);
+    // Once: the next add embeds its own passages only.
+    let report = add(&path, corpus(2..4, "n"), None, &NoProgress)
+        .await
+        .expect("add");
+    assert_eq!(report.passages_embedded_again, 0);
+}
