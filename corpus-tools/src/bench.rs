@@ -52,6 +52,10 @@ pub struct BenchArgs {
     /// them, instead of stopping at the first (as `treenav build --skip-bad`).
     #[arg(long)]
     pub skip_bad: bool,
+    /// Leave out the queries whose ids FILE lists (one per line), before
+    /// `--limit` samples: the queries a fit was made on, or another run's.
+    #[arg(long, value_name = "FILE")]
+    pub exclude_queries: Option<PathBuf>,
     /// Word budget of a passage when chunking BEIR documents.
     #[arg(long, default_value_t = treenav::corpus::chunk::DEFAULT_PASSAGE_WORDS)]
     pub passage_words: usize,
@@ -376,7 +380,7 @@ fn check_outputs(args: &BenchArgs) -> Result<()> {
 
 /// The dataset, with what was skipped and its size said on stderr.
 fn load_data(args: &BenchArgs) -> Result<dataset::Dataset> {
-    let data = dataset::load(
+    let mut data = dataset::load(
         &args.dataset,
         &DatasetOptions {
             split: args.split.clone(),
@@ -389,6 +393,9 @@ fn load_data(args: &BenchArgs) -> Result<dataset::Dataset> {
         for s in data.corpus.skipped.iter().take(20) {
             eprintln!("  {}", crate::printable(&s.to_string()));
         }
+    }
+    if let Some(file) = &args.exclude_queries {
+        exclude_queries(&mut data, file, args.quiet)?;
     }
     if !args.quiet {
         eprintln!(
@@ -408,6 +415,29 @@ fn load_data(args: &BenchArgs) -> Result<dataset::Dataset> {
         );
     }
     Ok(data)
+}
+
+/// `--exclude-queries FILE`: leaves out the queries it lists, saying how
+/// many (and how many of its ids name no query of the set).
+fn exclude_queries(data: &mut dataset::Dataset, file: &Path, quiet: bool) -> Result<()> {
+    let ids: std::collections::HashSet<String> = crate::read_id_file(file, "--exclude-queries")?
+        .into_iter()
+        .collect();
+    let left_out = data.exclude(&ids);
+    if data.queries.is_empty() {
+        bail!(
+            "--exclude-queries {}: it lists every query of the set",
+            file.display()
+        );
+    }
+    if !quiet {
+        eprintln!(
+            "left out {left_out} queries listed in {} ({} of its ids name no query of the set)",
+            file.display(),
+            ids.len() - left_out
+        );
+    }
+    Ok(())
 }
 
 /// The tree the systems need: `--tree`, or one built in memory with the

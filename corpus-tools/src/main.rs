@@ -225,6 +225,20 @@ pub fn read_input_file(path: &std::path::Path, flag: &'static str, cap: u64) -> 
     )?)
 }
 
+/// Reads a file of ids, one per line (blank lines skipped): `--ids-file`,
+/// `--exclude-queries`. UTF-8, a regular file, at most 1 GiB.
+pub fn read_id_file(path: &std::path::Path, flag: &'static str) -> Result<Vec<String>> {
+    let bytes = read_input_file(path, flag, 1 << 30)?;
+    let text =
+        String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect())
+}
+
 /// An unknown flag's error with the nearest flag of its subcommand
 /// suggested when clap found none: clap's measure misses transposed
 /// letters (`--tpo` for `--top`).

@@ -2,7 +2,7 @@
 //! tree without a rebuild.
 
 use crate::build::load_corpus;
-use crate::{emit, json_text, progress, read_input_file, runtime};
+use crate::{emit, json_text, progress, runtime};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -155,15 +155,7 @@ pub fn run_remove(args: &RemoveArgs) -> Result<()> {
     let start = Instant::now();
     let mut ids = args.ids.clone();
     if let Some(file) = &args.ids_file {
-        let bytes = read_input_file(file, "--ids-file", 1 << 30)?;
-        let text = String::from_utf8(bytes)
-            .with_context(|| format!("{}: not UTF-8 text", file.display()))?;
-        ids.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(String::from),
-        );
+        ids.extend(crate::read_id_file(file, "--ids-file")?);
     }
     if ids.is_empty() {
         bail!("no document ids: give them as arguments or with --ids-file FILE");

@@ -365,6 +365,87 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
     assert_eq!(report["config"]["rerank_n"], 100);
 }
 
+/// `--exclude-queries FILE` leaves its queries out before `--limit`
+/// samples: the run files name only the queries left, and a file listing
+/// them all is refused.
+#[test]
+fn bench_leaves_out_the_queries_a_file_lists() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
+    let squad: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sample).expect("sample")).expect("json");
+    let mut ids: Vec<String> = Vec::new();
+    for article in squad["data"].as_array().expect("data") {
+        for paragraph in article["paragraphs"].as_array().expect("paragraphs") {
+            for qa in paragraph["qas"].as_array().expect("qas") {
+                ids.push(qa["id"].as_str().expect("id").to_string());
+            }
+        }
+    }
+    assert!(ids.len() > 10, "{}", ids.len());
+    let kept: Vec<String> = ids[..3].to_vec();
+    let listed = dir.path().join("fitted.ids");
+    std::fs::write(&listed, format!("{}\nnot-a-query\n", ids[3..].join("\n"))).expect("ids");
+    let (json, runs) = (dir.path().join("r.json"), dir.path().join("runs"));
+    let bench = |ids_file: &Path| {
+        treenav(&[
+            "bench",
+            "--dataset",
+            sample.to_str().expect("utf8"),
+            "--systems",
+            "bm25",
+            "--limit",
+            "2",
+            "--exclude-queries",
+            ids_file.to_str().expect("utf8"),
+            "--json",
+            json.to_str().expect("utf8"),
+            "--run-dir",
+            runs.to_str().expect("utf8"),
+        ])
+    };
+    let o = bench(&listed);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    let said = format!("left out {} queries listed in", ids.len() - 3);
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(
+        stderr.contains("(1 of its ids name no query of the set)"),
+        "{stderr}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    assert_eq!(report["dataset"]["queries"], 2);
+    let mut named = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&runs).expect("run dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "run") {
+            continue;
+        }
+        let run = std::fs::read_to_string(path).expect("run");
+        named.extend(
+            run.lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .map(String::from),
+        );
+    }
+    assert_eq!(named.len(), 2, "{named:?}");
+    assert!(
+        named.iter().all(|q| kept.contains(q)),
+        "{named:?} not in {kept:?}"
+    );
+    // A file listing every query leaves nothing to measure.
+    let all = dir.path().join("all.ids");
+    std::fs::write(&all, ids.join("\n")).expect("ids");
+    let o = bench(&all);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("it lists every query of the set"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 /// A tree built without one of the dataset's documents, then given it by
 /// `add` and compacted, holds the dataset (in another order): the bench
 /// takes it (before, the compacted tree kept its build's fingerprint and

@@ -246,6 +246,10 @@ fn every_path_flag_refuses_fifos_devices_folders_and_huge_files_at_once() {
         );
         case("bench --dataset", &["bench", "--dataset", &b]);
         case(
+            "bench --exclude-queries",
+            &["bench", "--dataset", &s(&beir), "--exclude-queries", &b],
+        );
+        case(
             "bench --tree",
             &["bench", "--dataset", &s(&beir), "--tree", &bt],
         );

@@ -149,6 +149,14 @@ pub fn load(path: &Path, options: &DatasetOptions) -> Result<Dataset> {
 }
 
 impl Dataset {
+    /// Leaves out the queries whose ids are in `ids` (e.g. those a fit was
+    /// made on); how many were left out.
+    pub fn exclude(&mut self, ids: &HashSet<String>) -> usize {
+        let before = self.queries.len();
+        self.queries.retain(|q| !ids.contains(&q.id));
+        before - self.queries.len()
+    }
+
     /// Keeps a seeded random sample of `n` queries (in file order); all when
     /// `n` is at least the count. The same seed gives the same sample.
     pub fn sample(&mut self, n: usize, seed: u64) {
