@@ -1144,6 +1144,16 @@ async fn documents_added_and_removed_while_16_clients_query() {
             (v["added"].as_u64(), v["generation"].as_u64()),
             (Some(PER_BATCH as u64), Some(b as u64 + 1))
         );
+        // What the add embedded again, as `treenav add` reports it: nothing
+        // on a tree whose every passage has its vector.
+        assert_eq!(
+            (
+                v["embedded_again"].as_bool(),
+                v["passages_embedded_again"].as_u64()
+            ),
+            (Some(false), Some(0)),
+            "{v}"
+        );
     }
     stop.store(true, Ordering::SeqCst);
     let mut answers = 0;

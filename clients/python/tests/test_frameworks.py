@@ -233,6 +233,7 @@ def test_documents_are_added_and_deleted_through_the_client_and_both_frameworks(
     before = next(t for t in client.trees() if t.name == "scratch").documents
     done = client.add_documents("scratch", [{"id": "q1", "doc_id": "q1", "title": "Quokka", "text": "The quokka zzquokka smiles.", "team": "x"}])
     assert (done.added, done.replaced, done.documents) == (1, 0, before + 1)
+    assert (done.unchanged, done.passages_embedded_again) == (0, 0)
     found = client.retrieve("scratch", "zzquokka", top=1)
     assert found.passages[0].document_id == "q1" and found.passages[0].metadata["team"] == "x"
 

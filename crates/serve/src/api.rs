@@ -262,6 +262,12 @@ pub struct UpdateResponse {
     pub unchanged: usize,
     /// Documents it holds now.
     pub documents: usize,
+    /// Whether the tree's documents had to be embedded again (a tree saved
+    /// without its vectors), as `treenav add` says.
+    pub embedded_again: bool,
+    /// Passages the tree held without a vector of their own (added by an
+    /// update written before deltas kept them), embedded by this add, once.
+    pub passages_embedded_again: usize,
 }
 
 /// `GET /v1/trees`.

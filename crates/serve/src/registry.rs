@@ -304,6 +304,8 @@ impl Registry {
             not_found: report.not_found,
             unchanged: report.unchanged,
             documents,
+            embedded_again: report.embedded_again,
+            passages_embedded_again: report.passages_embedded_again,
         })
     }
 }

@@ -244,6 +244,9 @@ class Updated:
     removed: int
     not_found: List[str]
     documents: int
+    unchanged: int = 0
+    embedded_again: bool = False
+    passages_embedded_again: int = 0
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Updated":
@@ -255,6 +258,9 @@ class Updated:
             removed=int(d["removed"]),
             not_found=[str(i) for i in d.get("not_found", [])],
             documents=int(d["documents"]),
+            unchanged=int(d.get("unchanged", 0)),
+            embedded_again=bool(d.get("embedded_again", False)),
+            passages_embedded_again=int(d.get("passages_embedded_again", 0)),
         )
 
 
