@@ -9,7 +9,9 @@ split that is no test split (docs/calibration.md). Every file weighs the same in
 fitted weights (for `FITTED` in crates/navigator/src/fusion.rs) and, per file, the top-10
 expected calibration error, passage P@1 and passage nDCG@10 of the judged passages in the
 order of the centred fusion (the shipped default before the fit) and of the fitted model.
-Pure Python: Newton's method with a small L2 penalty.
+The model: P = σ(bias + judge · J + graph · G + peak · π + π · (Σ wᵢ · lexical partᵢ)), π the
+query's `lexical_peak` (how sharply BM25 singles out its best passages): the lexical parts
+weigh as much as BM25's list stands out. Pure Python: Newton's method with a small L2 penalty.
 
     python3 scripts/fit-fusion.py --cascade TRAIN.jsonl [...] [--test TEST.jsonl ...]
 
@@ -27,6 +29,8 @@ import math
 import sys
 
 PARTS = ["judge", "lexical_document", "graph", "lexical_passage", "bm25_share"]
+LEXICAL = {"lexical_document", "lexical_passage", "bm25_share"}
+WEIGHTS = ["bias"] + PARTS + ["lexical_peak"]  # the order of `FittedFusion`'s fields
 L2 = 1e-3
 CENTRED_WEIGHT = 2.0  # --explore-fusion's default: the centred fusion this fit replaces
 
@@ -58,8 +62,10 @@ def load(path):
     def item(row):
         if row.get("reached") is False:
             return None  # a cascade's judge reached it, the exploration did not
-        x = [1.0] + [float(row[p]) for p in PARTS]
-        return (x, 1.0 if row["relevant"] else 0.0)
+        peak = float(row["lexical_peak"])
+        x = [1.0] + [float(row[p]) * (peak if p in LEXICAL else 1.0) for p in PARTS] + [peak]
+        raw = [float(row[p]) for p in PARTS]
+        return (x, 1.0 if row["relevant"] else 0.0, raw)
 
     return by_query(path, item)
 
@@ -83,14 +89,14 @@ def fit(sets, top=None):
     """Logistic regression over every judged passage (each set weighing the same), then the
     same weights scaled and shifted (Platt) on each query's top `top` by the fitted score:
     the order is the first fit's, the probability is calibrated where users read it."""
-    w = newton([[(x, y) for v in q.values() for x, y in v] for q in sets])
+    w = newton([[(x, y) for v in q.values() for x, y, _ in v] for q in sets])
     if top is None:
         return w
     heads = []
     for queries in sets:
         head = []
         for v in queries.values():
-            z = sorted(((sum(a * b for a, b in zip(w, x)), y) for x, y in v), key=lambda t: -t[0])
+            z = sorted(((sum(a * b for a, b in zip(w, x)), y) for x, y, _ in v), key=lambda t: -t[0])
             head.extend(([1.0, s], y) for s, y in z[:top])
         heads.append(head)
     b, a = newton(heads)
@@ -127,23 +133,23 @@ def newton(sets):
 
 def centred(v):
     """The centred fusion's scores of one query's passages (the default before a fit)."""
-    parts = [(x[2] + x[3] + x[4]) / 3.0 for x, _ in v]
+    parts = [(r[1] + r[2] + r[3]) / 3.0 for _, _, r in v]
     mean = sum(sorted(parts)) / len(parts)
-    return [sigmoid(x[1] + CENTRED_WEIGHT * (e - mean)) for (x, _), e in zip(v, parts)]
+    return [sigmoid(r[0] + CENTRED_WEIGHT * (e - mean)) for (_, _, r), e in zip(v, parts)]
 
 
 def fitted(w):
-    return lambda v: [sigmoid(sum(a * b for a, b in zip(w, x))) for x, _ in v]
+    return lambda v: [sigmoid(sum(a * b for a, b in zip(w, x))) for x, _, _ in v]
 
 
 def measure(queries, score):
     pairs, p1, ndcg = [], 0.0, 0.0
     for v in queries.values():
-        order = sorted(zip(score(v), (y for _, y in v)), key=lambda t: -t[0])
+        order = sorted(zip(score(v), (y for _, y, _ in v)), key=lambda t: -t[0])
         pairs.extend(order[:10])
         p1 += order[0][1] if order else 0.0
         dcg = sum(y / math.log2(i + 2) for i, (_, y) in enumerate(order[:10]))
-        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, int(sum(y for _, y in v)))))
+        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, int(sum(y for _, y, _ in v)))))
         ndcg += dcg / ideal if ideal else 0.0
     bins = collections.defaultdict(list)
     for s, y in pairs:
@@ -240,7 +246,7 @@ def main():
     train, test = args[:cut], args[cut + 1 :]
     sets = [load(p) for p in train]
     w = fit(sets, top=10)
-    print("fitted: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(["bias"] + PARTS, w)))
+    print("fitted: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(WEIGHTS, w)))
     for path, queries in list(zip(train, sets)) + [(p, load(p)) for p in test]:
         print(f"{path} ({len(queries)} queries{', not in the fit' if path in test else ''})")
         print(f"  centred (weight {CENTRED_WEIGHT}): {measure(queries, centred)}")
