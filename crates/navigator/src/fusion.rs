@@ -156,14 +156,13 @@ pub fn evidence(
         *slot = slot.max(*score);
     }
     let graph = graph_support(tree, &best);
-    let passage_part = passages.map(|scores| passage_ranks(scores, judged));
-    let top = passages.map_or(0.0, |scores| {
-        judged
-            .iter()
-            .filter_map(|(p, _)| scores.get(p).copied())
-            .fold(0.0, f64::max)
-    });
-    let lexical_peak = passages.map_or(1.0, |scores| peak(scores, judged));
+    let matched = passages.map(|scores| by_score(scores, judged));
+    let passage_part = matched.as_deref().map(passage_ranks);
+    let top = matched
+        .as_deref()
+        .and_then(<[_]>::first)
+        .map_or(0.0, |(_, s)| *s);
+    let lexical_peak = matched.as_deref().map_or(1.0, peak);
     judged
         .iter()
         .map(|(p, score)| {
@@ -187,20 +186,15 @@ pub fn evidence(
         .collect()
 }
 
-/// [`Evidence::lexical_peak`] of the judged passages' BM25 `scores`.
-fn peak(scores: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> f64 {
+/// [`Evidence::lexical_peak`] of the judged passages that match a query
+/// term, best BM25 score first ([`by_score`]).
+fn peak(matched: &[(NodeId, f64)]) -> f64 {
     /// The rank (from 0) whose score is set against the best's.
     const TENTH: usize = 9;
-    let mut matched: Vec<f64> = judged
-        .iter()
-        .filter_map(|(p, _)| scores.get(p).copied())
-        .filter(|s| *s > 0.0)
-        .collect();
-    if matched.len() <= TENTH {
-        return 1.0;
+    match (matched.first(), matched.get(TENTH)) {
+        (Some((_, best)), Some((_, tenth))) => 1.0 - tenth / best,
+        _ => 1.0,
     }
-    matched.sort_by(|a, b| b.total_cmp(a));
-    1.0 - matched[TENTH] / matched[0]
 }
 
 /// A logistic model over a passage's [`Evidence`], fitted on labelled
@@ -375,19 +369,25 @@ pub fn stages(explored: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> Vec<
     out
 }
 
-/// Each judged passage's lexical part: `1 / (1 + rank / 5)` by its BM25
-/// score among the judged (best first), 0 when it scores 0.
-fn passage_ranks(scores: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> HashMap<NodeId, f64> {
-    let mut by_score: Vec<(NodeId, f64)> = judged
+/// The judged passages that match a query term with their BM25 `scores`,
+/// best first (ties by node).
+fn by_score(scores: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> Vec<(NodeId, f64)> {
+    let mut matched: Vec<(NodeId, f64)> = judged
         .iter()
         .map(|(p, _)| (*p, scores.get(p).copied().unwrap_or(0.0)))
         .filter(|(_, s)| *s > 0.0)
         .collect();
-    by_score.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    by_score
-        .into_iter()
+    matched.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    matched
+}
+
+/// Each matched passage's lexical part ([`by_score`]'s order): `1 / (1 +
+/// rank / 5)`; a judged passage absent from it gets 0.
+fn passage_ranks(matched: &[(NodeId, f64)]) -> HashMap<NodeId, f64> {
+    matched
+        .iter()
         .enumerate()
-        .map(|(rank, (p, _))| (p, 1.0 / (1.0 + rank as f64 / RANK_SCALE)))
+        .map(|(rank, (p, _))| (*p, 1.0 / (1.0 + rank as f64 / RANK_SCALE)))
         .collect()
 }
 
@@ -520,15 +520,15 @@ mod tests {
         let flat: HashMap<NodeId, f64> = (0..12)
             .map(|i| (NodeId(i), 10.0 - 0.1 * i as f64))
             .collect();
-        assert!((peak(&flat, &judged) - (1.0 - 9.1 / 10.0)).abs() < 1e-12);
+        assert!((peak(&by_score(&flat, &judged)) - (1.0 - 9.1 / 10.0)).abs() < 1e-12);
         let sharp: HashMap<NodeId, f64> = (0..12)
             .map(|i| (NodeId(i), 1.0 / (1.0 + i as f64)))
             .collect();
-        assert!((peak(&sharp, &judged) - 0.9).abs() < 1e-12);
+        assert!((peak(&by_score(&sharp, &judged)) - 0.9).abs() < 1e-12);
         let few: HashMap<NodeId, f64> = (0..12)
             .map(|i| (NodeId(i), f64::from(u8::from(i < 9))))
             .collect();
-        assert_eq!(peak(&few, &judged), 1.0);
+        assert_eq!(peak(&by_score(&few, &judged)), 1.0);
     }
 
     /// The fitted fusion is picked by the embedder's description, and a
