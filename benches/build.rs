@@ -17,12 +17,12 @@
 //! vectors stand in for bge-small's: the search reads as many rows), with
 //! the vectors read per query; with `--features onnx` and the model files,
 //! bge-small's query embedding is timed apart (add the two p50s for the
-//! default query's). The bench uses the `treenav` binary's allocator (mimalloc).
+//! default query's). The bench uses the `treenav` binary's allocator (jemalloc).
 
 /// The allocator of the `treenav` binary, so that builds and opens cost
 /// here what they cost there.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[path = "support/synthetic.rs"]
 mod synthetic;

@@ -6,10 +6,12 @@ macro_rules! out {
     ($o:expr, $($t:tt)*) => {{ use std::fmt::Write as _; let _ = writeln!($o, $($t)*); }};
 }
 
-/// mimalloc: loading a large tree allocates millions of small strings from
-/// several threads at once, where it is faster than the system allocator.
+/// jemalloc: loading a large tree allocates millions of small strings from
+/// several threads at once, where it is faster than the system allocator,
+/// and under `serve` its memory stays flat where mimalloc's grew with each
+/// index writer's threads (docs/serve.md).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod batch;
 mod bench;

@@ -18,24 +18,22 @@ fn listen_addr(s: &str) -> std::result::Result<SocketAddr, String> {
         .ok_or_else(|| format!("`{s}` resolves to no address"))
 }
 
-/// The mimalloc options the service runs with (each unless the user set
-/// it): freed pages go back to the system at once (by default a second
-/// later, and only when the freeing thread allocates again), and a page
-/// left by a thread that exited is taken over by whichever thread frees
-/// into it (by default only by the thread that made it, which is gone).
-const ALLOCATOR_OPTIONS: [(&str, &str); 2] = [
-    ("MIMALLOC_PURGE_DELAY", "0"),
-    ("MIMALLOC_PAGE_RECLAIM_ON_FREE", "1"),
-];
+/// The allocator options the service runs with (unless the user set
+/// `_RJEM_MALLOC_CONF`): pages freed stay mapped for a second instead of
+/// ten, and are then returned to the system at once instead of after a
+/// second delay (jemalloc's dirty and muzzy decay), so resident memory
+/// follows what the service holds.
+const ALLOCATOR_OPTIONS: [(&str, &str); 1] =
+    [("_RJEM_MALLOC_CONF", "dirty_decay_ms:1000,muzzy_decay_ms:0")];
 
 /// Runs the service with [`ALLOCATOR_OPTIONS`]. Under a soak of queries
-/// and updates the live heap (heaptrack) stays near 2 MB while resident
-/// memory, all of it in mimalloc's arena (`/proc/PID/smaps`), rose 15–25%
-/// in 10 minutes: pages freed by idle threads, and pages of the threads an
-/// index writer starts and ends, stayed resident (docs/serve.md).
-/// mimalloc reads its options when the process loads, so the service
-/// re-executes itself once with the variables set (the same process id,
-/// arguments and environment); when that fails it runs on as it is.
+/// and updates (`scripts/soak.py`) resident memory then stays flat after
+/// the first minute; with mimalloc, the allocator before, it rose 15–45% in
+/// 10 minutes, its pages pinned by the threads each index writer starts and
+/// ends (docs/serve.md). jemalloc reads its options when the process
+/// loads, so the service re-executes itself once with the variable set
+/// (the same process id, arguments and environment); when that fails it
+/// runs on as it is.
 pub fn return_freed_memory_at_once() {
     let unset: Vec<(&str, &str)> = ALLOCATOR_OPTIONS
         .into_iter()
@@ -52,7 +50,7 @@ pub fn return_freed_memory_at_once() {
                 .args(std::env::args_os().skip(1))
                 .envs(unset.iter().copied())
                 .exec();
-            eprintln!("warning: cannot restart with the allocator's options ({err}); memory freed by idle threads returns to the system late");
+            eprintln!("warning: cannot restart with the allocator's options ({err}); freed memory returns to the system later");
         }
     }
 }

@@ -339,30 +339,27 @@ async fn a_fifo_side_file_hangs_neither_reload_nor_shutdown() {
     }
 }
 
-/// The service runs with mimalloc returning freed pages at once and
-/// taking over the pages of exited threads: it restarts itself with
-/// `MIMALLOC_PURGE_DELAY=0` and `MIMALLOC_PAGE_RECLAIM_ON_FREE=1` (same
-/// process id, so signals and the address line still belong to the child
-/// we started), and keeps a value the user gave.
+/// The service runs with jemalloc returning freed pages after a second:
+/// it restarts itself with `_RJEM_MALLOC_CONF` set (same process id, so
+/// signals and the address line still belong to the child we started),
+/// and keeps a value the user gave.
 #[cfg(target_os = "linux")]
 #[test]
-fn the_service_returns_freed_memory_at_once_unless_told_otherwise() {
-    const PURGE: &str = "MIMALLOC_PURGE_DELAY";
-    const RECLAIM: &str = "MIMALLOC_PAGE_RECLAIM_ON_FREE";
+fn the_service_returns_freed_memory_soon_unless_told_otherwise() {
+    const CONF: &str = "_RJEM_MALLOC_CONF";
     let dir = tempfile::tempdir().expect("tempdir");
     let tree = dir.path().join("sample.tree");
     build_sample(&tree, "8");
     let spec = format!("sample={}", tree.display());
-    let options_of = |given: Option<(&str, &str)>| -> (Option<String>, Option<String>) {
+    let option_of = |given: Option<&str>| -> Option<String> {
         let mut command = Command::new(env!("CARGO_BIN_EXE_treenav"));
         command
             .args(["serve", "--addr", "127.0.0.1:0", "--tree", &spec])
-            .env_remove(PURGE)
-            .env_remove(RECLAIM)
+            .env_remove(CONF)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        if let Some((name, value)) = given {
-            command.env(name, value);
+        if let Some(value) = given {
+            command.env(CONF, value);
         }
         let mut child = command.spawn().expect("spawn treenav serve");
         let mut line = String::new();
@@ -375,17 +372,15 @@ fn the_service_returns_freed_memory_at_once_unless_told_otherwise() {
             child,
         };
         let environ = std::fs::read(format!("/proc/{}/environ", s.child.id())).expect("environ");
-        let value_of = |name: &str| {
-            let prefix = format!("{name}=");
-            environ
-                .split(|b| *b == 0)
-                .filter_map(|v| std::str::from_utf8(v).ok())
-                .find_map(|v| v.strip_prefix(prefix.as_str()).map(str::to_string))
-        };
-        (value_of(PURGE), value_of(RECLAIM))
+        let prefix = format!("{CONF}=");
+        environ
+            .split(|b| *b == 0)
+            .filter_map(|v| std::str::from_utf8(v).ok())
+            .find_map(|v| v.strip_prefix(prefix.as_str()).map(str::to_string))
     };
-    let set = |p: &str, r: &str| (Some(p.to_string()), Some(r.to_string()));
-    assert_eq!(options_of(None), set("0", "1"));
-    assert_eq!(options_of(Some((PURGE, "250"))), set("250", "1"));
-    assert_eq!(options_of(Some((RECLAIM, "0"))), set("0", "0"));
+    assert_eq!(
+        option_of(None).as_deref(),
+        Some("dirty_decay_ms:1000,muzzy_decay_ms:0")
+    );
+    assert_eq!(option_of(Some("narenas:2")).as_deref(), Some("narenas:2"));
 }

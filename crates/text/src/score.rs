@@ -47,19 +47,52 @@ impl TermCounts {
     }
 }
 
+/// The term-count cache's bound in bytes ([`TermCounts::weight`]).
+const CACHED_BYTES: u64 = 64 << 20;
+
+/// A text's term counts leave the cache when no query read them for this
+/// long: a served tree that takes updates makes new texts (added passages,
+/// document views and cluster cards) and leaves the old ones unread, and an
+/// entry-bounded cache kept them until it was full (a soak of adds and
+/// removes under `serve` grew by 0.2 MiB a minute, docs/serve.md). Texts a
+/// burst of queries shares (cluster cards, popular documents) are read
+/// within the minute and stay; the others are analysed again when next met.
+const CACHED_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl TermCounts {
+    /// The bytes an entry holds: the counts, the struct and the cache key.
+    fn weight(&self) -> u32 {
+        let terms = self.terms.len() * std::mem::size_of::<(u64, u32)>();
+        let fixed = std::mem::size_of::<TermCounts>() + std::mem::size_of::<(u128, Analyzer)>();
+        u32::try_from(terms + fixed).unwrap_or(u32::MAX)
+    }
+}
+
+type TermCache = moka::sync::Cache<(u128, Analyzer), Arc<TermCounts>>;
+
 /// Term counts are a function of the text alone, so one cache serves every
 /// lexical judge and navigator in the process: candidate texts
 /// (cluster cards, document views, passages) recur from query to query.
+/// Bounded by bytes ([`CACHED_BYTES`]) and by idleness ([`CACHED_IDLE`]).
+fn term_cache() -> &'static TermCache {
+    static CACHE: std::sync::OnceLock<TermCache> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| new_term_cache(CACHED_BYTES, CACHED_IDLE))
+}
+
+fn new_term_cache(bytes: u64, idle: std::time::Duration) -> TermCache {
+    moka::sync::Cache::builder()
+        .max_capacity(bytes)
+        .weigher(|_, counts: &Arc<TermCounts>| counts.weight())
+        .time_to_idle(idle)
+        .build()
+}
+
 fn term_counts(analyzer: Analyzer, text: &str, key: u128) -> Arc<TermCounts> {
-    type Cache = quick_cache::sync::Cache<(u128, Analyzer), Arc<TermCounts>>;
-    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(|| quick_cache::sync::Cache::new(200_000));
-    if let Some(hit) = cache.get(&(key, analyzer)) {
-        return hit;
-    }
-    let counts = Arc::new(TermCounts::of(analyzer, text));
-    cache.insert((key, analyzer), counts.clone());
-    counts
+    cached(term_cache(), analyzer, text, key)
+}
+
+fn cached(cache: &TermCache, analyzer: Analyzer, text: &str, key: u128) -> Arc<TermCounts> {
+    cache.get_with((key, analyzer), || Arc::new(TermCounts::of(analyzer, text)))
 }
 
 /// BM25 score of each text (with its [`crate::fingerprint`] as the cache
@@ -103,4 +136,46 @@ pub fn bm25<'a>(
                 .sum()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn text(i: usize) -> String {
+        format!("a passage about rivers and engines, number {i}")
+    }
+
+    #[test]
+    fn texts_no_query_reads_leave_the_cache() {
+        let cache = new_term_cache(CACHED_BYTES, Duration::from_millis(200));
+        for i in 0..50 {
+            cached(&cache, Analyzer::EnStem, &text(i), i as u128);
+        }
+        cache.run_pending_tasks();
+        assert_eq!(cache.entry_count(), 50);
+        std::thread::sleep(Duration::from_millis(400));
+        cache.run_pending_tasks();
+        assert_eq!(cache.entry_count(), 0, "idle entries stayed");
+    }
+
+    #[test]
+    fn the_cache_holds_at_most_its_bytes_and_counts_stay_right() {
+        let one = new_term_cache(u64::MAX, CACHED_IDLE);
+        let weight = u64::from(cached(&one, Analyzer::EnStem, &text(0), 0).weight());
+        assert!(weight > 100, "{weight}");
+        let cache = new_term_cache(10 * weight, CACHED_IDLE);
+        for i in 0..1_000 {
+            let counts = cached(&cache, Analyzer::EnStem, &text(i), i as u128);
+            assert_eq!(counts.count(crate::term_hash("river")), 1);
+        }
+        cache.run_pending_tasks();
+        assert!(
+            cache.weighted_size() <= 10 * weight,
+            "{}",
+            cache.weighted_size()
+        );
+        assert!(cache.entry_count() > 0);
+    }
 }
