@@ -18,7 +18,10 @@ weigh as much as BM25's list stands out. Pure Python: Newton's method with a sma
 fits the cascade's model instead (`FITTED_CASCADES`): files from the same bench with a judge
 after the exploration (`--judge cross-encoder --judge-budgets N`), whose lines also carry what
 both stages said (`explored`, `reached`, `judged`). A logistic regression over the passages the
-judge judged, P = σ(bias + explored · zₑ + judged · zⱼ); the others keep the exploration's P.
+judge judged, P = σ(bias + explored · zₑ + (judged + judged_gap · g) · zⱼ + gap · g), g the
+query's gap (the judge's best logit less its second best: how sure the judge is of its top).
+The model orders only the judged passages among the places the exploration gave them; each
+takes the exploration's P at its new place, and nothing the judge did not read moves.
 Prints per file the same measures for the exploration alone, the judge's order (the judge's
 logit with the exploration's centred as a prior, what runs without a fitted model) and the
 fitted cascade.
@@ -185,11 +188,33 @@ def judge_first(v):
     return [None if zj is None else sigmoid(zj + (ze - mean)) for ze, _, zj, _ in v]
 
 
+CASCADE = ["bias", "explored", "judged", "judged_gap", "gap"]  # `FittedCascade`'s fields
+
+
+def judge_gap(v):
+    """The judge's best logit less its second best over one query's judged passages."""
+    z = sorted((zj for _, _, zj, _ in v if zj is not None), reverse=True)
+    return z[0] - z[1] if len(z) > 1 else 0.0
+
+
+def cascade_features(ze, zj, g):
+    return [1.0, ze, zj, zj * g, g]
+
+
 def cascade(w):
-    bias, we, wj = w
-    return lambda v: [
-        sigmoid(ze) if zj is None else sigmoid(bias + we * ze + wj * zj) for ze, _, zj, _ in v
-    ]
+    """The judged passages ordered by the fitted model, in the exploration's slots for them."""
+
+    def score(v):
+        g = judge_gap(v)
+        out = [sigmoid(ze) for ze, _, _, _ in v]
+        judged = [i for i, item in enumerate(v) if item[2] is not None]
+        slots = sorted((v[i][0] for i in judged), reverse=True)
+        model = {i: sum(a * b for a, b in zip(w, cascade_features(v[i][0], v[i][2], g))) for i in judged}
+        for i, ze in zip(sorted(judged, key=lambda i: -model[i]), slots):
+            out[i] = sigmoid(ze)
+        return out
+
+    return score
 
 
 def measure_stages(queries, score):
@@ -220,9 +245,12 @@ def measure_with_ideal(listed, ideal):
 
 def main_cascade(train, test):
     sets = [load_stages(p) for p in train]
-    rows = [[([1.0, ze, zj], y) for v in q.values() for ze, _, zj, y in v if zj is not None] for q in sets]
+    rows = [
+        [(cascade_features(ze, zj, judge_gap(v)), y) for v in q.values() for ze, _, zj, y in v if zj is not None]
+        for q in sets
+    ]
     w = newton(rows)
-    print("fitted cascade: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(["bias", "explored", "judged"], w)))
+    print("fitted cascade: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(CASCADE, w)))
     for path, queries in list(zip(train, sets)) + [(p, load_stages(p)) for p in test]:
         items = [i for v in queries.values() for i in v]
         judged = sum(1 for i in items if i[2] is not None)

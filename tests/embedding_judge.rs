@@ -203,21 +203,36 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         "{stages:?}"
     );
     let top = &found.passages[0];
-    let (_, evidence) = found
+    let all: Vec<_> = found
         .evidence
         .iter()
-        .find(|(id, _)| *id == top.node)
-        .expect("the top passage's evidence");
-    let stages = evidence.stages.expect("both stages' part of the top");
+        .filter_map(|(id, e)| Some((*id, e.stages?)))
+        .collect();
     let model = treenav::navigator::fusion::fitted_cascade_for(&embedder, "cross-encoder");
     match model {
-        // The fitted cascade: the score is the model's P over both stages
-        // (`probability` stays the judge's own).
-        Some(model) => assert!(
-            (top.score - model.probability(&stages)).abs() < 1e-9,
-            "{} against {stages:?}",
-            top.score
-        ),
+        // The fitted cascade: the score is the exploration's P of the place
+        // the model put the passage in among the judged ones (`probability`
+        // stays the judge's own).
+        Some(model) => {
+            let (_, p) = model
+                .order(&all)
+                .into_iter()
+                .find(|(id, _)| *id == top.node)
+                .expect("the top passage's place");
+            assert!((top.score - p).abs() < 1e-9, "{} against {p}", top.score);
+            let slots: Vec<f64> = all
+                .iter()
+                .filter(|(_, s)| s.judged.is_some())
+                .map(|(_, s)| treenav::judge::session::sigmoid(s.explored))
+                .collect();
+            let judged_top = all
+                .iter()
+                .any(|(id, s)| *id == top.node && s.judged.is_some());
+            assert!(
+                !judged_top || slots.iter().any(|q| (q - p).abs() < 1e-12),
+                "{slots:?}"
+            );
+        }
         // No model: the judge's own P of a passage it read.
         None => {
             assert!(judged

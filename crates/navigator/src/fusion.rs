@@ -280,11 +280,13 @@ pub struct Stages {
 }
 
 /// A logistic model of P(relevant) over both stages of a cascade, fitted
-/// on labelled training queries (`scripts/fit-fusion.py --cascade`): a
-/// passage the judge judged gets `σ(bias + explored · zₑ + judged · zⱼ)`,
-/// the others keep the exploration's P. The judge then moves what it
-/// judged against everything else the exploration ranked, by as much as
-/// its scores proved worth on the training queries, never more.
+/// on labelled training queries (`scripts/fit-fusion.py --cascade`):
+/// `bias + explored · zₑ + (judged + judged_gap · g) · zⱼ + gap · g` for a
+/// passage the judge judged, `g` the query's [`judge_gap`] (the judge
+/// counts more where it singles out its best passage). The model only
+/// orders the judged passages among the places the exploration gave them
+/// ([`FittedCascade::order`]): nothing the judge did not read moves, and
+/// every score stays the exploration's calibrated P.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FittedCascade {
     /// The intercept.
@@ -293,15 +295,69 @@ pub struct FittedCascade {
     pub explored: f64,
     /// The weight of [`Stages::judged`].
     pub judged: f64,
+    /// The weight of [`Stages::judged`] times the query's gap.
+    pub judged_gap: f64,
+    /// The weight of the query's gap.
+    pub gap: f64,
 }
 
 impl FittedCascade {
-    /// P(relevant) of a passage with what both stages said of it.
-    pub fn probability(&self, s: &Stages) -> f64 {
-        match s.judged {
-            Some(z) => sigmoid(self.bias + self.explored * s.explored + self.judged * z),
-            None => sigmoid(s.explored),
+    /// The model's logit for a judged passage (`None` for the others) in a
+    /// query whose judge gap is `gap`.
+    pub fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
+        let z = s.judged?;
+        Some(
+            self.bias
+                + self.explored * s.explored
+                + (self.judged + self.judged_gap * gap) * z
+                + self.gap * gap,
+        )
+    }
+
+    /// The final scores of one query's passages: every passage keeps the
+    /// exploration's P, except that the judged ones trade places among
+    /// themselves in the model's order, each taking the exploration's P of
+    /// the place it lands in.
+    pub fn order(&self, stages: &[(NodeId, Stages)]) -> Vec<(NodeId, f64)> {
+        let gap = judge_gap(stages);
+        let mut judged: Vec<(NodeId, f64)> = stages
+            .iter()
+            .filter_map(|(id, s)| Some((*id, self.logit(s, gap)?)))
+            .collect();
+        judged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut slots: Vec<f64> = stages
+            .iter()
+            .filter(|(_, s)| s.judged.is_some())
+            .map(|(_, s)| s.explored)
+            .collect();
+        slots.sort_by(|a, b| b.total_cmp(a));
+        let placed: HashMap<NodeId, f64> = judged
+            .iter()
+            .zip(&slots)
+            .map(|((id, _), z)| (*id, sigmoid(*z)))
+            .collect();
+        stages
+            .iter()
+            .map(|(id, s)| (*id, placed.get(id).copied().unwrap_or(sigmoid(s.explored))))
+            .collect()
+    }
+}
+
+/// How sure the judge is of its best passage: its best logit less its
+/// second best (0 with fewer than two judged).
+pub fn judge_gap(stages: &[(NodeId, Stages)]) -> f64 {
+    let (mut first, mut second) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+    for z in stages.iter().filter_map(|(_, s)| s.judged) {
+        if z > first {
+            (first, second) = (z, first);
+        } else if z > second {
+            second = z;
         }
+    }
+    if second.is_finite() {
+        first - second
+    } else {
+        0.0
     }
 }
 
@@ -316,9 +372,11 @@ const FITTED_CASCADES: &[(&str, &str, FittedCascade)] = &[(
     "onnx(bge-small-en",
     "cross-encoder",
     FittedCascade {
-        bias: -0.3765,
-        explored: 0.8450,
-        judged: 0.1197,
+        bias: -0.6571,
+        explored: 0.8745,
+        judged: 0.0439,
+        judged_gap: 0.0455,
+        gap: 0.1414,
     },
 )];
 
@@ -599,23 +657,46 @@ mod tests {
         assert!(sb.reached && (sb.judged.unwrap_or(0.0) - logit(0.9)).abs() < 1e-12);
         assert!(!sc.reached && (sc.explored - logit(0.2)).abs() < 1e-12);
         assert!(fitted_cascade_for("tfidf(v1)", "cross-encoder").is_none());
-        let model = FittedCascade {
+    }
+
+    /// The fitted cascade moves only the judged passages, among the places
+    /// the exploration gave them, each taking the P of its new place; the
+    /// judge's weight grows with its gap.
+    #[test]
+    fn the_cascade_reorders_the_judged_passages_in_the_explorations_places() {
+        let (a, b, c, d) = (NodeId(1), NodeId(2), NodeId(3), NodeId(4));
+        let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.6), (d, 0.3)].into();
+        let all = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)]);
+        let gap = judge_gap(&all);
+        assert!((gap - (logit(0.99) - logit(0.5))).abs() < 1e-12);
+        let model = |judged: f64, judged_gap: f64| FittedCascade {
             bias: -0.5,
             explored: 0.8,
-            judged: 0.4,
+            judged,
+            judged_gap,
+            gap: 0.1,
         };
-        assert!((model.probability(&sa) - 0.8).abs() < 1e-12);
-        let p = model.probability(&sb);
-        assert!(p > 0.0 && p < 1.0);
-        let higher = |s: Stages| model.probability(&s) > p;
-        assert!(higher(Stages {
-            explored: sb.explored + 1.0,
-            ..sb
-        }));
-        assert!(higher(Stages {
-            judged: Some(logit(0.95)),
-            ..sb
-        }));
+        let scores =
+            |m: FittedCascade| -> Vec<f64> { m.order(&all).iter().map(|(_, p)| *p).collect() };
+        // The judge trusted: d takes b's place and P, b d's; c (unreached)
+        // keeps the floor's place, a (not judged) its own.
+        let moved = scores(model(2.0, 0.0));
+        assert_eq!(moved, [0.8, 0.3, 0.3, 0.6].map(|p| sigmoid(logit(p))));
+        // The judge ignored: the exploration's order and scores come back.
+        let kept = scores(model(0.0, 0.0));
+        assert_eq!(kept, [0.8, 0.6, 0.3, 0.3].map(|p| sigmoid(logit(p))));
+        // The judge weighed by its gap alone: its sure top still moves up...
+        assert_eq!(scores(model(0.0, 1.0)), moved);
+        // ...but not when it is unsure (a gap of zero).
+        let unsure = stages(&explored, &[(b, 0.5), (d, 0.5)]);
+        assert_eq!(judge_gap(&unsure), 0.0);
+        let p: Vec<f64> = model(0.0, 1.0)
+            .order(&unsure)
+            .iter()
+            .map(|(_, p)| *p)
+            .collect();
+        assert_eq!(p, [0.8, 0.6, 0.3].map(|p| sigmoid(logit(p))));
+        assert_eq!(judge_gap(&[]), 0.0);
     }
 
     #[tokio::test]

@@ -341,10 +341,11 @@ impl Navigator {
 
     /// A cascade's final scores, over what either stage judged when the
     /// judge has a fitted cascade ([`crate::fusion::FittedCascade`]): the
-    /// judge moves what it judged among all the exploration ranked, by as
-    /// much as its scores proved worth. Otherwise the judge's passages
-    /// alone, the exploration a centred prior on them. With the
-    /// exploration's kept evidence (and both stages' part of it).
+    /// judge reorders what it judged among the places the exploration gave
+    /// those passages, by as much as its scores proved worth, and every
+    /// score stays the exploration's. Otherwise the judge's passages alone,
+    /// the exploration a centred prior on them. With the exploration's kept
+    /// evidence (and both stages' part of it).
     fn cascade_order(
         &self,
         second: &mut Search<'_>,
@@ -378,11 +379,7 @@ impl Navigator {
         let Some(model) = model else {
             return (centred(second), evidence);
         };
-        let passages = stages
-            .iter()
-            .map(|(id, s)| (*id, model.probability(s)))
-            .collect();
-        (passages, evidence)
+        (model.order(&stages), evidence)
     }
 
     fn is_passage(&self, id: NodeId) -> bool {
