@@ -23,6 +23,17 @@ const NOTES: [(&str, &str); 6] = [
     ("standup", "The daily standup starts at ten; each person says what they did and what blocks them."),
 ];
 
+/// bge-small in-process, as `treenav build` runs it on two cores.
+fn bge_small() -> EmbedderOptions {
+    EmbedderOptions::BgeSmall {
+        model_dir: None,
+        ort_library: None,
+        batch_size: 8,
+        max_tokens: 256,
+        threads: 2,
+    }
+}
+
 /// The notes built into a bge-small tree, saved and loaded again.
 async fn notes_tree(folder: &std::path::Path) -> treenav::tree::Tree {
     let jsonl: Vec<String> = NOTES
@@ -36,14 +47,7 @@ async fn notes_tree(folder: &std::path::Path) -> treenav::tree::Tree {
         &LoadOptions::default(),
     )
     .expect("corpus");
-    let options = EmbedderOptions::BgeSmall {
-        model_dir: None,
-        ort_library: None,
-        batch_size: 8,
-        max_tokens: 256,
-        threads: 2,
-    };
-    let built = support::tree_with(corpus, Some(3), &options).await;
+    let built = support::tree_with(corpus, Some(3), &bge_small()).await;
     let path = folder.join("notes.tree");
     treenav::tree::file::save(&built, &path).expect("save");
     treenav::tree::file::load(&path).expect("load")
@@ -92,6 +96,55 @@ async fn a_query_sharing_no_word_with_the_corpus_finds_its_passage_by_meaning() 
         found.passages
     );
     assert!(found.trace.usage.vectors_scored > 0);
+}
+
+/// The bundled sample, built with bge-small: questions with no word (nor
+/// stem) in common with its 48 articles reach the article they mean, k
+/// passages each, through the embedding judge and the descent of the
+/// clusters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_questions_sharing_no_word_with_it_find_their_article() {
+    if !support::bge_small_here() {
+        return;
+    }
+    let words: std::collections::HashSet<String> = treenav::SAMPLE_CORPUS
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_string)
+        .collect();
+    let folder = tempfile::tempdir().expect("tempdir");
+    let built = support::tree_with(support::sample_corpus(), None, &bge_small()).await;
+    let path = folder.path().join("sample.tree");
+    treenav::tree::file::save(&built, &path).expect("save");
+    let tree = treenav::tree::file::load(&path).expect("load");
+    let nav = navigator(tree, 3, BestFirstConfig::default());
+    for (query, article) in [
+        ("gridiron showdown", "Super_Bowl_50"),
+        ("khagan horde", "Genghis_Khan"),
+        ("boiler pistons", "Steam_engine"),
+    ] {
+        // Not a word, nor a stem: no word of the sample starts with the
+        // first five letters of a query word.
+        let shared: Vec<&str> = query
+            .split(' ')
+            .filter(|w| words.iter().any(|x| x.starts_with(&w[..5])))
+            .collect();
+        assert!(
+            shared.is_empty(),
+            "{query:?} shares {shared:?} with the sample"
+        );
+        let found = nav.retrieve(query).await.expect("retrieve");
+        assert_eq!(
+            found.passages.len(),
+            3,
+            "{query:?}: k passages, not nothing"
+        );
+        assert!(
+            found.passages[0].document_id.starts_with(article),
+            "{query:?}: {:?}",
+            found.passages[0]
+        );
+    }
 }
 
 /// On a bge-small tree the score is the fitted fusion's probability of

@@ -642,11 +642,10 @@ mod tests {
     }
 
     /// Both stages' evidence covers what either judged: a passage only
-    /// the judge reached gets the exploration's lowest logit; the fitted
-    /// cascade leaves the exploration's P to what the judge did not judge
-    /// and rises with either stage's logit on the rest.
+    /// the judge reached gets the exploration's lowest logit; no cascade is
+    /// fitted for a tfidf tree.
     #[test]
-    fn the_cascade_weighs_both_stages_over_what_either_judged() {
+    fn both_stages_evidence_covers_what_either_judged() {
         let (a, b, c) = (NodeId(1), NodeId(2), NodeId(3));
         let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.2)].into();
         let all = stages(&explored, &[(b, 0.9), (c, 0.6)]);
