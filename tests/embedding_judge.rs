@@ -48,9 +48,14 @@ async fn notes_tree(folder: &std::path::Path) -> treenav::tree::Tree {
     )
     .expect("corpus");
     let built = support::tree_with(corpus, Some(3), &bge_small()).await;
-    let path = folder.join("notes.tree");
-    treenav::tree::file::save(&built, &path).expect("save");
-    treenav::tree::file::load(&path).expect("load")
+    saved_and_loaded(&built, &folder.join("notes.tree"))
+}
+
+/// `tree` saved to `path` with its side files and loaded again, as a
+/// query reads it.
+fn saved_and_loaded(tree: &treenav::tree::Tree, path: &std::path::Path) -> treenav::tree::Tree {
+    treenav::tree::file::save(tree, path).expect("save");
+    treenav::tree::file::load(path).expect("load")
 }
 
 /// The embedding judge over `tree`, best-first, returning `top`.
@@ -114,9 +119,7 @@ async fn sample_questions_sharing_no_word_with_it_find_their_article() {
         .collect();
     let folder = tempfile::tempdir().expect("tempdir");
     let built = support::tree_with(support::sample_corpus(), None, &bge_small()).await;
-    let path = folder.path().join("sample.tree");
-    treenav::tree::file::save(&built, &path).expect("save");
-    let tree = treenav::tree::file::load(&path).expect("load");
+    let tree = saved_and_loaded(&built, &folder.path().join("sample.tree"));
     let nav = navigator(tree, 3, BestFirstConfig::default());
     for (query, article) in [
         ("gridiron showdown", "Super_Bowl_50"),

@@ -304,7 +304,7 @@ pub struct FittedCascade {
 impl FittedCascade {
     /// The model's logit for a judged passage (`None` for the others) in a
     /// query whose judge gap is `gap`.
-    pub fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
+    fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
         let z = s.judged?;
         Some(
             self.bias
@@ -320,21 +320,18 @@ impl FittedCascade {
     /// the place it lands in.
     pub fn order(&self, stages: &[(NodeId, Stages)]) -> Vec<(NodeId, f64)> {
         let gap = judge_gap(stages);
-        let mut judged: Vec<(NodeId, f64)> = stages
+        // Each judged passage: its id, the model's logit, the place's logit.
+        let mut judged: Vec<(NodeId, f64, f64)> = stages
             .iter()
-            .filter_map(|(id, s)| Some((*id, self.logit(s, gap)?)))
+            .filter_map(|(id, s)| Some((*id, self.logit(s, gap)?, s.explored)))
             .collect();
-        judged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut slots: Vec<f64> = stages
-            .iter()
-            .filter(|(_, s)| s.judged.is_some())
-            .map(|(_, s)| s.explored)
-            .collect();
+        let mut slots: Vec<f64> = judged.iter().map(|j| j.2).collect();
         slots.sort_by(|a, b| b.total_cmp(a));
+        judged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let placed: HashMap<NodeId, f64> = judged
             .iter()
             .zip(&slots)
-            .map(|((id, _), z)| (*id, sigmoid(*z)))
+            .map(|((id, _, _), z)| (*id, sigmoid(*z)))
             .collect();
         stages
             .iter()

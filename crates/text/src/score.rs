@@ -148,7 +148,8 @@ impl TermCache {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.generations().0.len() + self.generations().1.len()
+        let (current, previous) = self.generations();
+        current.len() + previous.len()
     }
 
     #[cfg(test)]
