@@ -464,6 +464,7 @@ async fn errors_are_json_naming_the_field() {
     // Not JSON at all, an unknown route, a wrong method.
     let r = reqwest::Client::new()
         .post(format!("{}/v1/retrieve", s.base))
+        .header("content-type", "application/json")
         .body("{not json")
         .send()
         .await
@@ -794,7 +795,7 @@ async fn idle_and_half_sent_connections_are_closed_and_capped() {
     }
     // The cap is reached: one more is told so and closed, not left waiting.
     let mut over = TcpStream::connect(&addr).await.expect("connect");
-    over.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    over.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .expect("write");
     let answer = read_until_closed(&mut over)
@@ -813,7 +814,7 @@ async fn idle_and_half_sent_connections_are_closed_and_capped() {
     assert_eq!(get(&s.base, "/healthz").await.0, StatusCode::OK);
     // Half a header: closed.
     let mut half = TcpStream::connect(&addr).await.expect("connect");
-    half.write_all(b"POST /v1/retrieve HTTP/1.1\r\nhost: x\r\n")
+    half.write_all(b"POST /v1/retrieve HTTP/1.1\r\nhost: localhost\r\n")
         .await
         .expect("write");
     assert!(
@@ -822,7 +823,7 @@ async fn idle_and_half_sent_connections_are_closed_and_capped() {
     );
     // Half a body: 408 naming the body, then closed.
     let mut half = TcpStream::connect(&addr).await.expect("connect");
-    half.write_all(b"POST /v1/retrieve HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"tree\":")
+    half.write_all(b"POST /v1/retrieve HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"tree\":")
         .await
         .expect("write");
     let answer = read_until_closed(&mut half)
@@ -1491,6 +1492,223 @@ async fn the_page_runs_a_query_and_draws_its_navigation_in_chromium() {
         bytes.len() > 40_000,
         "{} bytes: nothing drawn?",
         bytes.len()
+    );
+    s.shutdown().await;
+}
+
+/// The top passage ids for a Tesla question and the tree's document count:
+/// what a refused write must leave as it was.
+async fn tesla_state(base: &str) -> (Vec<String>, Value) {
+    let (status, found) = post(
+        base,
+        "/v1/retrieve",
+        json!({"tree": "sample", "query": "Did Tesla work for Edison?", "top": 5}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let (_, trees) = get(base, "/v1/trees").await;
+    let trees: Value = serde_json::from_str(&trees).expect("json");
+    let passages: Vec<String> = found["passages"]
+        .as_array()
+        .expect("passages")
+        .iter()
+        .map(|p| format!("{} {}", p["id"], p["text"]))
+        .collect();
+    (passages, trees["trees"][0]["documents"].clone())
+}
+
+/// A write needs intent (#66 row 1): a foreign `Host` (DNS rebinding), a
+/// foreign `Origin` (CSRF) or a form's content type is refused with 403
+/// naming the header, and the tree answers as before; the server's own
+/// names and a same-origin JSON write still work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_from_another_site_is_refused_and_changes_nothing() {
+    let s = start(JudgeOptions::default(), |_| {}).await;
+    let before = tesla_state(&s.base).await;
+    let port = s.base.rsplit(':').next().expect("port").to_string();
+    let poison = r#"[{"id":"Nikola_Tesla#0","doc_id":"Nikola_Tesla","text":"Tesla never worked for Edison."}]"#;
+    let client = reqwest::Client::new();
+    let documents = format!("{}/v1/trees/sample/documents", s.base);
+    let cases: [(&str, Vec<(&str, String)>); 4] = [
+        (
+            "Host",
+            vec![
+                ("host", format!("evil.example:{port}")),
+                ("origin", "https://evil.example".into()),
+                ("content-type", "text/plain".into()),
+            ],
+        ),
+        (
+            "Host",
+            vec![
+                ("host", format!("evil.example:{port}")),
+                ("content-type", "application/json".into()),
+            ],
+        ),
+        (
+            "Origin",
+            vec![
+                ("origin", "https://evil.example".into()),
+                ("content-type", "application/json".into()),
+            ],
+        ),
+        ("Content-Type", vec![("content-type", "text/plain".into())]),
+    ];
+    for (field, headers) in cases {
+        let mut request = client.post(&documents).body(poison);
+        for (k, v) in &headers {
+            request = request.header(*k, v);
+        }
+        let r = request.send().await.expect("send");
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{headers:?}");
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(body["error"]["field"], field, "{body}");
+    }
+    let compact = client
+        .post(format!("{}/v1/trees/sample/compact", s.base))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(compact.status(), StatusCode::FORBIDDEN);
+    let rebound = client
+        .get(format!("{}/v1/trees", s.base))
+        .header("host", format!("evil.example:{port}"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(rebound.status(), StatusCode::FORBIDDEN, "a rebound read");
+    assert_eq!(
+        tesla_state(&s.base).await,
+        before,
+        "a refused write changed the tree"
+    );
+
+    // A headless browser on another origin (another port) tries the same.
+    let evil = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let evil_url = format!("http://{}/", evil.local_addr().expect("addr"));
+    let page = format!(
+        r#"<!doctype html><title>waiting</title><script>
+Promise.allSettled([
+  fetch("{documents}", {{method: "POST", mode: "no-cors", headers: {{"content-type": "text/plain"}}, body: '{poison}'}}),
+  fetch("{base}/v1/trees/sample/compact", {{method: "POST", mode: "no-cors"}}),
+  fetch("{documents}", {{method: "POST", headers: {{"content-type": "application/json"}}, body: '{poison}'}}),
+]).then(() => {{ document.title = "sent"; }});
+</script>"#,
+        base = s.base
+    );
+    let serving = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = evil.accept().await {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+        }
+    });
+    if let Some(dom) = chromium(&evil_url, &["--dump-dom".into()]).await {
+        assert!(
+            dom.contains("<title>sent</title>"),
+            "the page's requests never settled: {dom}"
+        );
+    }
+    serving.abort();
+    assert_eq!(
+        tesla_state(&s.base).await,
+        before,
+        "a page on another origin changed the tree"
+    );
+
+    // The server's own names still write, as the Python client does.
+    let (status, added) = post(
+        &s.base,
+        "/v1/trees/sample/documents",
+        json!([update_doc(0, 1)]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{added}");
+    let local = client
+        .post(format!("http://localhost:{port}/v1/trees/sample/documents"))
+        .header("origin", format!("http://localhost:{port}"))
+        .json(&json!([update_doc(0, 2)]))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(local.status(), StatusCode::OK, "a same-origin write");
+    s.shutdown().await;
+}
+
+/// Read your writes (#66 row 5): while 3 clients query without pause,
+/// another process adds and removes a document 8 times; the request made
+/// right after each update completed answers from that generation, never
+/// the one before (a request that found a reload under way answered from
+/// the old copy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_after_an_update_completed_sees_it_while_others_query() {
+    use treenav::build::update;
+    let (s, path, _dir) = start_file(JudgeOptions::default(), |_| {}).await;
+    let (_, listed) = get(&s.base, "/v1/trees").await;
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    let recorded = listed["trees"][0]["embedder"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let embedder = update::embedder_for(&recorded)
+        .transpose()
+        .expect("the tree's embedder");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let noise: Vec<_> = (0..3)
+        .map(|_| {
+            let (base, stop) = (s.base.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let _ = post(&base, "/v1/retrieve", question()).await;
+                }
+            })
+        })
+        .collect();
+    let mut stale = Vec::new();
+    for round in 0..8u64 {
+        let corpus = treenav::corpus::load_str(
+            &format!(r#"{{"_id":"wombat-{round}","title":"Wombat burrow","text":"The wombat digs a burrow of cube droppings, round {round}."}}"#),
+            "new.jsonl",
+            treenav::corpus::Format::Beir,
+            &treenav::corpus::LoadOptions::default(),
+        )
+        .expect("corpus");
+        let added = update::add(&path, corpus, embedder.as_ref(), &treenav::tree::NoProgress)
+            .await
+            .expect("add");
+        let (status, after) = post(
+            &s.base,
+            "/v1/retrieve",
+            json!({"tree": "sample", "query": "wombat burrow cube droppings", "top": 3}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{after}");
+        if after["generation"] != json!(added.generation) {
+            stale.push((added.generation, after["generation"].clone()));
+        }
+        let removed = update::remove(&path, &[format!("wombat-{round}")], embedder.as_ref())
+            .await
+            .expect("remove");
+        let (_, after) = post(&s.base, "/v1/retrieve", question()).await;
+        if after["generation"] != json!(removed.generation) {
+            stale.push((removed.generation, after["generation"].clone()));
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    for n in noise {
+        n.await.expect("join");
+    }
+    assert!(
+        stale.is_empty(),
+        "answers from an older generation (wanted, got): {stale:?}"
     );
     s.shutdown().await;
 }

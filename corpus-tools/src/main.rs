@@ -305,20 +305,27 @@ fn versioned(value: &impl serde::Serialize) -> Result<serde_json::Value> {
     })
 }
 
-/// JSON text with a trailing newline. serde leaves line separators and
-/// bidi overrides raw (valid JSON, but a terminal acts on them, and `emit`
+/// JSON text with a trailing newline. serde leaves DEL, the C1 controls
+/// (`\x85`, common in mis-decoded cp1252), line separators and bidi
+/// overrides raw (valid JSON, but a terminal acts on them, and `emit`
 /// would escape them in a way JSON does not read): escaped here as JSON
-/// does, `\u202e`.
+/// does, `\u0085`, `\u202e`, so [`printable`] finds nothing left to touch.
 fn escaped(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 1);
     for c in text.chars() {
         match c {
-            c if is_bidi_or_separator(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if is_hostile(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
     out.push('\n');
     out
+}
+
+/// What a terminal would act on: control characters but newline and tab,
+/// line separators and bidi controls.
+fn is_hostile(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_or_separator(c)
 }
 
 /// Unicode line separators and bidi embeddings, overrides and isolates.
@@ -352,7 +359,7 @@ pub fn emit(text: &str) -> Result<()> {
 /// shown escaped (`\x1b`, `\u{202e}`), never interpreted by a terminal;
 /// newlines and tabs stay. JSON output has none (serde escapes them).
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let hostile = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_or_separator(c);
+    let hostile = is_hostile;
     if !text.chars().any(hostile) {
         return std::borrow::Cow::Borrowed(text);
     }

@@ -109,6 +109,17 @@ pub struct ServeArgs {
     /// Write query text into the access log (off: logs never hold queries).
     #[arg(long)]
     pub log_queries: bool,
+    /// A host name clients may reach this server by, beyond its addresses
+    /// and `localhost` (repeatable; e.g. the name a reverse proxy or DNS
+    /// gives it). Other `Host` headers get 403: a web page cannot point its
+    /// own name at this address to read or write it.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
+    /// A web page origin (`https://app.example.com`) that may send writes
+    /// and searches (repeatable). Other browser origins get 403: a page the
+    /// user visits cannot change the served trees.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
     #[command(flatten)]
     pub judge: JudgeArgs,
     #[command(flatten)]
@@ -142,6 +153,7 @@ fn options(args: &ServeArgs) -> Result<ServeOptions> {
         options.counter = TokenCounter::from_file(path)?;
     }
     options.log_queries = args.log_queries;
+    options.allowed = treenav::serve::Allowed::new(&args.allow_hosts, &args.allow_origins)?;
     Ok(options)
 }
 

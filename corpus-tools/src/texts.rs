@@ -45,8 +45,13 @@ pub struct TextsArgs {
 }
 
 pub fn run(args: &TextsArgs) -> Result<()> {
+    // The folder, and each file written in it: `-o` may be the input's own
+    // folder (`treenav texts x/documents.jsonl -o x`).
     if let Some(input) = &args.input {
         crate::outputs::refuse_over("-o", &args.output, "the input", input)?;
+        for name in [DOCUMENTS, PASSAGES] {
+            crate::outputs::refuse_over("-o", &args.output.join(name), "the input", input)?;
+        }
     }
     // The same checks as the build's, so the rows line up with its.
     let params = treenav::build::TreeParams::default()

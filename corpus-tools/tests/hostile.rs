@@ -31,7 +31,7 @@ fn fixture(rel: &str) -> String {
 fn hostile_tree(dir: &Path) -> String {
     let corpus = dir.join("hostile.jsonl");
     let records = [
-        serde_json::json!({"id": "p1", "doc_id": "evil\u{202e}id", "title": "Volcano notes\nerror: forged line", "text": "Magma rises and the volcano erupts lava."}),
+        serde_json::json!({"id": "p1", "doc_id": "evil\u{202e}id", "title": "Volcano notes\nerror: forged line", "text": "Magma rises and the volcano erupts lava.\u{7f} \u{85}"}),
         serde_json::json!({"id": "p2", "doc_id": "calm", "title": "Orchestra", "text": "The violin plays the concerto with the symphony."}),
         serde_json::json!({"id": "p3", "doc_id": "sky", "title": "Telescope", "text": "A galaxy and a nebula seen through the telescope."}),
     ];
@@ -60,6 +60,14 @@ fn hostile_ids_and_titles_neither_break_json_nor_forge_lines() {
         .unwrap_or_else(|e| panic!("query --json is not JSON ({e}): {}", text(&o.stdout)));
     let first = &json["passages"][0];
     assert_eq!(first["title"], "Volcano notes\nerror: forged line");
+    // DEL and a C1 control (mis-decoded cp1252) stay valid JSON, escaped.
+    assert!(
+        first["text"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("\u{7f} \u{85}")),
+        "{first}"
+    );
+    assert!(text(&o.stdout).contains("\\u0085"), "{}", text(&o.stdout));
     assert!(text(&o.stdout).contains("\\u202e"), "{}", text(&o.stdout));
     let o = treenav(&["query", &tree, "volcano magma"]);
     let out = text(&o.stdout);
@@ -272,4 +280,37 @@ fn a_compaction_killed_at_any_point_leaves_a_tree_that_opens() {
         assert!(o.status.success(), "step {step}: {}", text(&o.stderr));
         assert_eq!(docs(&o), expected, "step {step}");
     }
+}
+
+/// `treenav texts x/documents.jsonl -o x` would write `x/documents.jsonl`
+/// over its input (#66 row 2): refused, the corpus kept.
+#[test]
+fn texts_never_writes_over_its_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = dir.path().join("documents.jsonl");
+    let lines = [
+        r#"{"id": "a", "text": "Magma rises and the volcano erupts."}"#,
+        r#"{"id": "b", "text": "The violin plays the concerto."}"#,
+    ];
+    std::fs::write(&corpus, lines.join("\n")).expect("write");
+    let before = std::fs::read(&corpus).expect("read");
+    let folder = dir.path().to_str().expect("utf8");
+    let o = treenav(&["texts", corpus.to_str().expect("utf8"), "-o", folder]);
+    assert!(!o.status.success(), "accepted: {}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("overwrite an input"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&corpus).expect("read"), before);
+    assert!(!dir.path().join("passages.jsonl").exists(), "half written");
+    let elsewhere = dir.path().join("out");
+    let o = treenav(&[
+        "texts",
+        corpus.to_str().expect("utf8"),
+        "-o",
+        elsewhere.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(elsewhere.join("documents.jsonl").is_file());
 }

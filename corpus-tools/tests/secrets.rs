@@ -19,6 +19,8 @@ const PASSWORD: &str = "pw-hunter2-xyz";
 const BASIC: &str = "YWxpY2U6cHctaHVudGVyMi14eXo";
 const ENV_KEY: &str = "sk-envsecret-12345";
 const TOKEN: &str = "tok-servesecret-67890";
+/// A key given in the endpoint's query string (#66 row 4).
+const QUERY_KEY: &str = "tok3nQS-querysecret";
 
 /// Answers every request with a 400 quoting its headers and URL.
 async fn echoing_server() -> String {
@@ -45,7 +47,7 @@ async fn echoing_server() -> String {
 }
 
 fn assert_clean(what: &str, text: &str) {
-    for secret in [PASSWORD, BASIC, ENV_KEY, TOKEN] {
+    for secret in [PASSWORD, BASIC, ENV_KEY, TOKEN, QUERY_KEY] {
         assert!(
             !text.contains(secret),
             "{what} shows a secret ({secret}):\n{text}"
@@ -90,7 +92,16 @@ async fn no_secret_reaches_any_output() {
     let built = treenav(&["build", "-o", tree]);
     assert!(built.status.success(), "{}", check("build", &built));
 
-    let judges: [&[&str]; 4] = [
+    let with_query_key = format!("{server}/v1?api_key={QUERY_KEY}");
+    let judges: [&[&str]; 5] = [
+        &[
+            "--judge",
+            "openai-logprobs",
+            "--llm-api",
+            "chat",
+            "--endpoint",
+            &with_query_key,
+        ],
         &["--judge", "systemone", "--endpoint", &with_password],
         &[
             "--judge",

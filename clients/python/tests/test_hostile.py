@@ -225,3 +225,94 @@ def test_async_calls_share_one_connection_pool(raw: List[RawServer], monkeypatch
 
     asyncio.run(run())
     assert len(made) == 1
+
+
+class BusyEchoServer(RawServer):
+    """Answers 503 with ``Retry-After: 100``, quoting the request's headers
+    (a mock: no real server echoes credentials on cue)."""
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                request = conn.recv(65536)
+                self.requests.append(request)
+                quoted = request.replace(b"\\", b"\\\\").replace(b'"', b"'").replace(b"\r\n", b" | ")
+                body = b'{"error": {"code": "overloaded", "message": "busy; you sent ' + quoted + b'"}}'
+                conn.sendall(http("503 Service Unavailable", body, "Retry-After: 100\r\n"))
+            except OSError:
+                pass
+
+
+def test_a_busy_server_echoing_credentials_is_scrubbed_on_every_path(raw: List[RawServer]) -> None:
+    """#66 row 3: the retry wait past the deadline raised the server's
+    message unscrubbed."""
+    import asyncio
+
+    busy = BusyEchoServer(b"")
+    raw.append(busy)
+    with_password = busy.url.replace("http://", "http://user:pa55word-xyz@")
+    secrets = ["tok-secret-12345", "pa55word-xyz", "dXNlcjpwYTU1d29yZC14eXo"]
+    for client in [
+        TreenavClient(busy.url, token="tok-secret-12345", timeout=5),
+        TreenavClient(with_password, timeout=5),
+    ]:
+        with pytest.raises(TreenavError) as e:
+            client.retrieve("t", "q")
+        shown = f"{e.value} {e.value.message!r} {e.value!r}"
+        assert "you sent" in shown and e.value.status == 503, shown
+        try:
+            asyncio.run(client.aretrieve("t", "q"))
+        except TreenavError as ae:
+            shown += f" {ae} {ae.message!r}"
+        for secret in secrets:
+            assert secret not in shown, shown
+
+
+class SleepyServer(RawServer):
+    """Reads a request, notes when it came, answers after ``delay`` s."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.arrived: List[float] = []
+        super().__init__(b"")
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            try:
+                self.requests.append(conn.recv(65536))
+                self.arrived.append(time.monotonic())
+                time.sleep(self.delay)
+                conn.sendall(http("200 OK", b'{"tree": "t", "removed": 1}'))
+            except OSError:
+                pass
+
+
+def test_a_call_whose_caller_gave_up_is_never_sent(raw: List[RawServer]) -> None:
+    """#66 row 9: 40 callers with a 2 s timeout against a server answering
+    in 6 s; requests queued behind the busy workers reached the server after
+    their callers had their timeout."""
+    sleepy = SleepyServer(6.0)
+    raw.append(sleepy)
+    client = TreenavClient(sleepy.url, timeout=2)
+    codes: List[str] = []
+    started = time.monotonic()
+
+    def delete() -> None:
+        try:
+            client.delete_documents("t", ["a"])
+        except TreenavError as e:
+            codes.append(e.code)
+
+    threads = [threading.Thread(target=delete) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Each caller has its error at its deadline (a worker's own socket
+    # timeout at the same instant says "transport").
+    assert len(codes) == 40 and set(codes) <= {"timeout", "transport"}, codes
+    time.sleep(3)
+    late = [round(a - started, 2) for a in sleepy.arrived if a - started > 1.0]
+    assert not late, f"{len(late)} requests reached the server after their callers gave up: {late}"

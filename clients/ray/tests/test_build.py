@@ -132,3 +132,26 @@ def test_vectors_are_kept_only_for_the_texts_they_embed(tmp_path):
     npy.write_bytes(b"\x93NUMPY truncated")
     stamp.write_text(_digest(lines) + "\n")
     assert not _vectors_current(lines, npy, stamp, 2), "a broken .npy"
+
+
+def test_a_plan_is_kept_only_for_the_command_and_inputs_it_was_made_from(tmp_path):
+    """#66 row 12: the plan was kept when ``build_args`` changed."""
+    from treenav_ray.driver import _plan_current, _plan_key
+
+    corpus, plan = tmp_path / "corpus.jsonl", tmp_path / "plan"
+    corpus.write_text('{"id": "a", "text": "x"}\n')
+    stamp = tmp_path / "passages.npy.sha256"
+    stamp.write_text("abc\n")
+    command = ["treenav", "build", str(corpus), "--plan", str(plan), "--branching", "4"]
+    key = _plan_key(command, corpus, [stamp])
+    plan.mkdir()
+    (plan / "plan.bin").write_bytes(b"plan")
+    assert not _plan_current(plan, key), "no key recorded: another driver's plan"
+    (plan / "plan.key").write_text(key)
+    assert _plan_current(plan, key)
+    assert not _plan_current(plan, _plan_key(command[:-1] + ["8"], corpus, [stamp])), "other build_args"
+    stamp.write_text("abd\n")
+    assert not _plan_current(plan, _plan_key(command, corpus, [stamp])), "other vectors"
+    stamp.write_text("abc\n")
+    corpus.write_text('{"id": "a", "text": "x", "year": 2020}\n')
+    assert not _plan_current(plan, _plan_key(command, corpus, [stamp])), "another corpus"

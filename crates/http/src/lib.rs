@@ -243,7 +243,8 @@ fn kind_text(kind: ErrorKind) -> &'static str {
 }
 
 /// `text` (a URL, or a message quoting URLs) with any `user:password@` in
-/// a URL replaced by `***@`.
+/// a URL replaced by `***@` and every query value by `***`
+/// (`?api_key=***`): a key may ride in either.
 pub fn redact_url(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -251,21 +252,42 @@ pub fn redact_url(text: &str) -> String {
         let (head, tail) = rest.split_at(i + 3);
         out.push_str(head);
         let end = tail
-            .find(|c: char| {
-                matches!(c, '/' | '?' | '#' | ')' | '"' | '\'' | '>') || c.is_whitespace()
-            })
+            .find(|c: char| matches!(c, ')' | '"' | '\'' | '>' | ']') || c.is_whitespace())
             .unwrap_or(tail.len());
-        match tail[..end].rfind('@') {
+        let (url, after) = tail.split_at(end);
+        let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
+        let (authority, path) = url.split_at(authority_end);
+        match authority.rfind('@') {
             Some(at) => {
                 out.push_str("***@");
-                out.push_str(&tail[at + 1..end]);
+                out.push_str(&authority[at + 1..]);
             }
-            None => out.push_str(&tail[..end]),
+            None => out.push_str(authority),
         }
-        rest = &tail[end..];
+        out.push_str(&redact_query(path));
+        rest = after;
     }
     out.push_str(rest);
     out
+}
+
+/// A URL's path and query with every query value replaced by `***` (a
+/// bare `?token` too); the path and the fragment kept.
+fn redact_query(path: &str) -> String {
+    let Some(q) = path.find('?') else {
+        return path.to_string();
+    };
+    let (before, query) = path.split_at(q + 1);
+    let (query, fragment) = query.split_at(query.find('#').unwrap_or(query.len()));
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !value.is_empty() => format!("{key}=***"),
+            None if !pair.is_empty() => "***".to_string(),
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{before}{}{fragment}", pairs.join("&"))
 }
 
 /// `text` with the credential after every `Bearer ` or `Basic ` (a server
@@ -292,6 +314,25 @@ pub fn redact_auth(text: &str) -> String {
         }
         rest = &tail[end..];
     }
+}
+
+/// `text` with every query value of `url` replaced by `***`, as given and
+/// decoded: a server quoting the path it was asked echoes them without
+/// the `://` that [`redact_url`] looks for.
+fn redact_query_values(text: &str, url: &str) -> String {
+    let Some((_, query)) = url.split_once('?') else {
+        return text.to_string();
+    };
+    let query = query.split('#').next().unwrap_or(query);
+    let mut out = text.to_string();
+    for pair in query.split('&') {
+        let value = pair.split_once('=').map_or(pair, |(_, v)| v);
+        let decoded = percent_encoding::percent_decode_str(value)
+            .decode_utf8_lossy()
+            .into_owned();
+        out = redact_secret(&redact_secret(&out, value), &decoded);
+    }
+    out
 }
 
 /// `text` with every occurrence of `secret` (an API key a server may echo
@@ -498,7 +539,21 @@ impl Endpoint {
 /// Joins a user's endpoint and a route: the endpoint as given when it
 /// already ends with the route (with or without its `/v1`); `…/v1` + the
 /// route's rest when both carry `/v1`; else endpoint + route.
+/// The URL is parsed and its path joined, so a query string (`?api-version=…`)
+/// stays after the path.
 pub fn join_url(endpoint: &str, path: &str) -> String {
+    if let Ok(mut url) = reqwest::Url::parse(endpoint) {
+        if !url.cannot_be_a_base() {
+            let joined = join_path(url.path(), path);
+            url.set_path(&joined);
+            return url.to_string();
+        }
+    }
+    join_path(endpoint, path)
+}
+
+/// [`join_url`]'s rule on the path alone.
+fn join_path(endpoint: &str, path: &str) -> String {
     let e = endpoint.trim_end_matches('/');
     let rest = path.strip_prefix("/v1").filter(|r| !r.is_empty());
     if e.ends_with(path) || rest.is_some_and(|r| e.ends_with(r)) {
@@ -607,14 +662,15 @@ impl HttpClient {
                 Err(mut error) => {
                     error.attempts = attempt;
                     error.url = redact_url(&error.url);
-                    error.message = redact_auth(&redact_url(&error.message));
+                    error.message =
+                        redact_query_values(&redact_auth(&redact_url(&error.message)), url);
                     if let Some(key) = key {
                         error.message = key.scrub(&error.message);
                     }
                     match self.config.retry.decide(attempt, &error) {
                         Retry::GiveUp => return Err(error),
                         Retry::After(wait) => {
-                            tracing::debug!(url, attempt, ?wait, kind = ?error.kind, "retrying");
+                            tracing::debug!(url = %error.url, attempt, ?wait, kind = ?error.kind, "retrying");
                             tokio::time::sleep(wait).await;
                         }
                     }
@@ -691,7 +747,7 @@ impl HttpClient {
             .find_map(|h| response.headers().get(*h))
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        tracing::debug!(url, status, "reply");
+        tracing::debug!(url = %redact_url(url), status, "reply");
         let bytes = self
             .read_body(response)
             .await
@@ -852,7 +908,11 @@ mod tests {
     fn credentials_are_redacted() {
         assert_eq!(
             redact_url("http://user:secret@host:8080/v1/x?y=1"),
-            "http://***@host:8080/v1/x?y=1"
+            "http://***@host:8080/v1/x?y=***"
+        );
+        assert_eq!(
+            redact_url("failed [http://h:9/v1/chat/completions?api_key=tok3nQS&v=&tok3n#f]"),
+            "failed [http://h:9/v1/chat/completions?api_key=***&v=&***#f]"
         );
         assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
         assert_eq!(redact_url("not a url"), "not a url");
@@ -948,6 +1008,13 @@ mod tests {
         assert_eq!(
             join_url("https://o.ai", "/api/alpha/decisions"),
             "https://o.ai/api/alpha/decisions"
+        );
+        assert_eq!(
+            join_url(
+                "http://127.0.0.1:9/v1?api_key=tok3nQS",
+                "/v1/chat/completions"
+            ),
+            "http://127.0.0.1:9/v1/chat/completions?api_key=tok3nQS"
         );
         let e = Endpoint::new(
             "--endpoint",

@@ -180,6 +180,34 @@ async fn a_filter_nothing_passes_gives_an_empty_result() {
     assert_eq!(check_scope(&tree, &filter, "insulin").await, vec![0, 0, 0]);
 }
 
+/// #66 row 10: a field no document carries is an error naming it, with
+/// the closest field the tree has, not an empty answer.
+#[tokio::test]
+async fn a_filter_on_a_field_no_document_has_is_an_error_with_a_hint() {
+    let tree = tree_with(&vec![json!({"tenant": "a", "year": 2021}); 60]).await;
+    let nav = Navigator::new(
+        tree.clone(),
+        Arc::new(Scripted::new(|_, _, _| 0.5)) as Arc<dyn Decide>,
+        strategies()[1].clone().check().expect("config"),
+    )
+    .expect("navigator");
+    for (clause, hint) in [
+        ("yeer>=2020", "did you mean `year`?"),
+        ("Year>=2020", "did you mean `year`?"),
+        ("colour=red", "`tenant`, `year`"),
+    ] {
+        let filter = Filter::parse_clauses(&[clause]).expect("filter");
+        let e = nav
+            .retrieve_filtered("insulin", &filter)
+            .await
+            .expect_err(clause);
+        assert!(matches!(e, crate::Error::Filter(_)), "{clause}: {e}");
+        assert!(e.to_string().contains(hint), "{clause}: {e}");
+    }
+    let known = Filter::parse_clauses(&["year>=2020"]).expect("filter");
+    assert!(nav.retrieve_filtered("insulin", &known).await.is_ok());
+}
+
 fn metadata_strategy() -> impl Strategy<Value = Vec<Value>> {
     let one = (0..3usize, 2000..2008i64, proptest::option::of(0..3usize)).prop_map(
         |(tenant, year, tag)| {

@@ -132,6 +132,9 @@ pub enum Error {
     /// The query has no word to look for (empty or whitespace only).
     #[error("the query is empty: give a question or keywords")]
     EmptyQuery,
+    /// The filter names a field no document of the tree carries.
+    #[error("{0}")]
+    Filter(#[source] treenav_tree::filter::FilterError),
 }
 
 /// A setting out of its range is a [`Error::Config`] naming it.

@@ -324,10 +324,12 @@ impl Navigator {
         let (tree, table, filter) = (self.tree.clone(), self.metadata.clone(), filter.clone());
         let allowed = tokio::task::spawn_blocking(move || {
             let table = table.get_or_init(|| MetadataTable::of(&tree));
-            Arc::new(table.allowed(&tree, &filter))
+            table.check_fields(&filter)?;
+            Ok::<_, treenav_tree::filter::FilterError>(Arc::new(table.allowed(&tree, &filter)))
         })
         .await
-        .map_err(|e| Error::Tree(format!("the metadata filter stopped: {e}")))?;
+        .map_err(|e| Error::Tree(format!("the metadata filter stopped: {e}")))?
+        .map_err(Error::Filter)?;
         self.scopes.insert(key, allowed.clone());
         Ok(Scope(Some(allowed)))
     }

@@ -90,6 +90,11 @@ impl ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unauthorized")
     }
 
+    /// 403, naming the header at fault (a cross-site or rebound request).
+    pub fn forbidden(header: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message).field(header)
+    }
+
     /// 404.
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)

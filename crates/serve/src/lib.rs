@@ -34,6 +34,7 @@ mod auth;
 mod connections;
 mod error;
 mod heavy;
+mod intent;
 mod observe;
 mod openapi;
 mod options;
@@ -43,6 +44,7 @@ mod routes;
 
 pub use auth::Tokens;
 pub use error::{ApiError, Error};
+pub use intent::Allowed;
 pub use options::{Limits, ServeOptions, TreeSpec};
 
 use admission::Admission;
@@ -74,6 +76,7 @@ pub struct Server {
     listener: TcpListener,
     app: Arc<App>,
     auth: Option<Tokens>,
+    allowed: Arc<Allowed>,
 }
 
 impl Server {
@@ -110,6 +113,7 @@ impl Server {
             listener,
             app: Arc::new(app),
             auth: options.auth,
+            allowed: Arc::new(options.allowed),
         })
     }
 
@@ -146,6 +150,10 @@ impl Server {
             .merge(api)
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
+            .layer(axum::middleware::from_fn_with_state(
+                self.allowed.clone(),
+                intent::require,
+            ))
             .layer(axum::middleware::from_fn(observe::track))
             .with_state(self.app.clone())
     }

@@ -163,6 +163,9 @@ pub struct ServeOptions {
     pub auth: Option<Tokens>,
     /// Write query text into the access log (off by default).
     pub log_queries: bool,
+    /// `Host` names and browser origins allowed beyond the server's own
+    /// (see [`crate::Allowed`]).
+    pub allowed: crate::Allowed,
 }
 
 impl ServeOptions {
@@ -176,6 +179,7 @@ impl ServeOptions {
             limits: Limits::default(),
             auth: None,
             log_queries: false,
+            allowed: crate::Allowed::default(),
         }
     }
 

@@ -80,9 +80,11 @@ impl Registry {
     /// The served copy of tree `name`, first following its files: when
     /// another process (`treenav add`, `remove`, `compact`, a new build
     /// renamed in) changed the generation on disk, it is loaded before
-    /// answering, so the next request after a CLI update sees it. While a
-    /// reload or an update runs here, and while a changed generation fails
-    /// to load, the copy in service answers.
+    /// answering, so the next request after a CLI update sees it: a request
+    /// that finds a reload or an update under way here waits for it, then
+    /// looks again (read your writes: never the generation before one that
+    /// completed). While a changed generation fails to load, the copy in
+    /// service answers.
     pub(crate) async fn current(&self, name: &str) -> Option<Arc<Served>> {
         let served = self.get(name)?;
         let spec = self.specs.iter().find(|s| s.name == name)?;
@@ -90,11 +92,10 @@ impl Registry {
         if on_disk == served.stamp || self.was_refused(name, &on_disk) {
             return Some(served);
         }
-        let Ok(_one_at_a_time) = self.reloading.try_lock() else {
-            return Some(served);
-        };
+        let _one_at_a_time = self.reloading.lock().await;
+        let on_disk = stamp(&spec.path);
         let served = self.get(name)?;
-        if stamp(&spec.path) == served.stamp {
+        if on_disk == served.stamp || self.was_refused(name, &on_disk) {
             return Some(served);
         }
         match load_one(spec.clone(), self.judge.clone(), self.config.clone()).await {

@@ -175,6 +175,7 @@ fn navigation_error(e: treenav_navigator::Error) -> ApiError {
     use treenav_navigator::Error as E;
     match e {
         E::EmptyQuery => ApiError::bad_field("query", e.to_string()),
+        E::Filter(_) => ApiError::bad_field("filter", e.to_string()),
         E::Config(_) => ApiError::bad_request(e.to_string()),
         E::Deadline(secs) => ApiError::deadline(secs),
         E::Judge { .. } | E::Rerank(_) | E::JudgeSetup(_) | E::CostCap { .. } => {

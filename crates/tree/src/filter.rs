@@ -531,6 +531,8 @@ impl Allowed {
 #[derive(Debug, Default)]
 pub struct MetadataTable {
     by_document: HashMap<NodeId, Map<String, Value>>,
+    /// Every field some document carries.
+    fields: std::collections::BTreeSet<String>,
 }
 
 impl MetadataTable {
@@ -551,8 +553,57 @@ impl MetadataTable {
                     _ => None,
                 }
             })
+            .collect::<HashMap<NodeId, Map<String, Value>>>();
+        let fields = by_document
+            .values()
+            .flat_map(|m| m.keys().cloned())
             .collect();
-        MetadataTable { by_document }
+        MetadataTable {
+            by_document,
+            fields,
+        }
+    }
+
+    /// An error for the first field `filter` names that no document
+    /// carries (a typo would otherwise pass nothing, silently), with the
+    /// closest field the tree has.
+    pub fn check_fields(&self, filter: &Filter) -> Result<(), FilterError> {
+        let Some(unknown) = filter
+            .conditions
+            .iter()
+            .find(|c| !self.fields.contains(&c.key))
+        else {
+            return Ok(());
+        };
+        let key = &unknown.key;
+        let closest = self
+            .fields
+            .iter()
+            .map(|f| {
+                (
+                    strsim::damerau_levenshtein(&key.to_lowercase(), &f.to_lowercase()),
+                    f,
+                )
+            })
+            .filter(|(d, f)| *d <= 2.max(f.chars().count() / 3))
+            .min();
+        let hint = match closest {
+            Some((_, f)) => format!("did you mean `{f}`?"),
+            None if self.fields.is_empty() => "this tree's documents carry no metadata".to_string(),
+            None => format!(
+                "its documents carry {}",
+                self.fields
+                    .iter()
+                    .take(12)
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Err(bad(
+            key.clone(),
+            format!("no document of this tree has the field `{key}`; {hint}"),
+        ))
     }
 
     /// A document's metadata, if it has any.

@@ -527,7 +527,7 @@ class TreenavClient:
                     raise self._scrubbed(e) from None
                 wait = min(e.retry_after, MAX_RETRY_WAIT)
                 if time.monotonic() + wait >= deadline:
-                    raise
+                    raise self._scrubbed(e) from None
                 attempt += 1
                 time.sleep(wait)
 
@@ -545,9 +545,17 @@ class TreenavClient:
         try:
             return future.result(timeout=left)
         except concurrent.futures.TimeoutError:
+            # A call still queued behind busy workers is never sent: the
+            # caller has given up on it.
+            future.cancel()
             raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s") from None
 
     def _once(self, method: str, route: str, body: Any, deadline: float) -> Any:
+        if deadline - time.monotonic() < min(MIN_SEND_LEFT, self.timeout / 4):
+            # Queued (behind busy workers) until too late to be answered in
+            # time: not sent, so a write its caller gave up on never lands
+            # after the caller had its timeout.
+            raise TreenavError(0, "timeout", f"{self.base_url}{route}: no answer within {self.timeout} s")
         data = None if body is None else json.dumps(body).encode("utf-8")
         request = urllib.request.Request(self.base_url + route, data=data, method=method)
         request.add_header("Accept", "application/json")
@@ -600,7 +608,7 @@ class TreenavClient:
                 return await _ahttpx_once(client, method, self.base_url + route, body, headers)
             except TreenavError as e:
                 if e.status != 503 or e.retry_after is None or attempt >= self.retries:
-                    raise
+                    raise self._scrubbed(e) from None
                 attempt += 1
                 await asyncio.sleep(min(e.retry_after, MAX_RETRY_WAIT))
             except httpx.HTTPError as e:
@@ -691,6 +699,9 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 #: Worker threads of one client (its calls run on them, so a deadline can
 #: bound a whole call).
 _WORKERS_PER_CLIENT = 16
+# A queued call with less time left than this (or a quarter of its timeout)
+# is not sent: no answer could arrive before its caller's deadline.
+MIN_SEND_LEFT = 0.25
 
 #: Bytes read at a time, the deadline checked between reads.
 _READ_CHUNK = 64 << 10

@@ -164,6 +164,40 @@ def _vectors_current(lines: Path, npy: Path, stamp: Path, rows: int) -> bool:
     return _npy_rows(npy) == rows and recorded == _digest(lines)
 
 
+def _corpus_stamp(corpus: Path) -> List[List[object]]:
+    """The corpus's files by path, size and modification time (a folder's
+    every file): what a plan was made from besides its vectors."""
+    files = sorted(p for p in corpus.rglob("*") if p.is_file()) if corpus.is_dir() else [corpus]
+    out: List[List[object]] = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        out.append([str(f), st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _plan_key(command: Sequence[str], corpus: Path, stamps: Sequence[Path]) -> str:
+    """What a plan depends on: the plan command (its ``build_args``, model
+    and paths), the corpus's files and the vectors' digests."""
+    key = {
+        "command": list(command),
+        "corpus": _corpus_stamp(corpus),
+        "vectors": [s.read_text().strip() if s.is_file() else "" for s in stamps],
+    }
+    return json.dumps(key, sort_keys=True)
+
+
+def _plan_current(plan: Path, key: str) -> bool:
+    """Whether ``plan`` holds a finished plan made for ``key``."""
+    try:
+        recorded = (plan / "plan.key").read_text()
+    except OSError:
+        return False
+    return (plan / "plan.bin").is_file() and recorded == key
+
+
 def build(
     corpus: os.PathLike,
     output: os.PathLike,
@@ -234,18 +268,19 @@ def build(
             shutil.rmtree(plan, ignore_errors=True)
         vectors[kind] = npy
         setattr(report, kind, rows)
-    if (plan / "plan.bin").is_file():
+    model = ["--model-dir", model_dir] if model_dir else []
+    plan_command = [treenav, "build", str(corpus), "--plan", str(plan), "--embedder", "bge-small",
+                    *model, "--embeddings", str(vectors["documents"]),
+                    "--passage-embeddings", str(vectors["passages"]), *build_args]
+    key = _plan_key(plan_command, corpus, [work / f"{k}.npy.sha256" for k in ("documents", "passages")])
+    if _plan_current(plan, key):
         report.kept.append(str(plan / "plan.bin"))
     else:
-        model = ["--model-dir", model_dir] if model_dir else []
-        timed(
-            "plan",
-            lambda: _run(
-                [treenav, "build", str(corpus), "--plan", str(plan), "--embedder", "bge-small",
-                 *model, "--embeddings", str(vectors["documents"]),
-                 "--passage-embeddings", str(vectors["passages"]), *build_args]
-            ),
-        )
+        # Another command, corpus or vectors: the kept plan and its shards
+        # are another build's.
+        shutil.rmtree(plan, ignore_errors=True)
+        timed("plan", lambda: _run(plan_command))
+        (plan / "plan.key").write_text(key)
     task = ray.remote(num_cpus=1, max_retries=3)(_shard_task)
     refs = [task.remote(treenav, str(plan), i, shards, fault_once) for i in range(shards)]
     timed("shards", lambda: ray.get(refs))
