@@ -1067,11 +1067,26 @@ async fn filters_keep_out_what_they_do_not_pass() {
         json!({"year": {"like": 3}}),
         json!(["tenant"]),
         json!({"year": {"gte": "soon"}}),
+        // A field no document carries (#66 row 10: an empty 200 before).
+        json!({"yeer": {"gte": 2020}}),
+        json!({"Year": {"gte": 2020}}),
     ] {
         let (status, body) = post(&s.base, "/v1/retrieve", ask("best-first", bad.clone())).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
         assert_eq!(body["error"]["field"], "filter", "{bad}: {body}");
     }
+    let (_, body) = post(
+        &s.base,
+        "/v1/retrieve",
+        ask("levels", json!({"yeer": 2020})),
+    )
+    .await;
+    assert!(
+        body["error"]["message"]
+            .to_string()
+            .contains("did you mean `year`?"),
+        "{body}"
+    );
     s.shutdown().await;
 }
 
@@ -1710,5 +1725,119 @@ async fn a_request_after_an_update_completed_sees_it_while_others_query() {
         stale.is_empty(),
         "answers from an older generation (wanted, got): {stale:?}"
     );
+    s.shutdown().await;
+}
+
+/// A tree whose side files are not its own or are damaged (#66 rows 6
+/// and 7): an old generation's passage vectors copied in, or a tantivy
+/// term dictionary with its first byte flipped. The service starts, the
+/// healthy tree beside it answers, the broken one answers 503 naming why
+/// and `/readyz` is not ready; restored and reloaded, it serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_with_foreign_or_damaged_files_is_not_ready_while_the_others_serve() {
+    let (dir, good) = sample_file().await;
+    type Spoil = fn(&std::path::Path) -> std::path::PathBuf;
+    let spoilers: [(Spoil, &str); 2] = [
+        (
+            |tree| {
+                // The base id (byte 40: the tree payload's length) of
+                // another generation.
+                let path = treenav::tree::vectors::passage_vectors_path(tree);
+                let mut bytes = std::fs::read(&path).expect("read");
+                bytes[40] ^= 0x01;
+                std::fs::write(&path, bytes).expect("write");
+                path
+            },
+            "another tree file",
+        ),
+        (
+            |tree| {
+                let folder = treenav::tree::file::index_folder(tree);
+                let term = std::fs::read_dir(&folder)
+                    .expect("folder")
+                    .flatten()
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|x| x == "term"))
+                    .expect("a term file");
+                let mut bytes = std::fs::read(&term).expect("read");
+                bytes[0] ^= 0xff;
+                std::fs::write(&term, bytes).expect("write");
+                term
+            },
+            "damaged",
+        ),
+    ];
+    for (n, (spoil, why)) in spoilers.into_iter().enumerate() {
+        let bad = dir.path().join(format!("bad{n}.tree"));
+        treenav::tree::file::save(&*support::sample_tree().await, &bad).expect("save");
+        let spoiled = spoil(&bad);
+        let kept = dir.path().join("kept");
+        std::fs::copy(&spoiled, &kept).expect("copy");
+        let e = treenav::tree::file::load(&bad).expect_err("a spoiled tree loads");
+        assert!(e.to_string().contains(why), "{e}");
+        let specs = vec![
+            TreeSpec {
+                name: "sample".into(),
+                path: good.clone(),
+            },
+            TreeSpec {
+                name: "bad".into(),
+                path: bad.clone(),
+            },
+        ];
+        let s = start_with(
+            dir.clone(),
+            ServeOptions::new(specs, JudgeOptions::default()),
+        )
+        .await;
+        let (status, found) = post(&s.base, "/v1/retrieve", question()).await;
+        assert_eq!(status, StatusCode::OK, "the healthy tree: {found}");
+        let ask_bad = json!({"tree": "bad", "query": "Tesla"});
+        let (status, refused) = post(&s.base, "/v1/retrieve", ask_bad.clone()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{refused}");
+        assert_eq!(refused["error"]["code"], "tree_not_loaded", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(why), "{message}");
+        let (status, ready) = get(&s.base, "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
+        assert!(ready.contains("tree `bad` is not loaded"), "{ready}");
+        // Restored from the spoiled file's bytes, then reloaded: served.
+        let mut bytes = std::fs::read(&kept).expect("read");
+        if n == 0 {
+            bytes[40] ^= 0x01;
+        } else {
+            bytes[0] ^= 0xff;
+        }
+        std::fs::write(&spoiled, bytes).expect("restore");
+        let (status, reloaded) = post(&s.base, "/v1/admin/reload", json!({"tree": "bad"})).await;
+        assert_eq!(status, StatusCode::OK, "{reloaded}");
+        assert_eq!(
+            post(&s.base, "/v1/retrieve", ask_bad).await.0,
+            StatusCode::OK
+        );
+        assert_eq!(get(&s.base, "/readyz").await.0, StatusCode::OK);
+        s.shutdown().await;
+    }
+}
+
+/// The page on a token-protected server (#66 row 11): it said "cannot list
+/// the trees: unauthorized" and then searched tree "". Now it asks for the
+/// token, opens its field, and searches nothing until the trees load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_for_the_token_on_a_guarded_server_in_chromium() {
+    let s = start(JudgeOptions::default(), |o| {
+        o.auth = Some(Tokens::parse("s3cret-token-0123456789", "test").expect("tokens"));
+    })
+    .await;
+    let url = format!("{}/?tree=sample&q=Tesla", s.base);
+    let Some(dom) = chromium(&url, &["--dump-dom".into()]).await else {
+        return;
+    };
+    assert!(dom.contains("asks for a bearer token"), "{dom}");
+    assert!(
+        dom.contains("<details open"),
+        "the token field is not shown: {dom}"
+    );
+    assert_eq!(dom.matches(r#"class="passage""#).count(), 0, "{dom}");
     s.shutdown().await;
 }

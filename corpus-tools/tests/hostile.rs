@@ -314,3 +314,44 @@ fn texts_never_writes_over_its_input() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(elsewhere.join("documents.jsonl").is_file());
 }
+
+/// Side files of another generation (#66 row 6): an older tree's passage
+/// vectors copied in were dropped silently (rc 0, another top 5, `inspect`
+/// saying "0 of 98 passages"). Now `query` and `inspect --verify` refuse
+/// the tree, naming the file and the fix.
+#[test]
+fn vectors_of_another_generation_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = hostile_tree(dir.path());
+    let other_dir = dir.path().join("other");
+    std::fs::create_dir(&other_dir).expect("dir");
+    let other = hostile_tree(&other_dir);
+    // The same corpus built again is the same payload: change it first.
+    let o = treenav(&["remove", &other, "calm"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = treenav(&["compact", &other]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for suffix in ["passage-vectors", "vectors"] {
+        let (from, to) = (format!("{other}.{suffix}"), format!("{tree}.{suffix}"));
+        let kept = std::fs::read(&to).expect("read");
+        std::fs::copy(&from, &to).expect("copy");
+        for args in [
+            vec!["query", tree.as_str(), "volcano"],
+            vec!["inspect", tree.as_str(), "--verify"],
+        ] {
+            let o = treenav(&args);
+            let said = text(&o.stderr);
+            assert!(
+                !o.status.success(),
+                "{args:?} with another tree's {suffix}: rc 0"
+            );
+            assert!(
+                said.contains(&format!(".{suffix}")) && said.contains("another tree file"),
+                "{args:?}: {said}"
+            );
+        }
+        std::fs::write(&to, kept).expect("restore");
+        let o = treenav(&["query", &tree, "volcano"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+}

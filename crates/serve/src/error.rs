@@ -120,6 +120,16 @@ impl ApiError {
         e
     }
 
+    /// 503: the tree never loaded (its files are damaged or not its own).
+    pub fn tree_not_loaded(name: &str, why: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "tree_not_loaded",
+            format!("tree `{name}` is not loaded: {why}; fix its files (`treenav inspect --verify` names them), then reload it (POST /v1/admin/reload or SIGHUP)"),
+        )
+        .field("tree")
+    }
+
     /// 503: the tree's files were written over in place while served.
     pub fn tree_changed(name: &str) -> ApiError {
         let mut e = ApiError::new(

@@ -30,6 +30,13 @@ impl App {
                 "tree `{name}` was written over in place or found damaged while served; reload it (or restore its files)"
             ));
         }
+        let unloaded = self.registry.unloaded();
+        for (name, why) in &unloaded {
+            problems.push(format!(
+                "tree `{name}` is not loaded: {}; its requests answer 503 until its files load",
+                crate::error::redact_urls(why)
+            ));
+        }
         let stale = self.registry.stale().await;
         for name in &stale {
             problems.push(format!(
@@ -47,7 +54,11 @@ impl App {
             }
         };
         Readiness {
-            ready: trees > 0 && judge_ok && changed.is_empty() && stale.is_empty(),
+            ready: trees > 0
+                && judge_ok
+                && changed.is_empty()
+                && stale.is_empty()
+                && unloaded.is_empty(),
             trees,
             judge: self.judge.kind().to_string(),
             judge_ok,

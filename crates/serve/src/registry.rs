@@ -35,6 +35,10 @@ pub(crate) struct Registry {
     /// Per tree, a generation on disk that failed to load: not tried again
     /// until the files change once more.
     refused: std::sync::Mutex<BTreeMap<String, Stamp>>,
+    /// Per tree that has never loaded (damaged or foreign files at start):
+    /// the files tried and why they failed. Not served, and not ready,
+    /// until its files change and load; the other trees serve on.
+    unloaded: std::sync::Mutex<BTreeMap<String, (Stamp, String)>>,
 }
 
 /// An update of a served tree's documents.
@@ -49,18 +53,34 @@ pub(crate) enum Change {
 }
 
 impl Registry {
-    /// Loads every tree; any failure is an error (the service does not start).
+    /// Loads every tree. A tree that fails to load is kept out (not ready,
+    /// its requests 503 saying why) while the others serve; when none
+    /// loads, the first failure is the error (the service does not start).
     pub(crate) async fn load(
         specs: Vec<TreeSpec>,
         judge: Judge,
         config: ValidConfig,
     ) -> Result<Registry, Error> {
         let mut trees = BTreeMap::new();
+        let mut unloaded = BTreeMap::new();
+        let mut first_error = None;
         for spec in &specs {
-            let served = load_one(spec.clone(), judge.clone(), config.clone()).await?;
-            tracing::info!(tree = %spec.name, path = %spec.path.display(),
-                documents = served.info.documents, passages = served.info.passages, "tree loaded");
-            trees.insert(spec.name.clone(), Arc::new(served));
+            match load_one(spec.clone(), judge.clone(), config.clone()).await {
+                Ok(served) => {
+                    tracing::info!(tree = %spec.name, path = %spec.path.display(),
+                        documents = served.info.documents, passages = served.info.passages, "tree loaded");
+                    trees.insert(spec.name.clone(), Arc::new(served));
+                }
+                Err(e) => {
+                    tracing::error!(tree = %spec.name, error = %e,
+                        "tree not loaded: it answers 503 and /readyz says so until its files load; the other trees serve");
+                    unloaded.insert(spec.name.clone(), (stamp(&spec.path), e.to_string()));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let (true, Some(e)) = (trees.is_empty(), first_error) {
+            return Err(e);
         }
         metrics::gauge!("treenav_trees_loaded").set(trees.len() as f64);
         Ok(Registry {
@@ -70,7 +90,59 @@ impl Registry {
             config,
             reloading: tokio::sync::Mutex::new(()),
             refused: Default::default(),
+            unloaded: std::sync::Mutex::new(unloaded),
         })
+    }
+
+    /// Why tree `name` is not loaded, if it is one of the served names that
+    /// never loaded.
+    pub(crate) fn not_loaded(&self, name: &str) -> Option<String> {
+        let unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
+        unloaded.get(name).map(|(_, why)| why.clone())
+    }
+
+    /// The trees that never loaded, with why.
+    pub(crate) fn unloaded(&self) -> Vec<(String, String)> {
+        let unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
+        unloaded
+            .iter()
+            .map(|(name, (_, why))| (name.clone(), why.clone()))
+            .collect()
+    }
+
+    /// A tree that never loaded, tried again when its files changed since.
+    async fn first_load(&self, name: &str) -> Option<Arc<Served>> {
+        let spec = self.specs.iter().find(|s| s.name == name)?;
+        let tried = |on_disk: &Stamp| {
+            let unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
+            unloaded.get(name).is_none_or(|(at, _)| at == on_disk)
+        };
+        if tried(&stamp(&spec.path)) {
+            return None;
+        }
+        let _one_at_a_time = self.reloading.lock().await;
+        if let Some(served) = self.get(name) {
+            return Some(served);
+        }
+        let on_disk = stamp(&spec.path);
+        if tried(&on_disk) {
+            return None;
+        }
+        match load_one(spec.clone(), self.judge.clone(), self.config.clone()).await {
+            Ok(fresh) => {
+                let fresh = Arc::new(fresh);
+                tracing::info!(tree = %name, "the tree's files changed and now load: it is served");
+                self.swap(name, fresh.clone());
+                metrics::gauge!("treenav_trees_loaded").set(self.len() as f64);
+                Some(fresh)
+            }
+            Err(e) => {
+                tracing::warn!(tree = %name, error = %e, "the tree's files changed but still do not load");
+                let mut unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
+                unloaded.insert(name.to_string(), (on_disk, e.to_string()));
+                None
+            }
+        }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Served>> {
@@ -86,7 +158,9 @@ impl Registry {
     /// completed). While a changed generation fails to load, the copy in
     /// service answers.
     pub(crate) async fn current(&self, name: &str) -> Option<Arc<Served>> {
-        let served = self.get(name)?;
+        let Some(served) = self.get(name) else {
+            return self.first_load(name).await;
+        };
         let spec = self.specs.iter().find(|s| s.name == name)?;
         let on_disk = stamp(&spec.path);
         if on_disk == served.stamp || self.was_refused(name, &on_disk) {
@@ -144,6 +218,10 @@ impl Registry {
     /// Serves `served` as tree `name` from the next request on.
     fn swap(&self, name: &str, served: Arc<Served>) {
         self.refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        self.unloaded
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);

@@ -252,6 +252,9 @@ pub(crate) async fn retrieve_batch(
 async fn answer(app: &App, req: RetrieveRequest) -> Result<RetrieveResponse, ApiError> {
     question(app, "query", &req.query)?;
     let served = app.registry.current(&req.tree).await.ok_or_else(|| {
+        if let Some(why) = app.registry.not_loaded(&req.tree) {
+            return ApiError::tree_not_loaded(&req.tree, &why);
+        }
         ApiError::not_found(format!(
             "no tree named `{}` (trees: {})",
             req.tree,

@@ -33,10 +33,24 @@ const ONE_THREAD_BELOW: usize = 100_000;
 pub struct IndexError(String);
 
 impl From<tantivy::TantivyError> for IndexError {
+    /// Data tantivy found corrupt (a term dictionary that is no FST, a
+    /// bad header) is named damaged, as a panic while reading is.
     fn from(e: tantivy::TantivyError) -> IndexError {
-        IndexError(e.to_string())
+        let corrupt = match &e {
+            tantivy::TantivyError::DataCorruption(_) => true,
+            tantivy::TantivyError::IoError(io) => io.kind() == std::io::ErrorKind::InvalidData,
+            _ => false,
+        };
+        if corrupt {
+            IndexError(format!("its files are {DAMAGED} ({e}); {REPAIR}"))
+        } else {
+            IndexError(e.to_string())
+        }
     }
 }
+
+/// What to do about a damaged index.
+const REPAIR: &str = "run `treenav inspect --verify` on the tree, and rebuild or restore it";
 
 const DAMAGED: &str = "damaged";
 
@@ -52,7 +66,7 @@ fn guarded<T>(read: impl FnOnce() -> Result<T, IndexError>) -> Result<T, IndexEr
             .or_else(|| panic.downcast_ref::<&str>().copied())
             .unwrap_or("a panic");
         Err(IndexError(format!(
-            "its files are {DAMAGED} (reading them failed: {why}); run `treenav inspect --verify` on the tree, and rebuild or restore it"
+            "its files are {DAMAGED} (reading them failed: {why}); {REPAIR}"
         )))
     })
 }
@@ -255,6 +269,14 @@ impl LexicalIndex {
                 .try_into()?)
         })?;
         let texts = guarded(|| Ok(reader.searcher().num_docs()))?;
+        // Every segment's term dictionary opened now: a damaged one fails
+        // the open (a server marks that tree not ready), not each query.
+        guarded(|| {
+            for segment in reader.searcher().segment_readers() {
+                segment.inverted_index(body)?;
+            }
+            Ok(())
+        })?;
         Ok(LexicalIndex {
             index,
             files,

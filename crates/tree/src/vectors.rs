@@ -457,8 +457,9 @@ pub fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Result<()> 
 
 /// Reads the vectors beside the tree file `tree` (of `nodes` nodes: a row
 /// naming a node past them is refused before any table is sized by it):
-/// `Ok(None)` when there is none, or one written with another tree file
-/// than `base`; an error when the file is damaged.
+/// `Ok(None)` when there is none; an error when the file is damaged or was written
+/// with another tree file than `base` (a stale or foreign copy: used, it
+/// would score passages by other texts' vectors).
 pub fn read(tree: &Path, base: BaseId, nodes: usize) -> Result<Option<UnitVectors>> {
     read_from(&vectors_path(tree), base, nodes)
 }
@@ -483,7 +484,10 @@ pub(crate) fn read_from(
         read_paired_header(&source, len, (MAGIC, VERSION, "vectors")).map_err(&bad)?;
     let u64_at = |at| crate::store::u64_at(&head, at);
     if written_for != base {
-        return Ok(None);
+        return Err(bad(format!(
+            "it was written with another tree file (payload {:08x}, {} bytes; this tree's is {:08x}, {} bytes): it is not this generation's vectors (an older copy, or another tree's). Restore the file saved with this tree, or remove it and rebuild the tree (`treenav build`)",
+            written_for.crc, written_for.len, base.crc, base.len
+        )));
     }
     let (rows, dims, described) = (u64_at(48), u64_at(56), u64_at(64));
     if dims == 0 || dims > MAX_DIMS {
@@ -555,9 +559,19 @@ mod tests {
         let base = BaseId { crc: 7, len: 100 };
         write(&v, &tree, base).expect("write");
         assert_eq!(read(&tree, base, 13).expect("read"), Some(v.clone()));
-        // Another tree file's vectors are not used.
+        // Another tree file's vectors are refused, naming the file and the
+        // fix (#66 row 6: they were dropped silently).
+        for other in [BaseId { crc: 8, len: 100 }, BaseId { crc: 7, len: 101 }] {
+            let e = read(&tree, other, 13).expect_err("another tree file's");
+            let e = e.to_string();
+            assert!(
+                e.contains("t.tree.vectors") && e.contains("another tree file"),
+                "{e}"
+            );
+            assert!(e.contains("treenav build"), "{e}");
+        }
         assert_eq!(
-            read(&tree, BaseId { crc: 8, len: 100 }, 13).expect("read"),
+            read(&dir.path().join("none.tree"), base, 13).expect("none"),
             None
         );
         // Rows naming nodes the tree does not have are refused.
