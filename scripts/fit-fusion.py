@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fits the exploration's fusion: a logistic model of P(relevant) over a passage's evidence.
 
-    python3 scripts/fit-fusion.py TRAIN.jsonl [TRAIN.jsonl ...] [--test TEST.jsonl ...]
+    python3 scripts/fit-fusion.py [--form FORM] TRAIN.jsonl [TRAIN.jsonl ...] [--test TEST.jsonl ...]
 
 Each file comes from `treenav bench --dataset D --tree T --systems tree --evidence FILE` on a
 split that is no test split (docs/calibration.md). Every file weighs the same in the fit
@@ -9,9 +9,17 @@ split that is no test split (docs/calibration.md). Every file weighs the same in
 fitted weights (for `FITTED` in crates/navigator/src/fusion.rs) and, per file, the top-10
 expected calibration error, passage P@1 and passage nDCG@10 of the judged passages in the
 order of the centred fusion (the shipped default before the fit) and of the fitted model.
-The model: P = σ(bias + judge · J + graph · G + peak · π + π · (Σ wᵢ · lexical partᵢ)), π the
-query's `lexical_peak` (how sharply BM25 singles out its best passages): the lexical parts
-weigh as much as BM25's list stands out. Pure Python: Newton's method with a small L2 penalty.
+The model: P = σ(bias + judge · J + graph · G + peak · g + g · (Σ wᵢ · lexical partᵢ)), g the
+query's lexical gate: by default (`SHIPPED`) π · coverage · agreement — how sharply BM25 singles
+out its best passages, how many judged passages it matched (over ten), and how high the judge
+ranks BM25's best (`query_context`); `--form` fits another of `FORMS`. Pure Python: Newton's method with a small L2 penalty.
+
+    python3 scripts/fit-fusion.py --loco A.jsonl B.jsonl C.jsonl [...]
+
+leaves one collection out (issue #65): for each candidate form of the lexical gate (`FORMS`)
+and each file, fits on the others and measures the one left out against the judge (the
+embedding) alone, and prints the worst held-out file per form: a user's corpus is never a
+training set, so the form is chosen by its worst collection, not its mean.
 
     python3 scripts/fit-fusion.py --cascade TRAIN.jsonl [...] [--test TEST.jsonl ...]
 
@@ -262,16 +270,107 @@ def main_cascade(train, test):
         print(f"  fitted cascade:    {measure_stages(queries, cascade(w))}")
 
 
+def query_context(rows):
+    """What one query's judged passages say of BM25 as a whole: its peak π, its coverage (how
+    many judged passages match a query term, over ten, at most 1: π is 1 when fewer than ten
+    match, however few) and its agreement with the judge (2·σ(z of BM25's best − the judge's
+    best z), 1 when the judge ranks BM25's best first, 0 when BM25 matched nothing)."""
+    matched = [r for r in rows if r["bm25_share"] > 0]
+    best_z = max(r["judge"] for r in rows)
+    agree = 2.0 * sigmoid(max(matched, key=lambda r: r["bm25_share"])["judge"] - best_z) if matched else 0.0
+    return {"peak": rows[0]["lexical_peak"], "coverage": min(1.0, len(matched) / 10.0), "agree": agree}
+
+
+# Candidate forms of the lexical gate g (the lexical parts weigh g · wᵢ, and g has a weight of
+# its own); `SHIPPED` names the one the Rust model computes (chosen by `--loco`).
+FORMS = {
+    "peak": lambda c: c["peak"],
+    "peak*coverage": lambda c: c["peak"] * c["coverage"],
+    "peak*agree": lambda c: c["peak"] * c["agree"],
+    "peak*coverage*agree": lambda c: c["peak"] * c["coverage"] * c["agree"],
+}
+SHIPPED = "peak*coverage*agree"  # the form `FittedFusion` computes
+
+
+def load_form(path, gate):
+    """A file's passages as `load` gives them, the lexical parts gated by `gate(context)`."""
+    raw = by_query(path, lambda row: None if row.get("reached") is False else row)
+    out = collections.OrderedDict()
+    for q, rows in raw.items():
+        g = gate(query_context(rows))
+        out[q] = [
+            (
+                [1.0] + [float(r[p]) * (g if p in LEXICAL else 1.0) for p in PARTS] + [g],
+                1.0 if r["relevant"] else 0.0,
+                [float(r[p]) for p in PARTS],
+            )
+            for r in rows
+        ]
+    return out
+
+
+def scores(queries, score):
+    """(P@1, P nDCG@10 of the judged) of one file under a scoring."""
+    p1 = ndcg = 0.0
+    for v in queries.values():
+        order = sorted(zip(score(v), (y for _, y, _ in v)), key=lambda t: -t[0])
+        p1 += order[0][1] if order else 0.0
+        dcg = sum(y / math.log2(i + 2) for i, (_, y) in enumerate(order[:10]))
+        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, int(sum(y for _, y, _ in v)))))
+        ndcg += dcg / ideal if ideal else 0.0
+    n = max(1, len(queries))
+    return p1 / n, ndcg / n
+
+
+def judge_alone(v):
+    return [r[0] for _, _, r in v]
+
+
+def main_loco(paths):
+    """Leave one collection out: for each form, fit on all files but one and measure the one
+    left out; the form whose worst held-out file loses least against the judge alone wins."""
+    worst = {}
+    print("| held out | judge alone P@1 / nDCG@10 | " + " | ".join(FORMS) + " |")
+    print("|---|---|" + "---|" * len(FORMS))
+    loaded = {name: [load_form(p, gate) for p in paths] for name, gate in FORMS.items()}
+    for i, path in enumerate(paths):
+        base = scores(loaded["peak"][i], judge_alone)
+        cells = []
+        for name in FORMS:
+            sets = loaded[name]
+            w = fit([s for j, s in enumerate(sets) if j != i], top=10)
+            p1, nd = scores(sets[i], fitted(w))
+            worst[name] = min(worst.get(name, math.inf), nd - base[1])
+            cells.append(f"{p1:.3f} / {nd:.3f} ({nd - base[1]:+.3f})")
+        print(f"| {path} | {base[0]:.3f} / {base[1]:.3f} | " + " | ".join(cells) + " |")
+    print("| worst held-out nDCG@10 against the judge alone | | "
+          + " | ".join(f"{worst[n]:+.3f}" for n in FORMS) + " |")
+    for name, gate in FORMS.items():
+        w = fit(loaded[name], top=10)
+        print(f"{name} fitted on all: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(WEIGHTS, w)))
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     args = sys.argv[1:]
+    if args[0] == "--loco":
+        return main_loco(args[1:])
     if args[0] == "--cascade":
         args = args[1:]
         cut = args.index("--test") if "--test" in args else len(args)
         return main_cascade(args[:cut], args[cut + 1 :])
+    form = SHIPPED
+    if args[0] == "--form":
+        form, args = args[1], args[2:]
+    if form not in FORMS:
+        sys.exit(f"--form {form}: one of {', '.join(FORMS)}")
     cut = args.index("--test") if "--test" in args else len(args)
     train, test = args[:cut], args[cut + 1 :]
+
+    def load(p):
+        return load_form(p, FORMS[form])
+
     sets = [load(p) for p in train]
     w = fit(sets, top=10)
     print("fitted: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(WEIGHTS, w)))

@@ -4,7 +4,8 @@
 //!
 //! One line per (query, judged passage):
 //! `{"query": id, "passage": index, "relevant": bool, "judge", "lexical_document",
-//! "graph", "lexical_passage", "bm25_share", "lexical_peak"}`, relevance as the bench counts it
+//! "graph", "lexical_passage", "bm25_share", "lexical_peak", "lexical_coverage",
+//! "lexical_agreement"}`, relevance as the bench counts it
 //! (for document-level gold, any passage of a gold document). In a cascade
 //! (a judge after the exploration) each line also carries what both stages
 //! said (`"explored", "reached", "judged"`, [`treenav_navigator::fusion::Stages`]),
