@@ -242,6 +242,7 @@ def test_documents_are_added_and_deleted_through_the_client_and_both_frameworks(
     assert ids == ["w1"]
     top = lc.invoke("zzwombat")[0]
     assert top.metadata["treenav_document_id"] == "w1" and top.metadata["team"] == "y"
+    assert top.metadata["title"] == "Wombat", top.metadata  # the title given comes back where it was
     assert lc.delete(["w1"]) is True
     assert all(d.metadata["treenav_document_id"] != "w1" for d in lc.invoke("zzwombat"))
     assert lc.delete(["never-there"]) is False
@@ -266,6 +267,7 @@ def test_documents_are_added_and_deleted_through_the_client_and_both_frameworks(
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):
         seen = node.node.get_content(metadata_mode=mode)
         assert "treenav_" not in seen and "score: A+" in seen and "zzbilby" in seen, seen
+        assert "title: Bilby" in seen, seen  # the LLM sees the title (#67 row 5)
     li.delete_ref_doc("b1")
 
     with pytest.raises(TreenavError) as bad:

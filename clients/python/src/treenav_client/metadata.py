@@ -17,7 +17,10 @@ def to_metadata(passage: Passage, tree: str, rank: int) -> Dict[str, Any]:
     ``treenav_id``, ``treenav_document_id``, ``treenav_title``,
     ``treenav_tree``, ``treenav_rank`` (1-based), ``treenav_score`` (the
     calibrated probability), ``treenav_probability`` (the judge's P(yes))
-    and ``treenav_rerank_probability``."""
+    and ``treenav_rerank_probability``. The document's title is also
+    ``title`` (unless its metadata has a ``title`` of its own), where an
+    LLM's view of a LlamaIndex node and a LangChain prompt read it: the
+    title an added document's ``metadata["title"]`` gave comes back there."""
     ours = {
         "id": passage.id,
         "document_id": passage.document_id,
@@ -28,7 +31,8 @@ def to_metadata(passage: Passage, tree: str, rank: int) -> Dict[str, Any]:
         "probability": passage.probability,
         "rerank_probability": passage.rerank_probability,
     }
-    return {**passage.metadata, **{PREFIX + k: v for k, v in ours.items()}}
+    title = {"title": passage.title} if passage.title and "title" not in passage.metadata else {}
+    return {**title, **passage.metadata, **{PREFIX + k: v for k, v in ours.items()}}
 
 
 def our_keys(metadata: Dict[str, Any]) -> List[str]:
