@@ -33,7 +33,8 @@ pub struct BenchArgs {
     /// Systems to run, comma-separated: tree, bm25, dense, hybrid, rerank, flat.
     #[arg(long, value_delimiter = ',', default_value = "tree,bm25,rerank")]
     pub systems: Vec<String>,
-    /// A tree built from the same dataset (built in memory with the defaults when absent).
+    /// A tree file built from the same dataset (`treenav build DATASET -o
+    /// T`). Without the flag, one is built in memory with the defaults.
     #[arg(long)]
     pub tree: Option<PathBuf>,
     /// Run a seeded random sample of N queries.
@@ -461,6 +462,16 @@ async fn bench_tree(
     };
     Ok(if needs_tree {
         match &args.tree {
+            Some(path) if !path.exists() => anyhow::bail!(
+                "--tree {}: no such file; build it first (`treenav build {} -o {}{}`), or leave out --tree to build one in memory",
+                path.display(),
+                args.dataset.display(),
+                path.display(),
+                match args.embedder.and_then(|e| e.to_possible_value()) {
+                    Some(v) => format!(" --embedder {}", v.get_name()),
+                    None => String::new(),
+                }
+            ),
             Some(path) => (
                 Some(Arc::new(tree::file::load(path)?)),
                 path.display().to_string(),

@@ -1452,3 +1452,28 @@ fn doctor_checks_the_install() {
         "{v}"
     );
 }
+
+/// The README's evaluate command names `--tree scifact.tree`, which a new
+/// user has not built (#67 row 1: "cannot access scifact.tree"): the error
+/// says the one command that builds it, or to leave the flag out.
+#[test]
+fn bench_with_a_tree_not_built_yet_says_how_to_build_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("scifact.tree");
+    let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/beir");
+    let o = treenav(&[
+        "bench",
+        "--dataset",
+        dataset.to_str().expect("utf8"),
+        "--tree",
+        missing.to_str().expect("utf8"),
+        "--systems",
+        "bm25",
+        "--judge-budgets",
+        "20",
+    ]);
+    assert!(!o.status.success());
+    let said = text(&o.stderr);
+    assert!(said.contains("build it first (`treenav build"), "{said}");
+    assert!(said.contains("leave out --tree"), "{said}");
+}
