@@ -69,18 +69,6 @@ def by_query(path, item, hint=""):
     return queries
 
 
-def load(path):
-    def item(row):
-        if row.get("reached") is False:
-            return None  # a cascade's judge reached it, the exploration did not
-        peak = float(row["lexical_peak"])
-        x = [1.0] + [float(row[p]) * (peak if p in LEXICAL else 1.0) for p in PARTS] + [peak]
-        raw = [float(row[p]) for p in PARTS]
-        return (x, 1.0 if row["relevant"] else 0.0, raw)
-
-    return by_query(path, item)
-
-
 def solve(a, b):
     """Solves a x = b (Gaussian elimination with partial pivoting)."""
     n = len(b)
@@ -154,20 +142,16 @@ def fitted(w):
 
 
 def measure(queries, score):
-    pairs, p1, ndcg = [], 0.0, 0.0
+    """The top-10 ECE, P@1 and nDCG@10 of the judged passages of one file under a scoring."""
+    pairs = []
     for v in queries.values():
-        order = sorted(zip(score(v), (y for _, y, _ in v)), key=lambda t: -t[0])
-        pairs.extend(order[:10])
-        p1 += order[0][1] if order else 0.0
-        dcg = sum(y / math.log2(i + 2) for i, (_, y) in enumerate(order[:10]))
-        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, int(sum(y for _, y, _ in v)))))
-        ndcg += dcg / ideal if ideal else 0.0
+        pairs.extend(sorted(zip(score(v), (y for _, y, _ in v)), key=lambda t: -t[0])[:10])
     bins = collections.defaultdict(list)
     for s, y in pairs:
         bins[min(9, int(s * 10))].append((s, y))
     ece = sum(abs(sum(s for s, _ in b) - sum(y for _, y in b)) for b in bins.values()) / len(pairs)
-    n = len(queries)
-    return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
+    p1, ndcg = scores(queries, score)
+    return f"ECE {ece:.3f}, P@1 {p1:.3f}, P nDCG@10 (judged) {ndcg:.3f}"
 
 
 def load_stages(path):
@@ -368,13 +352,10 @@ def main():
     cut = args.index("--test") if "--test" in args else len(args)
     train, test = args[:cut], args[cut + 1 :]
 
-    def load(p):
-        return load_form(p, FORMS[form])
-
-    sets = [load(p) for p in train]
+    sets = [load_form(p, FORMS[form]) for p in train]
     w = fit(sets, top=10)
     print("fitted: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(WEIGHTS, w)))
-    for path, queries in list(zip(train, sets)) + [(p, load(p)) for p in test]:
+    for path, queries in list(zip(train, sets)) + [(p, load_form(p, FORMS[form])) for p in test]:
         print(f"{path} ({len(queries)} queries{', not in the fit' if path in test else ''})")
         print(f"  centred (weight {CENTRED_WEIGHT}): {measure(queries, centred)}")
         print(f"  fitted:               {measure(queries, fitted(w))}")

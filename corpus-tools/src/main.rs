@@ -359,13 +359,12 @@ pub fn emit(text: &str) -> Result<()> {
 /// shown escaped (`\x1b`, `\u{202e}`), never interpreted by a terminal;
 /// newlines and tabs stay. JSON output has none (serde escapes them).
 pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let hostile = is_hostile;
-    if !text.chars().any(hostile) {
+    if !text.chars().any(is_hostile) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if !hostile(c) {
+        if !is_hostile(c) {
             out.push(c);
         } else if (c as u32) < 0x100 {
             out.push_str(&format!("\\x{:02x}", c as u32));

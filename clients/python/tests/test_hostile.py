@@ -140,7 +140,13 @@ def test_async_calls_hold_the_same_line(raw: List[RawServer]) -> None:
 
 
 class EchoServer(RawServer):
-    """Answers 400 quoting the request it got (headers and all)."""
+    """Answers ``status`` (400 by default) quoting the request it got
+    (headers and all), with ``headers`` added (a mock: no real server
+    echoes credentials on cue)."""
+
+    def __init__(self, status: str = "400 Bad Request", headers: str = "", code: str = "bad", said: str = "you sent:") -> None:
+        self.status, self.headers, self.code, self.said = status, headers, code, said
+        super().__init__(b"")
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:
@@ -148,16 +154,15 @@ class EchoServer(RawServer):
             try:
                 request = conn.recv(65536)
                 self.requests.append(request)
-                body = (b'{"error": {"code": "bad", "message": "you sent: '
-                        + request.replace(b"\\", b"\\\\").replace(b'"', b"'").replace(b"\r\n", b" | ")
-                        + b'"}}')
-                conn.sendall(http("400 Bad Request", body))
+                quoted = request.replace(b"\\", b"\\\\").replace(b'"', b"'").replace(b"\r\n", b" | ")
+                body = f'{{"error": {{"code": "{self.code}", "message": "{self.said} '.encode() + quoted + b'"}}'
+                conn.sendall(http(self.status, body, self.headers))
             except OSError:
                 pass
 
 
 def test_no_token_or_password_reaches_an_error_or_repr(raw: List[RawServer]) -> None:
-    echo = EchoServer(b"")
+    echo = EchoServer()
     raw.append(echo)
     with_password = echo.url.replace("http://", "http://alice:pw-hunter2-xyz@")
     for client in [
@@ -227,29 +232,12 @@ def test_async_calls_share_one_connection_pool(raw: List[RawServer], monkeypatch
     assert len(made) == 1
 
 
-class BusyEchoServer(RawServer):
-    """Answers 503 with ``Retry-After: 100``, quoting the request's headers
-    (a mock: no real server echoes credentials on cue)."""
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(5)
-            try:
-                request = conn.recv(65536)
-                self.requests.append(request)
-                quoted = request.replace(b"\\", b"\\\\").replace(b'"', b"'").replace(b"\r\n", b" | ")
-                body = b'{"error": {"code": "overloaded", "message": "busy; you sent ' + quoted + b'"}}'
-                conn.sendall(http("503 Service Unavailable", body, "Retry-After: 100\r\n"))
-            except OSError:
-                pass
-
-
 def test_a_busy_server_echoing_credentials_is_scrubbed_on_every_path(raw: List[RawServer]) -> None:
     """#66 row 3: the retry wait past the deadline raised the server's
     message unscrubbed."""
     import asyncio
 
-    busy = BusyEchoServer(b"")
+    busy = EchoServer("503 Service Unavailable", "Retry-After: 100\r\n", "overloaded", "busy; you sent")
     raw.append(busy)
     with_password = busy.url.replace("http://", "http://user:pa55word-xyz@")
     secrets = ["tok-secret-12345", "pa55word-xyz", "dXNlcjpwYTU1d29yZC14eXo"]

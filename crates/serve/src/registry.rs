@@ -32,13 +32,11 @@ pub(crate) struct Registry {
     config: ValidConfig,
     /// One reload (or update) at a time.
     reloading: tokio::sync::Mutex<()>,
-    /// Per tree, a generation on disk that failed to load: not tried again
-    /// until the files change once more.
-    refused: std::sync::Mutex<BTreeMap<String, Stamp>>,
-    /// Per tree that has never loaded (damaged or foreign files at start):
-    /// the files tried and why they failed. Not served, and not ready,
-    /// until its files change and load; the other trees serve on.
-    unloaded: std::sync::Mutex<BTreeMap<String, (Stamp, String)>>,
+    /// Per tree, a generation on disk that failed to load, and why: not
+    /// tried again until the files change once more. A tree refused with no
+    /// copy in service (damaged or foreign files at start) is not loaded:
+    /// its requests are 503 and `/readyz` says why; the others serve on.
+    refused: std::sync::Mutex<BTreeMap<String, (Stamp, String)>>,
 }
 
 /// An update of a served tree's documents.
@@ -62,7 +60,7 @@ impl Registry {
         config: ValidConfig,
     ) -> Result<Registry, Error> {
         let mut trees = BTreeMap::new();
-        let mut unloaded = BTreeMap::new();
+        let mut refused = BTreeMap::new();
         let mut first_error = None;
         for spec in &specs {
             match load_one(spec.clone(), judge.clone(), config.clone()).await {
@@ -74,7 +72,7 @@ impl Registry {
                 Err(e) => {
                     tracing::error!(tree = %spec.name, error = %e,
                         "tree not loaded: it answers 503 and /readyz says so until its files load; the other trees serve");
-                    unloaded.insert(spec.name.clone(), (stamp(&spec.path), e.to_string()));
+                    refused.insert(spec.name.clone(), (stamp(&spec.path), e.to_string()));
                     first_error.get_or_insert(e);
                 }
             }
@@ -89,60 +87,29 @@ impl Registry {
             judge,
             config,
             reloading: tokio::sync::Mutex::new(()),
-            refused: Default::default(),
-            unloaded: std::sync::Mutex::new(unloaded),
+            refused: std::sync::Mutex::new(refused),
         })
     }
 
     /// Why tree `name` is not loaded, if it is one of the served names that
-    /// never loaded.
+    /// has no copy in service.
     pub(crate) fn not_loaded(&self, name: &str) -> Option<String> {
-        let unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
-        unloaded.get(name).map(|(_, why)| why.clone())
+        if self.get(name).is_some() {
+            return None;
+        }
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.get(name).map(|(_, why)| why.clone())
     }
 
-    /// The trees that never loaded, with why.
+    /// The trees that are not loaded, with why.
     pub(crate) fn unloaded(&self) -> Vec<(String, String)> {
-        let unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
-        unloaded
+        let trees = self.trees.load();
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused
             .iter()
+            .filter(|(name, _)| !trees.contains_key(*name))
             .map(|(name, (_, why))| (name.clone(), why.clone()))
             .collect()
-    }
-
-    /// A tree that never loaded, tried again when its files changed since.
-    async fn first_load(&self, name: &str) -> Option<Arc<Served>> {
-        let spec = self.specs.iter().find(|s| s.name == name)?;
-        let tried = |on_disk: &Stamp| {
-            let unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
-            unloaded.get(name).is_none_or(|(at, _)| at == on_disk)
-        };
-        if tried(&stamp(&spec.path)) {
-            return None;
-        }
-        let _one_at_a_time = self.reloading.lock().await;
-        if let Some(served) = self.get(name) {
-            return Some(served);
-        }
-        let on_disk = stamp(&spec.path);
-        if tried(&on_disk) {
-            return None;
-        }
-        match load_one(spec.clone(), self.judge.clone(), self.config.clone()).await {
-            Ok(fresh) => {
-                let fresh = Arc::new(fresh);
-                tracing::info!(tree = %name, "the tree's files changed and now load: it is served");
-                self.swap(name, fresh.clone());
-                metrics::gauge!("treenav_trees_loaded").set(self.len() as f64);
-                Some(fresh)
-            }
-            Err(e) => {
-                tracing::warn!(tree = %name, error = %e, "the tree's files changed but still do not load");
-                let mut unloaded = self.unloaded.lock().unwrap_or_else(|p| p.into_inner());
-                unloaded.insert(name.to_string(), (on_disk, e.to_string()));
-                None
-            }
-        }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Served>> {
@@ -156,21 +123,22 @@ impl Registry {
     /// that finds a reload or an update under way here waits for it, then
     /// looks again (read your writes: never the generation before one that
     /// completed). While a changed generation fails to load, the copy in
-    /// service answers.
+    /// service answers; a tree with none (not loaded) is tried again when
+    /// its files change.
     pub(crate) async fn current(&self, name: &str) -> Option<Arc<Served>> {
-        let Some(served) = self.get(name) else {
-            return self.first_load(name).await;
-        };
         let spec = self.specs.iter().find(|s| s.name == name)?;
-        let on_disk = stamp(&spec.path);
-        if on_disk == served.stamp || self.was_refused(name, &on_disk) {
-            return Some(served);
+        let settled = |served: &Option<Arc<Served>>, on_disk: &Stamp| {
+            served.as_ref().is_some_and(|s| s.stamp == *on_disk) || self.was_refused(name, on_disk)
+        };
+        let served = self.get(name);
+        if settled(&served, &stamp(&spec.path)) {
+            return served;
         }
         let _one_at_a_time = self.reloading.lock().await;
         let on_disk = stamp(&spec.path);
-        let served = self.get(name)?;
-        if on_disk == served.stamp || self.was_refused(name, &on_disk) {
-            return Some(served);
+        let served = self.get(name);
+        if settled(&served, &on_disk) {
+            return served;
         }
         match load_one(spec.clone(), self.judge.clone(), self.config.clone()).await {
             Ok(fresh) => {
@@ -183,10 +151,10 @@ impl Registry {
             }
             Err(e) => {
                 tracing::warn!(tree = %name, error = %e,
-                    "the tree changed on disk but its new generation does not load; the copy in service answers");
+                    "the tree changed on disk but its new generation does not load; the copy in service (if any) answers");
                 metrics::counter!("treenav_reloads_total", "outcome" => "refused").increment(1);
-                self.refuse(name, on_disk);
-                Some(served)
+                self.refuse(name, on_disk, e.to_string());
+                served
             }
         }
     }
@@ -207,12 +175,12 @@ impl Registry {
 
     fn was_refused(&self, name: &str, on_disk: &Stamp) -> bool {
         let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
-        refused.get(name) == Some(on_disk)
+        refused.get(name).is_some_and(|(at, _)| at == on_disk)
     }
 
-    fn refuse(&self, name: &str, on_disk: Stamp) {
+    fn refuse(&self, name: &str, on_disk: Stamp, why: String) {
         let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
-        refused.insert(name.to_string(), on_disk);
+        refused.insert(name.to_string(), (on_disk, why));
     }
 
     /// Serves `served` as tree `name` from the next request on.
@@ -221,15 +189,12 @@ impl Registry {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
-        self.unloaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
         self.trees.rcu(|old| {
             let mut map = BTreeMap::clone(old);
             map.insert(name.to_string(), served.clone());
             map
         });
+        metrics::gauge!("treenav_trees_loaded").set(self.len() as f64);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -275,7 +240,6 @@ impl Registry {
                 Ok(served) => {
                     self.swap(&name, Arc::new(served));
                     tracing::info!(tree = %name, "tree reloaded");
-                    metrics::gauge!("treenav_trees_loaded").set(self.trees.load().len() as f64);
                     metrics::counter!("treenav_reloads_total", "outcome" => "ok").increment(1);
                     outcomes.push(ReloadOutcome {
                         name,
