@@ -1,6 +1,11 @@
 # Fits P = sigmoid(A * logit(score) + B) on pairs.json and prints the ECE (10 bins) before and after,
 # and the embedding calibration (a, b) that folds it in: python3 scripts/fit-calibration.py pairs.json A_NOW B_NOW
+# [--write crates/judge/src/fitted.json] (writes that (a, b) into the calibration entry of the one home of fitted models)
 import json, sys, math
+from fitted_json import write_entry
+write = None
+if "--write" in sys.argv:
+    at = sys.argv.index("--write"); write = sys.argv[at + 1]; del sys.argv[at:at + 2]
 pairs = json.load(open(sys.argv[1]))
 def logit(p): p=min(max(p,1e-9),1-1e-9); return math.log(p/(1-p))
 def ece(ps):
@@ -26,3 +31,4 @@ new=[(1/(1+math.exp(-(A*logit(p)+B))),t) for p,t in pairs]
 print("ECE after", round(ece(new)[0],4))
 if len(sys.argv)>2:
     a,b=map(float,sys.argv[2:4]); print("new a", A*a, "new b", A*b+B)
+    if write: write_entry(write, "calibration", {"a": A*a, "b": A*b+B})

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Fits the exploration's fusion: a logistic model of P(relevant) over a passage's evidence.
 
-    python3 scripts/fit-fusion.py [--form FORM] TRAIN.jsonl [TRAIN.jsonl ...] [--test TEST.jsonl ...]
+    python3 scripts/fit-fusion.py [--form FORM] TRAIN.jsonl [TRAIN.jsonl ...] [--test TEST.jsonl ...] [--write crates/judge/src/fitted.json]
 
 Each file comes from `treenav bench --dataset D --tree T --systems tree --evidence FILE` on a
 split that is no test split (docs/calibration.md). Every file weighs the same in the fit
 (each of its queries alike), so one large set does not decide the weights alone. Prints the
-fitted weights (for `FITTED` in crates/navigator/src/fusion.rs) and, per file, the top-10
+fitted weights (with `--write`, into their entry of crates/judge/src/fitted.json, the one home of
+every fitted model: what ships is what this prints) and, per file, the top-10
 expected calibration error, passage P@1 and passage nDCG@10 of the judged passages in the
 order of the centred fusion (the shipped default before the fit) and of the fitted model.
 The model: P = σ(bias + judge · J + graph · G + peak · g + g · (Σ wᵢ · lexical partᵢ)), g the
@@ -21,9 +22,9 @@ and each file, fits on the others and measures the one left out against the judg
 embedding) alone, and prints the worst held-out file per form: a user's corpus is never a
 training set, so the form is chosen by its worst collection, not its mean.
 
-    python3 scripts/fit-fusion.py --cascade TRAIN.jsonl [...] [--test TEST.jsonl ...]
+    python3 scripts/fit-fusion.py --cascade TRAIN.jsonl [...] [--test TEST.jsonl ...] [--write PATH]
 
-fits the cascade's model instead (`FITTED_CASCADES`): files from the same bench with a judge
+fits the cascade's model instead (the `cascade` entry of fitted.json): files from the same bench with a judge
 after the exploration (`--judge cross-encoder --judge-budgets N`), whose lines also carry what
 both stages said (`explored`, `reached`, `judged`). A logistic regression over the passages the
 judge judged, P = σ(bias + explored · zₑ + (judged + judged_gap · g) · zⱼ + gap · g), g the
@@ -38,6 +39,8 @@ import collections
 import json
 import math
 import sys
+
+from fitted_json import write_entry
 
 PARTS = ["judge", "lexical_document", "graph", "lexical_passage", "bm25_share"]
 LEXICAL = {"lexical_document", "lexical_passage", "bm25_share"}
@@ -235,7 +238,7 @@ def measure_with_ideal(listed, ideal):
     return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
 
 
-def main_cascade(train, test):
+def main_cascade(train, test, write=None):
     sets = [load_stages(p) for p in train]
     rows = [
         [(cascade_features(ze, zj, judge_gap(v)), y) for v in q.values() for ze, _, zj, y in v if zj is not None]
@@ -243,6 +246,8 @@ def main_cascade(train, test):
     ]
     w = newton(rows)
     print("fitted cascade: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(CASCADE, w)))
+    if write:
+        write_entry(write, "cascade", dict(zip(CASCADE, w)), judge="cross-encoder")
     for path, queries in list(zip(train, sets)) + [(p, load_stages(p)) for p in test]:
         items = [i for v in queries.values() for i in v]
         judged = sum(1 for i in items if i[2] is not None)
@@ -338,12 +343,18 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     args = sys.argv[1:]
+    write = None
+    if "--write" in args:
+        at = args.index("--write")
+        if at + 1 >= len(args):
+            sys.exit("--write needs the path of fitted.json (crates/judge/src/fitted.json)")
+        write, args = args[at + 1], args[:at] + args[at + 2 :]
     if args[0] == "--loco":
         return main_loco(args[1:])
     if args[0] == "--cascade":
         args = args[1:]
         cut = args.index("--test") if "--test" in args else len(args)
-        return main_cascade(args[:cut], args[cut + 1 :])
+        return main_cascade(args[:cut], args[cut + 1 :], write)
     form = SHIPPED
     if args[0] == "--form":
         form, args = args[1], args[2:]
@@ -355,6 +366,8 @@ def main():
     sets = [load_form(p, FORMS[form]) for p in train]
     w = fit(sets, top=10)
     print("fitted: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(WEIGHTS, w)))
+    if write:
+        write_entry(write, "fusion", dict(zip(WEIGHTS, w)))
     for path, queries in list(zip(train, sets)) + [(p, load_form(p, FORMS[form])) for p in test]:
         print(f"{path} ({len(queries)} queries{', not in the fit' if path in test else ''})")
         print(f"  centred (weight {CENTRED_WEIGHT}): {measure(queries, centred)}")

@@ -42,21 +42,22 @@ mod checkup;
 mod decide;
 mod dispatch;
 mod error;
+pub mod fitted;
 mod options;
 mod render;
 pub mod session;
 
 pub use backend::{
-    bm25_scores, calibration_for, cross_encoder_cancelled_calls, default_model_dir,
-    default_ort_library, onnx_runtime_build, BackendOptions, CorpusStats, CrossEncoderOptions,
-    EmbeddingOptions, LexicalOptions, Limits, LlmProbe, LogprobsApi, OpenaiDecisionsOptions,
-    OpenaiLogprobsOptions, Platt, Profile, ScoredPair, Similarities, SystemoneOptions,
-    VectorSource, PROFILES,
+    bm25_scores, cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
+    onnx_runtime_build, BackendOptions, CorpusStats, CrossEncoderOptions, EmbeddingOptions,
+    LexicalOptions, Limits, LlmProbe, LogprobsApi, OpenaiDecisionsOptions, OpenaiLogprobsOptions,
+    Profile, ScoredPair, Similarities, SystemoneOptions, VectorSource, PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};
 pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
+pub use fitted::Platt;
 pub use options::{defaults, DispatchOptions, JudgeOptions};
 pub use render::{estimate_tokens, render_state};
 pub use session::{Ranking, Scored, Session, SessionOptions};

@@ -38,6 +38,7 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
+use treenav_judge::fitted;
 use treenav_judge::session::{logit, sigmoid};
 use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, NodeKind, Tree};
@@ -245,70 +246,32 @@ fn peak(matched: &[(NodeId, f64)]) -> f64 {
 /// π · c · a ([`Evidence::lexical_peak`], [`Evidence::lexical_coverage`],
 /// [`Evidence::lexical_agreement`]): the lexical parts weigh as much as
 /// BM25's list stands out, among enough matches, where the judge does not
-/// contradict its best.
+/// contradict its best. Its weights are [`fitted::Fusion`], shipped with
+/// every other fitted model in `crates/judge/src/fitted.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct FittedFusion {
-    /// The intercept.
-    pub bias: f64,
-    /// The weight of [`Evidence::judge`].
-    pub judge: f64,
-    /// The weight of [`Evidence::lexical_document`].
-    pub lexical_document: f64,
-    /// The weight of [`Evidence::graph`].
-    pub graph: f64,
-    /// The weight of [`Evidence::lexical_passage`].
-    pub lexical_passage: f64,
-    /// The weight of [`Evidence::bm25_share`].
-    pub bm25_share: f64,
-    /// The weight of the lexical gate π · c · a alone.
-    pub lexical_peak: f64,
-}
+pub struct FittedFusion(pub fitted::Fusion);
 
 impl FittedFusion {
     /// P(relevant) of a passage with this evidence.
     pub fn probability(&self, e: &Evidence) -> f64 {
-        let lexical = self.lexical_document * e.lexical_document
-            + self.lexical_passage * e.lexical_passage
-            + self.bm25_share * e.bm25_share;
+        let w = &self.0;
+        let lexical = w.lexical_document * e.lexical_document
+            + w.lexical_passage * e.lexical_passage
+            + w.bm25_share * e.bm25_share;
         let gate = e.lexical_peak * e.lexical_coverage * e.lexical_agreement;
         sigmoid(
-            self.bias
-                + self.judge * e.judge
-                + self.graph * e.graph
-                + self.lexical_peak * gate
-                + gate * lexical,
+            w.bias + w.judge * e.judge + w.graph * e.graph + w.lexical_peak * gate + gate * lexical,
         )
     }
 }
 
-/// The fitted fusions, by the start of the embedder's description. Fitted
-/// over the evidence of the embedding judge's calibrated P (so a refit of
-/// its calibration needs a refit here), by `scripts/fit-fusion.py` on four
-/// collections weighing the same: 400 SciFact train queries, 400 SQuAD dev
-/// questions and 400 of its sentence-split proxy (a pre-chunked corpus;
-/// both outside the bench's `--limit 500 --seed 42` and XQuAD), 300 nq-qed
-/// train queries; the form chosen by leaving one collection out, the notes
-/// folder held out (docs/calibration.md).
-const FITTED: &[(&str, FittedFusion)] = &[(
-    "onnx(bge-small-en",
-    FittedFusion {
-        bias: 0.4404,
-        judge: 1.1399,
-        lexical_document: 1.4869,
-        graph: -0.7220,
-        lexical_passage: 1.4707,
-        bm25_share: 1.2773,
-        lexical_peak: -0.4711,
-    },
-)];
-
-/// The exploration's fitted fusion for a tree's embedder, if one was
-/// fitted (others keep the centred fusion).
+/// The exploration's fitted fusion for a tree's embedder (its recorded
+/// description), if one was fitted ([`fitted::fusion`]; others keep the
+/// centred fusion).
 pub fn fitted_for(embedder: &str) -> Option<FittedFusion> {
-    FITTED
-        .iter()
-        .find(|(prefix, _)| embedder.starts_with(prefix))
-        .map(|(_, f)| *f)
+    fitted::Embedder::of(embedder)
+        .and_then(fitted::fusion)
+        .map(FittedFusion)
 }
 
 /// What the two stages of a cascade said of one passage: the fitted
@@ -332,32 +295,17 @@ pub struct Stages {
 /// counts more where it singles out its best passage). The model only
 /// orders the judged passages among the places the exploration gave them
 /// ([`FittedCascade::order`]): nothing the judge did not read moves, and
-/// every score stays the exploration's calibrated P.
+/// every score stays the exploration's calibrated P. Its weights are
+/// [`fitted::Cascade`] (`crates/judge/src/fitted.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct FittedCascade {
-    /// The intercept.
-    pub bias: f64,
-    /// The weight of [`Stages::explored`].
-    pub explored: f64,
-    /// The weight of [`Stages::judged`].
-    pub judged: f64,
-    /// The weight of [`Stages::judged`] times the query's gap.
-    pub judged_gap: f64,
-    /// The weight of the query's gap.
-    pub gap: f64,
-}
+pub struct FittedCascade(pub fitted::Cascade);
 
 impl FittedCascade {
     /// The model's logit for a judged passage (`None` for the others) in a
     /// query whose judge gap is `gap`.
     fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
-        let z = s.judged?;
-        Some(
-            self.bias
-                + self.explored * s.explored
-                + (self.judged + self.judged_gap * gap) * z
-                + self.gap * gap,
-        )
+        let (w, z) = (&self.0, s.judged?);
+        Some(w.bias + w.explored * s.explored + (w.judged + w.judged_gap * gap) * z + w.gap * gap)
     }
 
     /// The final scores of one query's passages: every passage keeps the
@@ -404,33 +352,12 @@ pub fn judge_gap(stages: &[(NodeId, Stages)]) -> f64 {
     }
 }
 
-/// The fitted cascades, by the start of the embedder's description and the
-/// judge's kind. Fitted by `scripts/fit-fusion.py --cascade` over every
-/// passage the cross-encoder judged (`--judge-budget 20`, `--max-tokens
-/// 128`) after the default exploration: 400 of SciFact's train queries
-/// (`--limit 400 --seed 7`) and 500 SQuAD dev questions (`--limit 600
-/// --seed 7`, less the bench's `--limit 500 --seed 42` sample and
-/// XQuAD's), each set weighing the same (docs/calibration.md).
-const FITTED_CASCADES: &[(&str, &str, FittedCascade)] = &[(
-    "onnx(bge-small-en",
-    "cross-encoder",
-    FittedCascade {
-        bias: -0.6571,
-        explored: 0.8745,
-        judged: 0.0439,
-        judged_gap: 0.0455,
-        gap: 0.1414,
-    },
-)];
-
-/// The cascade's fitted model for a tree's embedder and a judge kind, if
-/// one was fitted (others keep the exploration as a centred prior,
-/// [`add_prior`]).
+/// The cascade's fitted model for a tree's embedder (its recorded
+/// description) and a judge kind, if one was fitted ([`fitted::cascade`];
+/// others keep the exploration as a centred prior, [`add_prior`]).
 pub fn fitted_cascade_for(embedder: &str, judge: &str) -> Option<FittedCascade> {
-    FITTED_CASCADES
-        .iter()
-        .find(|(prefix, kind, _)| embedder.starts_with(prefix) && *kind == judge)
-        .map(|(_, _, f)| *f)
+    let embedder = fitted::Embedder::of(embedder)?;
+    fitted::cascade(embedder, fitted::JudgeKind::of(judge)?).map(FittedCascade)
 }
 
 /// What both stages said of each passage either judged (`explored`: the
@@ -738,12 +665,14 @@ mod tests {
         let all = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)]);
         let gap = judge_gap(&all);
         assert!((gap - (logit(0.99) - logit(0.5))).abs() < 1e-12);
-        let model = |judged: f64, judged_gap: f64| FittedCascade {
-            bias: -0.5,
-            explored: 0.8,
-            judged,
-            judged_gap,
-            gap: 0.1,
+        let model = |judged: f64, judged_gap: f64| {
+            FittedCascade(fitted::Cascade {
+                bias: -0.5,
+                explored: 0.8,
+                judged,
+                judged_gap,
+                gap: 0.1,
+            })
         };
         let scores =
             |m: FittedCascade| -> Vec<f64> { m.order(&all).iter().map(|(_, p)| *p).collect() };

@@ -7,7 +7,8 @@
 //!
 //! P(relevant) is a Platt calibration of the cosine, `σ(a · cos + b)`,
 //! fitted per embedder on labelled data that is no test split (SciFact's
-//! train queries; `scripts/fit-calibration.py` refits it, docs/calibration.md;
+//! train queries; [`crate::fitted`] holds it, `scripts/fit-calibration.py`
+//! refits it, docs/calibration.md;
 //! on a bge-small tree the navigator then fuses it with the search's
 //! evidence by a fitted model), so a score means the same in every query
 //! and context.
@@ -51,47 +52,6 @@ pub trait VectorSource: Send + Sync + std::fmt::Debug {
         query: &'a str,
         candidates: &'a [Candidate],
     ) -> BoxFuture<'a, Result<Similarities>>;
-}
-
-/// A Platt calibration of the cosine: `P = σ(a · cos + b)`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Platt {
-    /// Slope.
-    pub a: f64,
-    /// Intercept.
-    pub b: f64,
-}
-
-impl Platt {
-    /// P(relevant) of a cosine.
-    pub fn probability(&self, cosine: f64) -> f64 {
-        crate::session::sigmoid(self.a * cosine + self.b)
-    }
-}
-
-/// The fitted calibrations, by the start of the embedder's description.
-/// bge-small: fitted on SciFact's 809 train queries (a returned passage is
-/// relevant when its document is gold; the top 10 of the default query,
-/// exploration fused as by default), by logistic regression on the logit
-/// of the score: `scripts/fit-calibration.py` (docs/calibration.md). The
-/// others are not fitted yet: their values are guesses, said as such.
-const CALIBRATIONS: [(&str, Platt); 1] = [(
-    "onnx(bge-small-en",
-    Platt {
-        a: 18.46,
-        b: -16.41,
-    },
-)];
-
-/// For an embedder without a fitted calibration: a cosine of 0.8 is even odds.
-const UNFITTED: Platt = Platt { a: 15.0, b: -12.0 };
-
-/// The calibration of an embedder (by its recorded description).
-pub fn calibration_for(embedder: &str) -> Platt {
-    CALIBRATIONS
-        .iter()
-        .find(|(prefix, _)| embedder.starts_with(prefix))
-        .map_or(UNFITTED, |(_, p)| *p)
 }
 
 /// The softmax temperature of `choose` over cosines.
@@ -160,7 +120,7 @@ impl Embedding {
                 ),
             ));
         }
-        let platt = calibration_for(&source.embedder());
+        let platt = crate::fitted::calibration(&source.embedder());
         let cosines: Vec<f64> = sims
             .cosines
             .iter()
@@ -217,16 +177,5 @@ mod tests {
             .block_on(judge.judge("q", &[Candidate::new("a", "x")]))
             .expect_err("no vectors");
         assert!(err.to_string().contains("stored vectors"), "{err}");
-    }
-
-    #[test]
-    fn calibrations_are_monotone_and_picked_by_embedder() {
-        let bge = calibration_for("onnx(bge-small-en, cls)");
-        assert_eq!(bge, CALIBRATIONS[0].1);
-        assert_eq!(calibration_for("openai(model=x, url=y)"), UNFITTED);
-        for p in [bge, UNFITTED, calibration_for("minilm(all-MiniLM-L6-v2)")] {
-            assert!(p.probability(0.9) > p.probability(0.5));
-            assert!((0.0..=1.0).contains(&p.probability(-1.0)));
-        }
     }
 }

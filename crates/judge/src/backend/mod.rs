@@ -13,7 +13,7 @@ pub use cross_encoder::{
     cancelled_calls as cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
     onnx_runtime_build, ScoredPair,
 };
-pub use embedding::{calibration_for, Platt, Similarities, VectorSource};
+pub use embedding::{Similarities, VectorSource};
 pub(crate) use lexical::text_key;
 pub use lexical::{bm25_scores, CorpusStats};
 pub(crate) use logprobs::MIN_LABEL_MASS;

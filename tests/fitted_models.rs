@@ -1,0 +1,129 @@
+//! The fitted models' one home (`crates/judge/src/fitted.json`) is what the
+//! fitting script writes: `scripts/fit-fusion.py --write` puts the weights
+//! it prints into the table, leaves the other models as they were, and the
+//! Rust reader reads them back.
+
+mod support;
+
+use treenav::judge::fitted::{self, Embedder, JudgeKind, Models};
+
+/// Evidence lines as `treenav bench --evidence` writes them, made up: 60
+/// queries of 12 passages, the first relevant, its judge logit and lexical
+/// parts higher on average (a fixed pseudo-random sequence, so the fit is
+/// the same every run).
+fn evidence() -> String {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut noise = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % 10_000) as f64 / 10_000.0
+    };
+    let mut out = String::new();
+    for q in 0..60 {
+        for p in 0..12 {
+            let relevant = p == 0;
+            let lift = if relevant { 1.0 } else { 0.0 };
+            let line = serde_json::json!({
+                "query": format!("q{q}"),
+                "passage": q * 100 + p,
+                "relevant": relevant,
+                "judge": -2.0 + 2.0 * lift + 2.5 * noise(),
+                "lexical_document": (0.3 * lift + 0.7 * noise()).min(1.0),
+                "graph": 0.5 * noise(),
+                "lexical_passage": (0.2 * lift + 0.8 * noise()).min(1.0),
+                "bm25_share": (0.4 * lift + 0.6 * noise()).min(1.0),
+                "lexical_peak": 0.6,
+                "lexical_coverage": 1.0,
+                "lexical_agreement": 1.0,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let table = folder.path().join("fitted.json");
+    std::fs::write(&table, include_str!("../crates/judge/src/fitted.json")).expect("copy");
+    let ev = folder.path().join("ev.jsonl");
+    std::fs::write(&ev, evidence()).expect("evidence");
+    let out = match std::process::Command::new("python3")
+        .arg("scripts/fit-fusion.py")
+        .arg(&ev)
+        .arg("--write")
+        .arg(&table)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) if !support::in_ci() => {
+            eprintln!("SKIPPED: no python3 to run scripts/fit-fusion.py ({e})");
+            return;
+        }
+        Err(e) => panic!("python3: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "fitted: bias 0.1234, judge 1.2345, ..." — the printed weights.
+    let printed: Vec<f64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("fitted: "))
+        .expect("the fitted line")
+        .split(", ")
+        .map(|part| {
+            let value = part.rsplit(' ').next().expect("a value");
+            value.parse().expect("a number")
+        })
+        .collect();
+    let text = std::fs::read_to_string(&table).expect("the written table");
+    let written = Models::read(&text).expect("the written table reads");
+    let f = written.fusion(Embedder::BgeSmallEn).expect("the fusion");
+    let read = [
+        f.bias,
+        f.judge,
+        f.lexical_document,
+        f.graph,
+        f.lexical_passage,
+        f.bm25_share,
+        f.lexical_peak,
+    ];
+    assert_eq!(printed.len(), read.len(), "{stdout}");
+    for (p, r) in printed.iter().zip(read) {
+        assert!(
+            (p - r).abs() < 1e-9,
+            "printed {printed:?}, written {read:?}"
+        );
+    }
+    assert_ne!(Some(f), fitted::fusion(Embedder::BgeSmallEn), "refitted");
+    // The judge weighs most and relevant evidence lifts P: a real fit.
+    assert!(f.judge > 0.5, "{f:?}");
+    // The other models are the shipped ones, and the entry says how it
+    // was made.
+    let bge = "onnx(bge-small-en, cls)";
+    assert_eq!(written.calibration(bge), fitted::calibration(bge));
+    let cascade = |m: &Models| m.cascade(Embedder::BgeSmallEn, JudgeKind::CrossEncoder);
+    assert_eq!(cascade(&written), cascade(fitted::shipped()));
+    let refits = written.refits();
+    let (_, refit) = refits
+        .iter()
+        .find(|(section, _)| *section == "fusion")
+        .expect("the fusion's refit");
+    assert!(
+        refit.starts_with("python3 scripts/fit-fusion.py ")
+            && refit.ends_with("--write crates/judge/src/fitted.json"),
+        "{refit}"
+    );
+    // Written to a temporary file and renamed: nothing else left beside it.
+    let names: Vec<_> = std::fs::read_dir(folder.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
