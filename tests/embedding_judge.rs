@@ -205,14 +205,10 @@ async fn a_bge_small_tree_scores_by_the_fitted_fusion() {
 /// stages said of every passage either judged (the fitted cascade's
 /// evidence, `bench --evidence`): the judge's logit on the few it read,
 /// the exploration's on all it ranked.
+/// The notes' tree navigated by the cascade: the exploration, then the
+/// cross-encoder at 128 tokens, two passages returned, no shortlist.
 #[cfg(feature = "cross-encoder")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
-    if !support::bge_small_here() || !support::cross_encoder_here() {
-        return;
-    }
-    let folder = tempfile::tempdir().expect("tempdir");
-    let tree = notes_tree(folder.path()).await;
+fn cascade(tree: treenav::tree::Tree, best_first: BestFirstConfig) -> Navigator {
     let judge = Judge::new(&JudgeOptions {
         backend: BackendOptions::CrossEncoder(treenav::judge::CrossEncoderOptions {
             model_dir: None,
@@ -228,19 +224,77 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         .strategy(Strategy::BestFirst)
         .returned_passages(2)
         .shortlist(0)
-        .best_first(BestFirstConfig {
-            judge_budget: 2,
-            keep_evidence: true,
-            ..BestFirstConfig::default()
-        })
+        .best_first(best_first)
         .check()
         .expect("config");
-    let embedder = tree.meta().embedder.clone();
-    let found = Navigator::new(Arc::new(tree), judge, config)
-        .expect("navigator")
-        .retrieve("how many days of paid leave do employees get")
+    Navigator::new(Arc::new(tree), judge, config).expect("navigator")
+}
+
+/// Where the exploration is sure (its best passage leads by at least
+/// `skip_judge_gap` logits) the cascade does not call its judge: the
+/// exploration's answer, the lead in the trace, no judge call; at an
+/// infinite gap the judge always runs.
+#[cfg(feature = "cross-encoder")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sure_exploration_skips_the_cascades_judge() {
+    if !support::bge_small_here() || !support::cross_encoder_here() {
+        return;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let tree = notes_tree(folder.path()).await;
+    let query = "how many days of paid leave do employees get";
+    let at = |gap: f64| BestFirstConfig {
+        judge_budget: 4,
+        skip_judge_gap: gap,
+        ..BestFirstConfig::default()
+    };
+    let alone = navigator(tree.clone(), 2, BestFirstConfig::default())
+        .retrieve(query)
+        .await
+        .expect("the exploration alone");
+    let sure = cascade(tree.clone(), at(0.0))
+        .retrieve(query)
         .await
         .expect("retrieve");
+    let lead = sure.trace.judge_skipped.expect("skipped at a gap of 0");
+    assert!(lead >= 0.0, "{lead}");
+    assert_eq!(sure.trace.judge_budget, None, "{:?}", sure.trace);
+    assert_eq!(sure.trace.usage.calls, alone.trace.usage.calls);
+    assert_eq!(sure.passages, alone.passages);
+    // Just above the lead the judge runs: the cut is the setting's.
+    let unsure = cascade(tree.clone(), at(lead + 0.01))
+        .retrieve(query)
+        .await
+        .expect("retrieve");
+    assert_eq!(unsure.trace.judge_skipped, None);
+    assert_eq!(unsure.trace.judge_budget, Some(4));
+    assert!(unsure.trace.usage.calls > alone.trace.usage.calls);
+    let always = cascade(tree, at(f64::INFINITY)).retrieve(query).await;
+    assert_eq!(always.expect("retrieve").trace.judge_skipped, None);
+}
+
+#[cfg(feature = "cross-encoder")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
+    if !support::bge_small_here() || !support::cross_encoder_here() {
+        return;
+    }
+    let folder = tempfile::tempdir().expect("tempdir");
+    let tree = notes_tree(folder.path()).await;
+    let embedder = tree.meta().embedder.clone();
+    let found = cascade(
+        tree,
+        BestFirstConfig {
+            judge_budget: 2,
+            keep_evidence: true,
+            // Both stages on every query, as when fitting the cascade.
+            skip_judge_gap: f64::INFINITY,
+            ..BestFirstConfig::default()
+        },
+    )
+    .retrieve("how many days of paid leave do employees get")
+    .await
+    .expect("retrieve");
     assert_eq!(found.passages[0].document_id, "vacation");
     let stages: Vec<_> = found
         .evidence

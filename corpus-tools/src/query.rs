@@ -186,6 +186,15 @@ pub struct NavArgs {
     /// embedder exists (docs/calibration.md).
     #[arg(long)]
     pub no_fitted_fusion: bool,
+    /// best-first, cascade: do not call the judge when the exploration is
+    /// sure, its best passage leading the second best by G logits or more
+    /// (the fitted fusion's calibrated P; docs/calibration.md).
+    #[arg(long, value_name = "G", default_value_t = BestFirstConfig::default().skip_judge_gap)]
+    pub skip_judge_gap: f64,
+    /// best-first, cascade: call the judge on every query, however sure the
+    /// exploration is (--skip-judge-gap off).
+    #[arg(long)]
+    pub always_judge: bool,
     /// best-first: never judge past --judge-budget, even when it leaves
     /// fewer than --top passages (by default the search widens until it has
     /// --top).
@@ -212,6 +221,10 @@ impl NavArgs {
             explore_weight: self.explore_weight,
             passage_evidence: !self.no_passage_evidence,
             fitted_fusion: !self.no_fitted_fusion,
+            skip_judge_gap: match self.always_judge {
+                true => f64::INFINITY,
+                false => self.skip_judge_gap,
+            },
             keep_evidence: false,
             tfidf_vectors: false,
             widen: !self.no_widen,
@@ -245,10 +258,11 @@ impl NavArgs {
 
 /// A navigator error's field names as the flags that set them.
 fn as_flags(message: &str) -> String {
-    const FLAGS: [(&str, &str); 17] = [
+    const FLAGS: [(&str, &str); 18] = [
         ("explore_budget", "--explore-budget"),
         ("explore_fusion", "--explore-fusion"),
         ("explore_weight", "--explore-weight"),
+        ("skip_judge_gap", "--skip-judge-gap"),
         ("returned_passages", "--top"),
         ("judge_budget", "--judge-budget"),
         ("batch_size", "--batch-size"),
@@ -364,12 +378,16 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
         t.latency_ms,
         t.titles_read * 100.0
     );
-    match (t.explore_budget, t.judge_budget) {
-        (Some(e), Some(j)) => out!(o,
+    match (t.explore_budget, t.judge_budget, t.judge_skipped) {
+        (Some(e), _, Some(lead)) => out!(o,
+            "cascade: the embedding judge explored ({e} budget, {} vectors scored) and was sure (its best leads by {lead:.1} logits, --skip-judge-gap): the judge was not called",
+            t.usage.vectors_scored
+        ),
+        (Some(e), Some(j), None) => out!(o,
             "cascade: the embedding judge explored ({e} budget, {} vectors scored), the judge spent {j}",
             t.usage.vectors_scored
         ),
-        (Some(e), None) => out!(o,
+        (Some(e), None, None) => out!(o,
             "the embedding judge: {} vectors scored (budget {e}), the query embedded once",
             t.usage.vectors_scored
         ),

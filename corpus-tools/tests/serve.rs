@@ -161,6 +161,8 @@ async fn sigterm_lets_requests_in_flight_finish() {
         &judge.base,
         "--model",
         "scripted",
+        // Every request reaches the judge, however sure the exploration.
+        "--always-judge",
     ]);
     let client = reqwest::Client::new();
     let requests: Vec<_> = (0..8)

@@ -337,19 +337,21 @@ impl FittedCascade {
 /// How sure the judge is of its best passage: its best logit less its
 /// second best (0 with fewer than two judged).
 pub fn judge_gap(stages: &[(NodeId, Stages)]) -> f64 {
+    lead(stages.iter().filter_map(|(_, s)| s.judged)).unwrap_or(0.0)
+}
+
+/// The best of some logits less the second best (`None` with fewer than
+/// two): how far a stage's top stands out.
+pub fn lead(logits: impl IntoIterator<Item = f64>) -> Option<f64> {
     let (mut first, mut second) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
-    for z in stages.iter().filter_map(|(_, s)| s.judged) {
+    for z in logits {
         if z > first {
             (first, second) = (z, first);
         } else if z > second {
             second = z;
         }
     }
-    if second.is_finite() {
-        first - second
-    } else {
-        0.0
-    }
+    second.is_finite().then_some(first - second)
 }
 
 /// The cascade's fitted model for a tree's embedder (its recorded

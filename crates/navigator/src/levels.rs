@@ -291,6 +291,7 @@ impl Navigator {
                 strategy: PROFILE.name,
                 judge_budget: None,
                 explore_budget: None,
+                judge_skipped: None,
                 neighbourhoods: false,
                 levels: walk.levels,
                 rounds: Vec::new(),

@@ -343,6 +343,11 @@ pub struct Trace {
     /// Best-first: the exploration's budget (vectors), when the embedding
     /// judge explored first.
     pub explore_budget: Option<usize>,
+    /// Best-first, cascade: the judge was not asked because the
+    /// exploration was sure: its best passage led the second best by this
+    /// many logits (at least `skip_judge_gap`). `None` when the judge ran,
+    /// or there was no second stage.
+    pub judge_skipped: Option<f64>,
     /// Best-first: whether the tree's neighbour lists were followed (off
     /// for trees built without them).
     pub neighbourhoods: bool,

@@ -345,6 +345,7 @@ impl Navigator {
                 strategy: self.config.strategy().name(),
                 judge_budget: None,
                 explore_budget: None,
+                judge_skipped: None,
                 neighbourhoods: false,
                 levels: Vec::new(),
                 rounds: Vec::new(),

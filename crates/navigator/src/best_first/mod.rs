@@ -249,6 +249,11 @@ impl Navigator {
         if !self.cascade() {
             return self.conclude(first, None).await;
         }
+        if let Some(lead) = first.sure_lead() {
+            let mut found = self.conclude(first, None).await?;
+            found.trace.judge_skipped = Some(lead);
+            return Ok(found);
+        }
         let ranked = first.ranked();
         let decider = self.decider();
         let mut second = Search::new(
@@ -326,6 +331,7 @@ impl Navigator {
                 strategy: PROFILE.name,
                 judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
                 explore_budget,
+                judge_skipped: None,
                 neighbourhoods: search.neighbours,
                 levels: Vec::new(),
                 rounds,

@@ -7,6 +7,7 @@ use crate::navigate::{cut, Navigator, Scope};
 use crate::{Error, Result, RoundTrace, Route, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
+use treenav_judge::session::logit;
 use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{NodeId, NodeKind};
 
@@ -233,6 +234,16 @@ impl<'a> Search<'a> {
     /// [`Search::fused`] by node.
     pub(super) fn fused_map(&mut self) -> HashMap<NodeId, f64> {
         self.fused().into_iter().collect()
+    }
+
+    /// How far the best passage's fitted logit leads the second best's,
+    /// when that is at least `skip_judge_gap`: the exploration is sure, and
+    /// a cascade need not ask its judge. `None` without a fitted fusion
+    /// (its scores are not calibrated) or with fewer than two passages.
+    pub(super) fn sure_lead(&mut self) -> Option<f64> {
+        self.fitted?;
+        let logits = self.fused().into_iter().map(|(_, p)| logit(p));
+        crate::fusion::lead(logits).filter(|lead| *lead >= self.cfg.skip_judge_gap)
     }
 
     /// The judged passages, best fused score first.
