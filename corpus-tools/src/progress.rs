@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 /// How often a plain progress line is printed off a terminal.
 const EVERY: Duration = Duration::from_secs(5);
+/// When the first one is: a long stage says it is under way at once.
+const FIRST: Duration = Duration::from_secs(1);
 
 /// The stage being reported.
 struct Stage {
@@ -18,6 +20,8 @@ struct Stage {
     started: Instant,
     /// When the last plain line was printed.
     said: Instant,
+    /// Whether one was.
+    spoke: bool,
 }
 
 /// One bar (or, off a terminal, one line) per stage.
@@ -76,6 +80,7 @@ impl treenav::tree::Progress for Bars {
                 name: name.to_string(),
                 started: Instant::now(),
                 said: Instant::now(),
+                spoke: false,
             });
         }
     }
@@ -84,8 +89,10 @@ impl treenav::tree::Progress for Bars {
         if let Ok(mut slot) = self.current.lock() {
             if let Some(stage) = slot.as_mut() {
                 stage.bar.inc(n);
-                if !self.hidden && !self.terminal && stage.said.elapsed() >= EVERY {
+                let wait = if stage.spoke { EVERY } else { FIRST };
+                if !self.hidden && !self.terminal && stage.said.elapsed() >= wait {
                     stage.said = Instant::now();
+                    stage.spoke = true;
                     eprintln!("{}", plain_line(stage));
                 }
             }

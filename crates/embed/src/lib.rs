@@ -22,6 +22,8 @@ pub use openai::embeddings_url;
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use treenav_http::{ApiKey, ClientConfig, Endpoint, HttpClient};
 
@@ -463,16 +465,18 @@ impl Embedder {
                 "precomputed vectors belong to documents, not texts: use `document_vectors`".into(),
             )),
             Embedder::Minilm { model, batch_size } => {
-                let (model, batch, n) = (model.clone(), *batch_size, texts.len() as u64);
-                let out = tokio::task::spawn_blocking(move || model.embed(&texts, batch))
-                    .await
-                    .map_err(|e| Error::Task(e.to_string()))??;
-                progress.inc(n);
-                Ok(out)
+                let (model, batch) = (model.clone(), *batch_size);
+                let f = move |chunk: &[String], done: &AtomicU64| {
+                    model.embed_counted(chunk, batch, done)
+                };
+                embed_in_chunks(texts, progress, f).await
             }
             Embedder::Onnx { model, batch_size } => {
                 let (model, batch) = (model.clone(), *batch_size);
-                embed_in_chunks(texts, progress, move |chunk| model.embed(chunk, batch)).await
+                let f = move |chunk: &[String], done: &AtomicU64| {
+                    model.embed_counted(chunk, batch, done)
+                };
+                embed_in_chunks(texts, progress, f).await
             }
         }
     }
@@ -555,24 +559,41 @@ fn bge_small(options: &EmbedderOptions) -> Result<Embedder> {
     })
 }
 
-/// Runs a CPU-bound embedder on the blocking pool, 4,096 texts at a time so
-/// the progress bar moves; rows in order.
+/// How often a running embedding reports the rows it finished.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Runs a CPU-bound embedder on the blocking pool, 4,096 texts at a time
+/// (its batches sorted by length within each), rows in order. `f` counts
+/// the rows it finishes; they reach `progress` every quarter second, so a
+/// bar moves from the first batch, not the first 4,096 texts.
 async fn embed_in_chunks<F>(
     texts: Vec<String>,
     progress: &dyn Progress,
     f: F,
 ) -> Result<Array2<f32>>
 where
-    F: Fn(&[String]) -> Result<Array2<f32>> + Clone + Send + 'static,
+    F: Fn(&[String], &AtomicU64) -> Result<Array2<f32>> + Clone + Send + 'static,
 {
     let mut parts: Vec<Array2<f32>> = Vec::new();
     for chunk in texts.chunks(4096) {
         let (f, chunk) = (f.clone(), chunk.to_vec());
         let n = chunk.len() as u64;
-        let part = tokio::task::spawn_blocking(move || f(&chunk))
-            .await
-            .map_err(|e| Error::Task(e.to_string()))??;
-        progress.inc(n);
+        let done = Arc::new(AtomicU64::new(0));
+        let counter = done.clone();
+        let mut task = tokio::task::spawn_blocking(move || f(&chunk, &counter));
+        let mut tick = tokio::time::interval(PROGRESS_EVERY);
+        let mut told = 0;
+        let part = loop {
+            tokio::select! {
+                joined = &mut task => break joined.map_err(|e| Error::Task(e.to_string()))??,
+                _ = tick.tick() => {
+                    let now = done.load(Ordering::Relaxed).min(n);
+                    progress.inc(now - told);
+                    told = now;
+                }
+            }
+        };
+        progress.inc(n - told);
         parts.push(part);
     }
     if parts.is_empty() {
@@ -585,6 +606,38 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Progress that keeps each `inc`.
+    #[derive(Default)]
+    struct Incs(std::sync::Mutex<Vec<u64>>);
+
+    impl Progress for Incs {
+        fn inc(&self, n: u64) {
+            self.0.lock().expect("incs").push(n);
+        }
+    }
+
+    /// A long chunk reports its rows while it runs, not once at its end:
+    /// a bar moves from the first batch (issue #67: the first line came
+    /// after 4,096 texts, two minutes on a loaded machine).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_embedding_reports_its_rows_as_its_batches_finish() {
+        let texts: Vec<String> = (0..100).map(|i| format!("text {i}")).collect();
+        let slow = |chunk: &[String], done: &AtomicU64| {
+            for _ in 0..4 {
+                std::thread::sleep(Duration::from_millis(300));
+                done.fetch_add(chunk.len() as u64 / 4, Ordering::Relaxed);
+            }
+            Ok(Array2::zeros((chunk.len(), 2)))
+        };
+        let incs = Incs::default();
+        let rows = embed_in_chunks(texts, &incs, slow).await.expect("rows");
+        assert_eq!(rows.nrows(), 100);
+        let incs = incs.0.into_inner().expect("incs");
+        assert_eq!(incs.iter().sum::<u64>(), 100, "{incs:?}");
+        let moving = incs.iter().filter(|n| **n > 0).count();
+        assert!(moving >= 3, "the rows came in {moving} steps: {incs:?}");
+    }
 
     #[test]
     fn precomputed_vectors_are_shared_not_copied_when_every_document_is_one_row() {

@@ -57,4 +57,14 @@ impl MiniLm {
     pub fn embed(&self, texts: &[String], batch: usize) -> crate::Result<ndarray::Array2<f32>> {
         self.0.embed(texts, batch)
     }
+
+    /// [`MiniLm::embed`], counting finished rows in `done` as it goes.
+    pub fn embed_counted(
+        &self,
+        texts: &[String],
+        batch: usize,
+        done: &std::sync::atomic::AtomicU64,
+    ) -> crate::Result<ndarray::Array2<f32>> {
+        self.0.embed_counted(texts, batch, done)
+    }
 }

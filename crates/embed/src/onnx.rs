@@ -90,6 +90,7 @@ mod engine {
     use crate::{Error, Result};
     use ndarray::Array2;
     use std::path::Path;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     use treenav_onnx::Encoder;
 
@@ -132,6 +133,17 @@ mod engine {
 
         /// Embeds texts into L2-normalised rows, in order, `batch` at a time.
         pub fn embed(&self, texts: &[String], batch: usize) -> Result<Array2<f32>> {
+            self.embed_counted(texts, batch, &AtomicU64::new(0))
+        }
+
+        /// [`OnnxEmbedder::embed`], adding each batch's rows to `done` as
+        /// it finishes (what a progress bar reads while this runs).
+        pub fn embed_counted(
+            &self,
+            texts: &[String],
+            batch: usize,
+            done: &AtomicU64,
+        ) -> Result<Array2<f32>> {
             let encodings = self.encoder.encode(texts).map_err(err)?;
             let mut out: Option<Array2<f32>> = None;
             self.encoder
@@ -157,6 +169,7 @@ mod engine {
                         );
                         matrix.row_mut(*i).assign(&ndarray::ArrayView1::from(&row));
                     }
+                    done.fetch_add(b.rows.len() as u64, Ordering::Relaxed);
                     Ok(())
                 })
                 .map_err(err)?;
@@ -200,6 +213,16 @@ mod engine {
         /// Never reached (loading fails).
         pub fn embed(&self, _: &[String], _: usize) -> Result<Array2<f32>> {
             Err(Error::Param("this build has no ONNX embedder".into()))
+        }
+
+        /// Never reached (loading fails).
+        pub fn embed_counted(
+            &self,
+            texts: &[String],
+            batch: usize,
+            _: &std::sync::atomic::AtomicU64,
+        ) -> Result<Array2<f32>> {
+            self.embed(texts, batch)
         }
     }
 }
