@@ -26,6 +26,7 @@ mod prune;
 mod query;
 mod serve;
 mod texts;
+mod trace;
 mod update;
 
 use anyhow::{Context, Result};

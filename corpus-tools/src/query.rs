@@ -306,7 +306,11 @@ fn snippet(text: &str, max: usize) -> String {
 }
 
 pub async fn run(args: &QueryArgs) -> Result<()> {
-    let config = args.nav.config()?.check()?;
+    let config = args.nav.config()?;
+    // The trace shows what made each explored passage's score.
+    let mut settings = config.best_first_settings().clone();
+    settings.keep_evidence = args.trace;
+    let config = config.best_first(settings).check()?;
     let filter = treenav::tree::filter::Filter::parse_clauses(&args.filters).context("--filter")?;
     let source = match (&args.queries, args.query.as_deref()) {
         (Some(file), _) => Some(file.clone()),
@@ -348,10 +352,22 @@ pub async fn run(args: &QueryArgs) -> Result<()> {
         let response = treenav::serve::api::RetrieveResponse::new(&name, found, true, generation);
         return crate::emit(&crate::json_text(&response)?);
     }
-    crate::emit(&print_text(&found, args.trace))
+    let fitted = treenav::navigator::fusion::fitted_for(&navigator.tree().meta().embedder);
+    crate::emit(&print_text(
+        &found,
+        args.trace.then_some((navigator.tree(), fitted)),
+    ))
 }
 
-fn print_text(found: &Retrieval, trace: bool) -> String {
+/// The answer in text; with `trace` (the tree's fitted fusion, if any),
+/// how it was found.
+fn print_text(
+    found: &Retrieval,
+    trace: Option<(
+        &treenav::tree::Tree,
+        Option<treenav::navigator::fusion::FittedFusion>,
+    )>,
+) -> String {
     let mut o = String::new();
     use crate::one_line;
     out!(o, "query: {}\n", one_line(&found.query));
@@ -393,71 +409,8 @@ fn print_text(found: &Retrieval, trace: bool) -> String {
         ),
         _ => {}
     }
-    if trace {
-        print_rounds(&mut o, t);
-        for level in &t.levels {
-            let references: usize = level.calls.iter().map(|c| c.references).sum();
-            out!(
-                o,
-                "\nlevel {} ({}): {} shown in {} calls ({} calibration references), kept {} (budget {})",
-                level.depth,
-                level.kind,
-                level.candidates.len(),
-                level.batches,
-                references,
-                level.kept,
-                level.budget
-            );
-            let mut shown: Vec<_> = level.candidates.iter().collect();
-            shown.sort_by(|a, b| b.probability.total_cmp(&a.probability));
-            for c in shown.iter().take(level.kept.max(3)) {
-                out!(
-                    o,
-                    "  {} {:.3} {}{} {}",
-                    if c.kept { "kept" } else { "    " },
-                    c.probability,
-                    c.route,
-                    if c.fallback { " (fallback)" } else { "" },
-                    snippet(&c.label, 140)
-                );
-            }
-        }
+    if let Some((tree, fitted)) = trace {
+        crate::trace::explain(&mut o, found, tree, fitted);
     }
     o
-}
-
-fn print_rounds(o: &mut String, t: &treenav::navigator::Trace) {
-    if t.strategy == "best-first" && !t.neighbourhoods {
-        out!(
-            o,
-            "\nneighbourhoods off (the tree has no neighbour lists, or --no-neighbours)"
-        );
-    }
-    for round in &t.rounds {
-        out!(
-            o,
-            "\nround {}: {} shown in {} slates, {} judgments left ({})",
-            round.round,
-            round.candidates.len(),
-            round.slates,
-            round.budget_left,
-            round.stage
-        );
-        for c in &round.candidates {
-            let via = c.via.map(|v| format!(" via {}", v.0)).unwrap_or_default();
-            let priority = c
-                .priority
-                .map(|p| format!(" prio {p:.3}"))
-                .unwrap_or_default();
-            out!(
-                o,
-                "  {} {:.3} {}{via}{priority}{} {}",
-                if c.kept { "kept" } else { "    " },
-                c.probability,
-                c.route,
-                if c.fallback { " (fallback)" } else { "" },
-                snippet(&c.label, 120)
-            );
-        }
-    }
 }

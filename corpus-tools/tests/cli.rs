@@ -689,6 +689,19 @@ fn query_walks_best_first_and_prints_its_rounds() {
     let stdout = text(&o.stdout);
     assert!(stdout.contains("round 1:"), "{stdout}");
     assert!(stdout.contains("Tesla"), "{stdout}");
+    // The trace explains the answer: the top passage's line in the rounds
+    // carries the score the answer printed, what made it, and its route in
+    // words (issue #67: it showed the embedding's 0.008 beside an answer
+    // of 0.136, and route names like `lexical_document`).
+    let top = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(" 1. ["))
+        .and_then(|l| l.split(']').next())
+        .expect("the top answer's score");
+    let line = format!("kept {top} ← ");
+    assert!(stdout.contains(&line), "no `{line}` in {stdout}");
+    assert!(stdout.contains("BM25's list of passages"), "{stdout}");
+    assert!(!stdout.contains(" lexical_document "), "{stdout}");
     let o = treenav(&[
         "query",
         out.to_str().expect("utf8 path"),

@@ -254,14 +254,51 @@ pub struct FittedFusion(pub fitted::Fusion);
 impl FittedFusion {
     /// P(relevant) of a passage with this evidence.
     pub fn probability(&self, e: &Evidence) -> f64 {
+        sigmoid(self.parts(e).logit())
+    }
+
+    /// What each part of the evidence adds to the passage's logit (what
+    /// `--trace` shows beside the score).
+    pub fn parts(&self, e: &Evidence) -> FusionParts {
         let w = &self.0;
         let lexical = w.lexical_document * e.lexical_document
             + w.lexical_passage * e.lexical_passage
             + w.bm25_share * e.bm25_share;
         let gate = e.lexical_peak * e.lexical_coverage * e.lexical_agreement;
-        sigmoid(
-            w.bias + w.judge * e.judge + w.graph * e.graph + w.lexical_peak * gate + gate * lexical,
-        )
+        FusionParts {
+            bias: w.bias,
+            judge: w.judge * e.judge,
+            graph: w.graph * e.graph,
+            gate: w.lexical_peak * gate,
+            lexical: gate * lexical,
+        }
+    }
+}
+
+/// A passage's logit under the [`FittedFusion`], part by part.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FusionParts {
+    /// The intercept.
+    pub bias: f64,
+    /// The judge's (the embedding's) logit, weighed.
+    pub judge: f64,
+    /// The judged neighbours' support, weighed.
+    pub graph: f64,
+    /// The lexical gate's own weight times the gate.
+    pub gate: f64,
+    /// BM25's parts, weighed, times the gate.
+    pub lexical: f64,
+}
+
+impl FusionParts {
+    /// The logit: the sum of the parts.
+    pub fn logit(&self) -> f64 {
+        self.bias + self.judge + self.graph + self.gate + self.lexical
+    }
+
+    /// What BM25 added, in logits: its parts and the gate's own weight.
+    pub fn bm25(&self) -> f64 {
+        self.gate + self.lexical
     }
 }
 

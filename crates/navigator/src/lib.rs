@@ -224,6 +224,21 @@ impl Route {
             Route::Evidence => "evidence",
         }
     }
+
+    /// How a candidate got here, in words (`--trace`); `via`, when the
+    /// route has one, follows it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Route::Tree => "a child of a kept node",
+            Route::Lexical => "BM25's list of passages",
+            Route::LexicalDocument => "the best passage of a document in BM25's list",
+            Route::Explored => "the exploration's ranking",
+            Route::Both => "the tree and BM25's list",
+            Route::Reference => "a calibration reference",
+            Route::Neighbour => "a neighbour of",
+            Route::Evidence => "raised by its document or cluster, judged in",
+        }
+    }
 }
 
 impl std::fmt::Display for Route {
