@@ -44,17 +44,29 @@ const MANIFEST_CAP: u64 = 4 << 10;
 /// found under way.
 const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long [`Lock::acquire`] tries before saying another writer holds the
+/// lock: a lock released a moment ago can still be held by a process a
+/// concurrent `fork` copied it into until that process `exec`s.
+const LOCK_PATIENCE: [u64; 5] = [20, 50, 100, 200, 400];
+
 /// The tree's writer lock, `T.lock`: an advisory lock the kernel releases
-/// when the process ends. One writer at a time: a second fails at once.
+/// when the process ends. One writer at a time: a second fails within a
+/// second.
 #[derive(Debug)]
 pub struct Lock {
     _file: std::fs::File,
 }
 
 impl Lock {
-    /// Takes the tree's writer lock, or fails at once naming the lock file
-    /// when another writer holds it.
+    /// Takes the tree's writer lock, or fails naming the lock file when
+    /// another writer still holds it after ≈ 0.8 s of retries.
     pub fn acquire(tree: &Path) -> Result<Lock> {
+        for wait_ms in LOCK_PATIENCE {
+            if let Some(lock) = Lock::try_acquire(tree)? {
+                return Ok(lock);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        }
         Lock::try_acquire(tree)?.ok_or_else(|| {
             Error::Param(format!(
                 "another update of {} is running ({} is locked): wait for it to finish",
