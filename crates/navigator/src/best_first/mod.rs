@@ -249,12 +249,13 @@ impl Navigator {
         if !self.cascade() {
             return self.conclude(first, None).await;
         }
-        if let Some(lead) = first.sure_lead() {
+        let ranked = first.ranked();
+        if let Some(lead) = first.sure_lead(&ranked) {
             let mut found = self.conclude(first, None).await?;
             found.trace.judge_skipped = Some(lead);
             return Ok(found);
         }
-        let ranked = first.ranked();
+        let ranked: Vec<NodeId> = ranked.into_iter().map(|(p, _)| p).collect();
         let decider = self.decider();
         let mut second = Search::new(
             self,

@@ -236,21 +236,22 @@ impl<'a> Search<'a> {
         self.fused().into_iter().collect()
     }
 
-    /// How far the best passage's fitted logit leads the second best's,
-    /// when that is at least `skip_judge_gap`: the exploration is sure, and
-    /// a cascade need not ask its judge. `None` without a fitted fusion
-    /// (its scores are not calibrated) or with fewer than two passages.
-    pub(super) fn sure_lead(&mut self) -> Option<f64> {
+    /// How far the best passage's fitted logit leads the second best's in
+    /// `ranked` (this stage's [`Search::ranked`]), when that is at least
+    /// `skip_judge_gap`: the exploration is sure, and a cascade need not
+    /// ask its judge. `None` without a fitted fusion (its scores are not
+    /// calibrated) or with fewer than two passages.
+    pub(super) fn sure_lead(&self, ranked: &[(NodeId, f64)]) -> Option<f64> {
         self.fitted?;
-        let logits = self.fused().into_iter().map(|(_, p)| logit(p));
+        let logits = ranked.iter().map(|(_, p)| logit(*p));
         crate::fusion::lead(logits).filter(|lead| *lead >= self.cfg.skip_judge_gap)
     }
 
-    /// The judged passages, best fused score first.
-    pub(super) fn ranked(&mut self) -> Vec<NodeId> {
+    /// The judged passages with their fused scores, best first.
+    pub(super) fn ranked(&mut self) -> Vec<(NodeId, f64)> {
         let mut passages = self.fused();
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        passages.into_iter().map(|(p, _)| p).collect()
+        passages
     }
 
     /// The next stage's lists: `ranked` (an earlier stage's order) in place
