@@ -1488,6 +1488,7 @@ async fn the_page_runs_a_query_and_draws_its_navigation_in_chromium() {
             .any(|r| dom.contains(&format!(r#"data-route="{r}""#))),
         "the routes drawn"
     );
+    assert_plot_is_readable(&dom);
 
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/artifacts");
     std::fs::create_dir_all(&dir).expect("artifacts folder");
@@ -1509,6 +1510,32 @@ async fn the_page_runs_a_query_and_draws_its_navigation_in_chromium() {
         bytes.len()
     );
     s.shutdown().await;
+}
+
+/// The navigation plot reads at a glance (#67 row 7): both axes named,
+/// marks at least 4 px in radius (they were 2.5 px on a 560-px plot) and a
+/// legend that says what a large mark means beside the routes' names.
+fn assert_plot_is_readable(dom: &str) {
+    let labels: Vec<&str> = dom
+        .split(r#"class="axis-label""#)
+        .skip(1)
+        .filter_map(|rest| rest.split_once('>')?.1.split_once('<').map(|t| t.0))
+        .collect();
+    assert_eq!(labels, ["judge P(yes)", "round"], "axis labels");
+    let radii: Vec<f64> = dom
+        .split(r#"<circle "#)
+        .skip(1)
+        .filter_map(|c| c.split_once(r#" r=""#)?.1.split_once('"')?.0.parse().ok())
+        .collect();
+    assert!(!radii.is_empty(), "no marks");
+    assert!(
+        radii.iter().all(|&r| r >= 4.0),
+        "marks too small: {radii:?}"
+    );
+    assert!(
+        dom.contains("large, outlined: kept"),
+        "the legend names kept marks"
+    );
 }
 
 /// The top passage ids for a Tesla question and the tree's document count:
