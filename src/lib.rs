@@ -9,7 +9,7 @@
 //! * [`build`]: the build (k-means levels, summaries), shards and updates;
 //! * [`http`]: the one HTTP client setup (timeouts, retries, keys);
 //! * [`judge`]: decision models (judge, choose, grade), backends and the dispatcher;
-//! * [`navigator`]: level-by-level shared-context retrieval over a tree;
+//! * [`navigator`]: retrieval over a tree (best-first by default, or level by level), `Navigator::builder`;
 //! * [`eval`]: benchmark datasets, metrics, baselines and the bench runner;
 //! * [`prune`]: the context pruner.
 #![warn(missing_docs)]

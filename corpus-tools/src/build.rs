@@ -224,19 +224,20 @@ fn model_options(args: &BuildArgs, kind: EmbedderKind) -> Result<EmbedderOptions
     })
 }
 
-/// The embedder asked for, or the default: the semantic bge-small when it
-/// can run here, else tfidf, saying which in one line (never a silent
-/// switch; the choice is also in the tree, `inspect` and `--json`).
+/// The embedder asked for, or the default (the library's
+/// [`EmbedderOptions::preferred`]): the semantic bge-small when it can run
+/// here, else tfidf, saying which in one line (never a silent switch; the
+/// choice is also in the tree, `inspect` and `--json`).
 fn resolve_embedder(asked: Option<EmbedderKind>, json: bool) -> EmbedderKind {
     if let Some(kind) = asked {
         return kind;
     }
-    let (kind, line) = match tree::bge_small_available() {
-        Ok(()) => (
+    let (kind, line) = match EmbedderOptions::preferred() {
+        (_, None) => (
             EmbedderKind::BgeSmall,
             "embedder: bge-small-en (semantic; --embedder tfidf for the lexical one)".to_string(),
         ),
-        Err(why) => (
+        (_, Some(why)) => (
             EmbedderKind::Tfidf,
             format!("embedder: tfidf, the semantic bge-small-en is unavailable: {why}"),
         ),
@@ -247,15 +248,19 @@ fn resolve_embedder(asked: Option<EmbedderKind>, json: bool) -> EmbedderKind {
     kind
 }
 
-/// bge-small-en with the defaults (ONNX Runtime from its default place).
+/// bge-small-en with the library's defaults but the model folder and
+/// batch asked for.
 pub fn bge_small(model_dir: Option<PathBuf>, batch_size: usize) -> EmbedderOptions {
-    EmbedderOptions::BgeSmall {
-        model_dir,
-        ort_library: None,
-        batch_size,
-        max_tokens: 256,
-        threads: 2,
+    let mut options = EmbedderOptions::bge_small();
+    if let EmbedderOptions::BgeSmall {
+        model_dir: dir,
+        batch_size: batch,
+        ..
+    } = &mut options
+    {
+        (*dir, *batch) = (model_dir, batch_size);
     }
+    options
 }
 
 fn summarizer_options(args: &BuildArgs) -> Result<SummarizerOptions> {

@@ -21,10 +21,11 @@ fn llm_apis() -> PossibleValuesParser {
     PossibleValuesParser::new(LogprobsApi::ALL.map(LogprobsApi::name))
 }
 
-/// The judge for a query over a tree when none is named.
-const TREE_JUDGE: &str = "embedding";
+/// The judge for a query over a tree when none is named: the library's
+/// (`Navigator::builder`).
+const TREE_JUDGE: &str = defaults::TREE_JUDGE;
 /// The judge for lists with no tree when none is named.
-const LIST_JUDGE: &str = "lexical";
+const LIST_JUDGE: &str = defaults::LIST_JUDGE;
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Judge")]

@@ -23,12 +23,13 @@
 #[path = "support/pytest.rs"]
 #[allow(dead_code)] // `run` is for the pytest suites
 mod pytest;
+#[path = "support/serving.rs"]
+mod serving;
 
 use serde_json::Value;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -87,21 +88,11 @@ fn commands(sh: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// A `treenav serve` the README started, killed when the test ends.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The temporary folder the commands run in, and what they started.
 struct Scene {
     dir: tempfile::TempDir,
     addr: Option<String>,
-    serving: Option<Serving>,
+    serving: Option<serving::Serving>,
     ran: usize,
     checked_only: Vec<String>,
 }
@@ -251,27 +242,12 @@ impl Scene {
     }
 
     fn serve(&mut self, args: &[String]) {
-        let mut args = args.to_vec();
         let at = args.iter().position(|a| a == "--addr").expect("--addr");
-        args[at + 1] = "127.0.0.1:0".into();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_treenav"))
-            .arg("serve")
-            .args(&args)
-            .current_dir(self.dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn treenav serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .map(str::to_string);
-        self.serving = Some(Serving(child));
-        self.addr = Some(addr.unwrap_or_else(|| panic!("serve said {line:?}")));
+        let mut args = args.to_vec();
+        args.drain(at..=at + 1); // serving::serve picks a free port
+        let serving = serving::serve(&args, self.dir.path());
+        self.addr = Some(serving.base.clone());
+        self.serving = Some(serving);
     }
 
     fn curl(&mut self, args: &[String]) {

@@ -197,9 +197,34 @@ pub enum EmbedderOptions {
 }
 
 impl Default for EmbedderOptions {
+    /// TF-IDF, which needs no model files. `treenav build` prefers
+    /// bge-small when it can run: [`EmbedderOptions::preferred`].
     fn default() -> Self {
         EmbedderOptions::Tfidf {
             dims: default_dims(),
+        }
+    }
+}
+
+impl EmbedderOptions {
+    /// bge-small-en with its defaults (model and runtime from the cache).
+    pub fn bge_small() -> EmbedderOptions {
+        EmbedderOptions::BgeSmall {
+            model_dir: None,
+            ort_library: None,
+            batch_size: default_batch(),
+            max_tokens: default_onnx_tokens(),
+            threads: default_threads(),
+        }
+    }
+
+    /// The embedder `treenav build` uses when none is named: bge-small when
+    /// it can run here ([`bge_small_available`]), else TF-IDF with why not,
+    /// for the caller to say (never a silent switch).
+    pub fn preferred() -> (EmbedderOptions, Option<String>) {
+        match bge_small_available() {
+            Ok(()) => (EmbedderOptions::bge_small(), None),
+            Err(why) => (EmbedderOptions::default(), Some(why)),
         }
     }
 }

@@ -5,6 +5,14 @@ use serde::{Deserialize, Serialize};
 
 /// The one set of defaults that serde (config files) and the CLI's flags read.
 pub mod defaults {
+    /// The judge of a query over a tree (the library's
+    /// `Navigator::builder`, `treenav query`, `serve`): the tree's own
+    /// embedder, which falls back to `lexical` on a tree without usable
+    /// vectors.
+    pub const TREE_JUDGE: &str = "embedding";
+    /// The judge of lists with no tree (`prune`, a bench's rerank
+    /// pipelines): [`crate::JudgeOptions::default`].
+    pub const LIST_JUDGE: &str = "lexical";
     /// BM25 k1 of the lexical judge.
     pub const K1: f64 = treenav_text::score::K1;
     /// BM25 b of the lexical judge.
@@ -98,6 +106,10 @@ impl Default for DispatchOptions {
 
 /// A judge's whole configuration, e.g. in JSON:
 /// `{"backend": {"kind": "systemone", "endpoint": "http://127.0.0.1:8080", "model": "jev-1.13.0"}, "dispatch": {"concurrency": 4}}`.
+///
+/// Its default is the judge of lists with no tree ([`defaults::LIST_JUDGE`]);
+/// a query over a tree is judged by [`JudgeOptions::for_tree`] unless told
+/// otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct JudgeOptions {
@@ -109,9 +121,29 @@ pub struct JudgeOptions {
     pub dispatch: DispatchOptions,
 }
 
+impl JudgeOptions {
+    /// The default judge of a query over a tree ([`defaults::TREE_JUDGE`]:
+    /// the embedding judge), with the dispatcher's defaults.
+    pub fn for_tree() -> JudgeOptions {
+        JudgeOptions {
+            backend: BackendOptions::Embedding(crate::EmbeddingOptions {}),
+            dispatch: DispatchOptions::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_judges_are_the_named_ones() {
+        assert_eq!(JudgeOptions::default().backend.kind(), defaults::LIST_JUDGE);
+        assert_eq!(
+            JudgeOptions::for_tree().backend.kind(),
+            defaults::TREE_JUDGE
+        );
+    }
 
     #[test]
     fn unknown_options_are_rejected() {

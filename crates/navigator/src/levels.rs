@@ -289,6 +289,7 @@ impl Navigator {
             passages,
             trace: Trace {
                 strategy: PROFILE.name,
+                judge: self.judge.kind(),
                 judge_budget: None,
                 explore_budget: None,
                 judge_skipped: None,

@@ -1,17 +1,32 @@
 //! The navigator: retrieval without a vector index at query time.
 //!
-//! A [`Navigator`] walks a [`Tree`](treenav_tree::Tree) level by level. At each level the
-//! candidates (cluster cards, then documents as title + lead, then passages)
-//! are shown to a decision model **together**, in batches of up to
-//! `batch_size` per call, all batches of a level at once; the model answers
-//! one yes/no question per candidate; the top `k_l` are expanded. At the
-//! leaves the top `r` passages are kept and the best `m` reranked with one
+//! A [`Navigator`] searches a [`Tree`](treenav_tree::Tree) for the passages
+//! that answer a question. By default ([`Navigator::builder`], the engine
+//! `treenav query` and `serve` run) the strategy is best-first: the tree's
+//! own embedder judges first (the query embedded once, stored vectors read
+//! for the passages the search reaches, fused with BM25's list by a fitted
+//! model), then slates of the most promising candidates are judged round by
+//! round under a judgment budget; a judge named instead (a cross-encoder,
+//! an LLM) reads the exploration's best. `Strategy::Levels` is the paper's
+//! walk: at each level the candidates (cluster cards, then documents as
+//! title + lead, then passages) are shown to a decision model
+//! **together**, in batches of up to `batch_size` per call; the top `k_l`
+//! are expanded. The best `m` passages are reranked with one
 //! multiple-choice question. Every step is recorded in a [`Trace`].
 //!
-//! Routing levers that keep the gold from being lost on the way down:
-//! cluster **cards** (summary plus central member titles), the **document
-//! view** (title + first sentences), the **beam** (budgets per level) and
-//! **lexical entry** (top BM25 documents added to the document level).
+//! ```no_run
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use treenav_navigator::Navigator;
+//! let tree = treenav_tree::file::load("notes.tree".as_ref())?;
+//! let navigator = Navigator::builder(Arc::new(tree)).build()?;
+//! for p in navigator.retrieve("how do I rotate the keys?").await?.passages {
+//!     println!("{:.3} {}", p.score, p.text);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Any judge and settings, here the lexical judge on the level walk:
 //!
 //! ```
 //! use std::sync::Arc;
@@ -48,6 +63,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod builder;
 #[cfg(test)]
 mod cascade_tests;
 mod config;
@@ -64,6 +80,7 @@ mod tests;
 mod view;
 
 pub use best_first::settings::BestFirstConfig;
+pub use builder::NavigatorBuilder;
 pub use config::{defaults, NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET};
 pub use navigate::Navigator;
 pub use strategy::Profile as StrategyProfile;
@@ -352,6 +369,11 @@ pub struct LevelTrace {
 pub struct Trace {
     /// `levels` or `best-first`.
     pub strategy: &'static str,
+    /// The judge this query was set up with (`embedding`, `lexical`,
+    /// `cross-encoder`, …; `lexical` where the embedding judge was asked on
+    /// a tree without usable vectors). In a cascade it is the second stage:
+    /// `judge_skipped` says when it was not asked.
+    pub judge: &'static str,
     /// Best-first: the judge's budget (`None` when the embedding judge
     /// explored alone).
     pub judge_budget: Option<usize>,

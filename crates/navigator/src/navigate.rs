@@ -121,15 +121,10 @@ impl Navigator {
         );
         let vectors = tree_vectors(&tree, config.best_first().tfidf_vectors);
         let embedding = match &vectors {
-            Some(v) => Judge::new(&JudgeOptions {
-                backend: treenav_judge::BackendOptions::Embedding(
-                    treenav_judge::EmbeddingOptions {},
-                ),
-                ..JudgeOptions::default()
-            })
-            .map_err(Error::JudgeSetup)?
-            .with_vectors(v.clone())
-            .map(|j| Arc::new(j) as Arc<dyn Decide>),
+            Some(v) => Judge::new(&JudgeOptions::for_tree())
+                .map_err(Error::JudgeSetup)?
+                .with_vectors(v.clone())
+                .map(|j| Arc::new(j) as Arc<dyn Decide>),
             None => None,
         };
         let judge_is_embedding = judge.kind() == "embedding";
@@ -343,6 +338,7 @@ impl Navigator {
             exhausted: true,
             trace: crate::Trace {
                 strategy: self.config.strategy().name(),
+                judge: self.judge.kind(),
                 judge_budget: None,
                 explore_budget: None,
                 judge_skipped: None,

@@ -55,7 +55,7 @@ pub struct RetrieveRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub filter: Option<serde_json::Value>,
-    /// Include the level-by-level trace.
+    /// Include the trace: how the passages were found (rounds or levels).
     #[serde(default)]
     pub trace: bool,
 }

@@ -330,6 +330,7 @@ impl Navigator {
             passages: ranked,
             trace: Trace {
                 strategy: PROFILE.name,
+                judge: self.judge.kind(),
                 judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
                 explore_budget,
                 judge_skipped: None,
