@@ -129,10 +129,10 @@ pub struct BenchArgs {
     /// Write the pruner's curve as CSV here.
     #[arg(long)]
     pub curve_csv: Option<PathBuf>,
-    /// Draw the curve as a PNG here: the pruner's (with --prune) or the
+    /// Draw the curve as an SVG here: the pruner's (with --prune) or the
     /// judgment-budget sweep's (with --judge-budgets).
     #[arg(long)]
-    pub curve_png: Option<PathBuf>,
+    pub curve_svg: Option<PathBuf>,
     /// Run tree (best-first), rerank (BM25 top N + rerank) and gar at each
     /// of these judgment budgets, e.g. 20,50,100,200: candidates shown to
     /// the judge per query, references and the shortlist rerank included.
@@ -150,9 +150,6 @@ pub struct BenchArgs {
     /// depend on it; throughput (queries/s) does.
     #[arg(long)]
     pub concurrency: Option<usize>,
-    /// A .ttf font for the PNG's labels (default: a system DejaVu or Liberation font).
-    #[arg(long)]
-    pub font: Option<PathBuf>,
     #[command(flatten)]
     pub judge: JudgeArgs,
     #[command(flatten)]
@@ -272,9 +269,9 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
         }
     }
     say_if_no_evidence(args);
-    if let Some(path) = &args.curve_png {
+    if let Some(path) = &args.curve_svg {
         let title = format!("{} ({} judge)", data.name, setup.judge.backend.kind());
-        crate::plot::sweep_png(&report.judge_budgets, &title, path, args.font.as_deref())?;
+        crate::plot::sweep_svg(&report.judge_budgets, &title, path)?;
     }
     crate::emit(&report.markdown())
 }
@@ -339,10 +336,10 @@ fn judge_of(args: &BenchArgs, systems: &[SystemKind]) -> Result<treenav::judge::
 
 /// The output paths' folders exist (and `--run-dir` is made), before any work.
 fn check_outputs(args: &BenchArgs) -> Result<()> {
-    if args.curve_png.is_some() && !args.prune && args.judge_budgets.is_empty() {
-        bail!("--curve-png needs --prune or --judge-budgets");
+    if args.curve_svg.is_some() && !args.prune && args.judge_budgets.is_empty() {
+        bail!("--curve-svg needs --prune or --judge-budgets");
     }
-    for path in [&args.curve_csv, &args.curve_png, &args.evidence]
+    for path in [&args.curve_csv, &args.curve_svg, &args.evidence]
         .into_iter()
         .flatten()
     {
@@ -360,7 +357,7 @@ fn check_outputs(args: &BenchArgs) -> Result<()> {
     let outputs = [
         ("--json", &args.json),
         ("--curve-csv", &args.curve_csv),
-        ("--curve-png", &args.curve_png),
+        ("--curve-svg", &args.curve_svg),
         ("--run-dir", &args.run_dir),
         ("--score-file", &args.score_file),
         ("--evidence", &args.evidence),
@@ -559,8 +556,8 @@ async fn run_prune(
     if let Some(path) = &args.curve_csv {
         write_atomic(path, &curve.csv())?;
     }
-    if let Some(path) = &args.curve_png {
-        crate::plot::png(&curve, &title, path, args.font.as_deref())?;
+    if let Some(path) = &args.curve_svg {
+        crate::plot::curve_svg(&curve, &title, path)?;
     }
     if let Some(path) = &args.json {
         write_atomic(path, &crate::json_text(&curve)?)?;

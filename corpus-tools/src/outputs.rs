@@ -1,5 +1,5 @@
 //! Outputs never overwrite inputs: every path a command writes (`-o`,
-//! `--json`, `--run-dir`, `--curve-csv`, `--curve-png`) is refused, before
+//! `--json`, `--run-dir`, `--curve-csv`, `--curve-svg`) is refused, before
 //! any work, when it is one of the run's inputs, lies inside an input
 //! folder, or is a file of an input tree (`T` or a side file `T.*`). Paths
 //! are compared resolved (symlinks, `..`), the output by its folder since it

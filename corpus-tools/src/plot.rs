@@ -1,51 +1,13 @@
-//! Curves as PNG: the pruner's (recall retention against compression) and
+//! Curves as SVG: the pruner's (recall retention against compression) and
 //! the judgment-budget sweep's (Hit@1 and judged recall against candidates
-//! judged), one line per strategy or system.
+//! judged), one line per strategy or system. SVG, not PNG: the viewer draws
+//! the labels in its own fonts (no font file to find) and no image codec
+//! is compiled in (#67 row 6: ≈ 48 s of CPU of a cold build).
 
 use anyhow::{Context, Result};
 use plotters::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use treenav::eval::prune_curve::Curve;
-
-/// Fonts tried for the labels when --font is not given.
-const FONTS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/Library/Fonts/Arial.ttf",
-    "C:\\Windows\\Fonts\\arial.ttf",
-];
-
-/// Registers a font for the labels; false when none is found (the plot is
-/// then drawn without text).
-fn register_font(font: Option<&Path>) -> Result<bool> {
-    let candidates: Vec<PathBuf> = match font {
-        Some(f) => vec![f.to_path_buf()],
-        None => FONTS.iter().map(PathBuf::from).collect(),
-    };
-    let kind = treenav::files::Kind::new("--font", 64 << 20);
-    for path in candidates {
-        let read = treenav::files::read(&path, &kind);
-        if let Err(e) = &read {
-            if font.is_some() {
-                anyhow::bail!("{e}");
-            }
-        }
-        if let Ok(bytes) = read {
-            // plotters keeps registered fonts for the life of the process.
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            if register_font_bytes(bytes) {
-                return Ok(true);
-            }
-        }
-    }
-    Ok(false)
-}
-
-fn register_font_bytes(bytes: &'static [u8]) -> bool {
-    plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
-}
 
 /// One chart: named lines of (x, y) points.
 pub struct Panel {
@@ -57,50 +19,43 @@ pub struct Panel {
     pub lines: Vec<(String, Vec<(f64, f64)>)>,
 }
 
-/// Draws panels side by side into one PNG (800×600 each).
-pub fn draw(panels: &[Panel], path: &Path, font: Option<&Path>) -> Result<()> {
-    let text = register_font(font)?;
-    if !text {
-        eprintln!(
-            "no font found (use --font FILE.ttf): the plot has no labels; the CSV or JSON has the numbers"
-        );
-    }
+/// Draws panels side by side into one SVG (800×600 each), written through
+/// a temporary file and a rename.
+pub fn draw(panels: &[Panel], path: &Path) -> Result<()> {
     let width = 800 * panels.len().max(1) as u32;
-    let root = BitMapBackend::new(path, (width, 600)).into_drawing_area();
-    root.fill(&WHITE).context("drawing the plot")?;
-    let areas = root.split_evenly((1, panels.len().max(1)));
-    for (panel, area) in panels.iter().zip(&areas) {
-        draw_panel(panel, area, text)?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 600)).into_drawing_area();
+        root.fill(&WHITE).context("drawing the plot")?;
+        let areas = root.split_evenly((1, panels.len().max(1)));
+        for (panel, area) in panels.iter().zip(&areas) {
+            draw_panel(panel, area)?;
+        }
+        root.present().context("drawing the plot")?;
     }
-    root.present()
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    treenav::files::atomic::write(path, svg.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn draw_panel(
     panel: &Panel,
-    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
-    text: bool,
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
 ) -> Result<()> {
     let mut builder = ChartBuilder::on(area);
-    builder.margin(20);
-    if text {
-        builder
-            .caption(&panel.title, ("sans-serif", 22))
-            .x_label_area_size(45)
-            .y_label_area_size(60);
-    }
+    builder
+        .margin(20)
+        .caption(&panel.title, ("sans-serif", 22))
+        .x_label_area_size(45)
+        .y_label_area_size(60);
     let mut chart = builder
         .build_cartesian_2d(panel.x_range.clone(), panel.y_range.clone())
         .context("drawing the plot")?;
-    let mut mesh = chart.configure_mesh();
-    if text {
-        mesh.x_desc(panel.x_desc.as_str())
-            .y_desc(panel.y_desc.as_str());
-    } else {
-        mesh.disable_x_axis().disable_y_axis();
-    }
-    mesh.draw().context("drawing the plot")?;
+    chart
+        .configure_mesh()
+        .x_desc(panel.x_desc.as_str())
+        .y_desc(panel.y_desc.as_str())
+        .draw()
+        .context("drawing the plot")?;
     let colors = [RED, BLUE, GREEN, BLACK, MAGENTA, CYAN];
     for (i, (name, points)) in panel.lines.iter().enumerate() {
         let color = colors[i % colors.len()];
@@ -109,31 +64,27 @@ fn draw_panel(
         let series = chart
             .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
             .context("drawing the plot")?;
-        if text {
-            series.label(name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        }
+        series.label(name.clone()).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+        });
         chart
             .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
             .context("drawing the plot")?;
     }
-    if text {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 16))
-            .draw()
-            .context("drawing the plot")?;
-    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font(("sans-serif", 16))
+        .draw()
+        .context("drawing the plot")?;
     Ok(())
 }
 
 /// The pruner's curve: recall retention (y) against compression (x), one
 /// line per strategy, zoomed on the retention range the curves use.
-pub fn png(curve: &Curve, title: &str, path: &Path, font: Option<&Path>) -> Result<()> {
+pub fn curve_svg(curve: &Curve, title: &str, path: &Path) -> Result<()> {
     let low = curve
         .points
         .iter()
@@ -156,17 +107,16 @@ pub fn png(curve: &Curve, title: &str, path: &Path, font: Option<&Path>) -> Resu
         y_range: y_min..1.01,
         lines,
     };
-    draw(&[panel], path, font)
+    draw(&[panel], path)
 }
 
 /// The judgment-budget sweep: document Hit@1 and the gold's recall among
 /// the judged candidates (y) against candidates judged per query (x), one
 /// line per system.
-pub fn sweep_png(
+pub fn sweep_svg(
     budgets: &[treenav::eval::sweep::BudgetReport],
     title: &str,
     path: &Path,
-    font: Option<&Path>,
 ) -> Result<()> {
     let x_max = budgets.iter().map(|b| b.budget).max().unwrap_or(1) as f64 * 1.05;
     let series = |f: &dyn Fn(&treenav::eval::bench::SystemReport) -> f64| {
@@ -200,5 +150,5 @@ pub fn sweep_png(
             lines: series(&|s| s.document.judged_recall.unwrap_or(0.0)),
         },
     ];
-    draw(&panels, path, font)
+    draw(&panels, path)
 }

@@ -600,7 +600,7 @@ fn the_sweeps_tree_row_is_what_query_returns() {
 fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
     let dir = tempfile::tempdir().expect("tempdir");
     let json = dir.path().join("sweep.json");
-    let png = dir.path().join("sweep.png");
+    let svg = dir.path().join("sweep.svg");
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
     let o = treenav(&[
         "bench",
@@ -615,8 +615,8 @@ fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
         "--quiet",
         "--json",
         json.to_str().expect("utf8 path"),
-        "--curve-png",
-        png.to_str().expect("utf8 path"),
+        "--curve-svg",
+        svg.to_str().expect("utf8 path"),
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
@@ -651,8 +651,10 @@ fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
             assert!(s["passage"]["hit_at_1"].as_f64().is_some());
         }
     }
-    let bytes = std::fs::read(&png).expect("png written");
-    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    assert_svg_with(
+        &svg,
+        &["document Hit@1", "candidates judged per query", "tree"],
+    );
     // A budget that leaves nothing beside the shortlist is refused up front.
     let o = treenav(&[
         "bench",
@@ -965,7 +967,7 @@ fn prune_refuses_bad_input_clearly() {
 fn bench_prune_writes_the_curve() {
     let dir = tempfile::tempdir().expect("tempdir");
     let csv = dir.path().join("curve.csv");
-    let png = dir.path().join("curve.png");
+    let svg = dir.path().join("curve.svg");
     let o = treenav(&[
         "bench",
         "--prune",
@@ -976,8 +978,8 @@ fn bench_prune_writes_the_curve() {
         "3",
         "--curve-csv",
         csv.to_str().expect("utf8"),
-        "--curve-png",
-        png.to_str().expect("utf8"),
+        "--curve-svg",
+        svg.to_str().expect("utf8"),
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let table = std::fs::read_to_string(&csv).expect("csv written");
@@ -988,9 +990,23 @@ fn bench_prune_writes_the_curve() {
     for s in ["grade,", "keep,", "budget-select,", "top-n,"] {
         assert!(table.contains(s), "{table}");
     }
-    let bytes = std::fs::read(&png).expect("png written");
-    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    assert_svg_with(&svg, &["recall retention", "compression", "budget-select"]);
     assert!(text(&o.stdout).contains("compression at ≥95% retention"));
+}
+
+/// `path` is an SVG whose text has each of `labels` (axis names, legend)
+/// and lines drawn.
+fn assert_svg_with(path: &Path, labels: &[&str]) {
+    let svg = std::fs::read_to_string(path).expect("svg written");
+    assert!(
+        svg.starts_with("<svg"),
+        "not an SVG: {}",
+        &svg[..svg.len().min(80)]
+    );
+    for label in labels {
+        assert!(svg.contains(label), "no {label:?} in the SVG");
+    }
+    assert!(svg.matches("<polyline").count() >= 2, "no lines drawn");
 }
 
 /// A float32 `.npy` file (format 1.0) of `rows` × `dims`, written by hand
