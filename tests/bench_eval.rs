@@ -362,6 +362,7 @@ async fn prune_curve_on_the_sample_is_consistent() -> anyhow::Result<()> {
         &JudgeOptions::default(),
         8,
         1,
+        &[],
         &NoProgress,
     )
     .await?;
@@ -529,6 +530,7 @@ async fn bench_refuses_a_tree_built_from_another_corpus() -> anyhow::Result<()> 
         &JudgeOptions::default(),
         5,
         1,
+        &[],
         &NoProgress,
     )
     .await

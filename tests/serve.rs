@@ -1538,6 +1538,54 @@ fn assert_plot_is_readable(dom: &str) {
     );
 }
 
+/// `/v1/prune` on a service with the default judge (the embedding judge,
+/// which reads a tree's vectors) answers (#68: it was 502, "use it
+/// through a navigator"): the chunks are embedded with bge-small, or the
+/// lexical judge answers where bge-small cannot run. With a saved config
+/// (`--prune-config`), a request that names no strategy gets its
+/// strategy, threshold and judge; one that names a strategy gets that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_answers_on_a_default_service_and_takes_a_saved_config() {
+    let chunks = json!([
+        "Tesla worked for Edison in New York.",
+        "Bananas are yellow.",
+        "Paris is in France."
+    ]);
+    let ask = json!({"question": "Where did Tesla work?", "chunks": chunks});
+    let s = start(JudgeOptions::for_tree(), |_| {}).await;
+    let (status, pruned) = post(&s.base, "/v1/prune", ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{pruned}");
+    assert_eq!(pruned["strategy"], "grade");
+    assert_eq!(
+        pruned["kept"][0]["text"],
+        "Tesla worked for Edison in New York."
+    );
+    s.shutdown().await;
+
+    let saved = treenav::prune::PruneConfig {
+        strategy: treenav::prune::Strategy::Keep { threshold: 0.99 },
+        keep_top_k: 0,
+        token_budget: None,
+        judge: JudgeOptions::default(),
+        fitted: None,
+    };
+    let s = start(JudgeOptions::for_tree(), |o| o.prune = Some(saved)).await;
+    let (status, pruned) = post(&s.base, "/v1/prune", ask.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{pruned}");
+    assert_eq!(pruned["strategy"], "keep");
+    assert!(
+        pruned["kept"].as_array().is_some_and(|k| k.len() < 3),
+        "{pruned}"
+    );
+    let mut top = ask;
+    top["strategy"] = json!("top-n");
+    top["n"] = json!(2);
+    let (status, pruned) = post(&s.base, "/v1/prune", top).await;
+    assert_eq!(status, StatusCode::OK, "{pruned}");
+    assert_eq!(pruned["kept"].as_array().map(Vec::len), Some(2), "{pruned}");
+    s.shutdown().await;
+}
+
 /// The top passage ids for a Tesla question and the tree's document count:
 /// what a refused write must leave as it was.
 async fn tesla_state(base: &str) -> (Vec<String>, Value) {

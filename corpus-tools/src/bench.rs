@@ -1,168 +1,14 @@
 //! `treenav bench`: the tree and the baselines over a benchmark's queries.
 
-use crate::judge_args::JudgeArgs;
-use crate::query::NavArgs;
+pub use crate::bench_args::{BenchArgs, DenseEmbedder, PruneRetriever};
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use treenav::build::TreeParams;
 use treenav::eval::bench::{self, BenchSetup, SystemKind};
 use treenav::eval::dataset::{self, DatasetOptions};
 use treenav::tree::{self, EmbedderOptions, SummarizerOptions};
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DenseEmbedder {
-    /// all-MiniLM-L6-v2 in-process (build with --features minilm).
-    Minilm,
-    /// bge-small-en in-process with ONNX Runtime (build with --features onnx).
-    BgeSmall,
-    /// An OpenAI-compatible POST /v1/embeddings server (--embed-endpoint, --embed-model).
-    Openai,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct BenchArgs {
-    /// The benchmark: SQuAD v1.1 JSON (gold = the question's paragraph) or a
-    /// BEIR folder with corpus.jsonl, queries.jsonl and qrels/{split}.tsv.
-    #[arg(long)]
-    pub dataset: PathBuf,
-    /// BEIR split (qrels/{split}.tsv).
-    #[arg(long, default_value = "test")]
-    pub split: String,
-    /// Systems to run, comma-separated: tree, bm25, dense, hybrid, rerank, flat.
-    #[arg(long, value_delimiter = ',', default_value = "tree,bm25,rerank")]
-    pub systems: Vec<String>,
-    /// A tree file built from the same dataset (`treenav build DATASET -o
-    /// T`). Without the flag, one is built in memory with the defaults.
-    #[arg(long)]
-    pub tree: Option<PathBuf>,
-    /// Run a seeded random sample of N queries.
-    #[arg(long)]
-    pub limit: Option<usize>,
-    /// Seed of the sample (and of the tree built in memory).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// BM25 candidates the rerank system judges.
-    #[arg(long, default_value_t = 100)]
-    pub rerank_n: usize,
-    /// Skip flat above this many passages.
-    #[arg(long, default_value_t = 20_000)]
-    pub flat_max_passages: usize,
-    /// Skip bad corpus records (duplicate ids, malformed lines), listing
-    /// them, instead of stopping at the first (as `treenav build --skip-bad`).
-    #[arg(long)]
-    pub skip_bad: bool,
-    /// Leave out the queries whose ids FILE lists (one per line), before
-    /// `--limit` samples: the queries a fit was made on, or another run's.
-    #[arg(long, value_name = "FILE")]
-    pub exclude_queries: Option<PathBuf>,
-    /// Word budget of a passage when chunking BEIR documents.
-    #[arg(long, default_value_t = treenav::corpus::chunk::DEFAULT_PASSAGE_WORDS)]
-    pub passage_words: usize,
-    /// Embedder of dense and hybrid.
-    #[arg(long, value_enum)]
-    pub embedder: Option<DenseEmbedder>,
-    /// Embeddings server base URL (openai embedder).
-    #[arg(long)]
-    pub embed_endpoint: Option<String>,
-    /// Embedding model name (openai embedder).
-    #[arg(long)]
-    pub embed_model: Option<String>,
-    /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
-    #[arg(long)]
-    pub embed_model_dir: Option<PathBuf>,
-    /// Write every figure as JSON (schema treenav-bench/2) to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write a TREC run per system (and per system and budget), the qrels
-    /// and each query's metrics (JSONL) into this folder (made if missing),
-    /// for trec_eval, ir_measures or ranx.
-    #[arg(long)]
-    pub run_dir: Option<PathBuf>,
-    /// Write every passage the tree system's exploration judged, with its
-    /// evidence (the embedding judge's logit, BM25's ranks, the graph's
-    /// support) and whether it is gold, as JSON lines: the input of
-    /// `scripts/fit-fusion.py` (docs/calibration.md).
-    #[arg(long, value_name = "FILE")]
-    pub evidence: Option<PathBuf>,
-    /// The sweep's `tree+fused` and `rerank+fused` rows at each of these
-    /// fusion weights (default: --fusion, when above 0). They reorder the
-    /// base rows' judgments, so a grid costs no judge call.
-    #[arg(long, value_delimiter = ',')]
-    pub fusion_weights: Vec<f64>,
-    /// With --judge-budgets and the cross-encoder: score each (query,
-    /// passage) pair once for all systems and budgets: a faster sweep whose
-    /// figures agree with one without it up to the int8 model's padding
-    /// noise; each system's seconds then count only the pairs no system
-    /// before it scored.
-    #[arg(long)]
-    pub share_scores: bool,
-    /// Keep the cross-encoder's scores in FILE between runs (implies
-    /// --share-scores): read at the start when it exists, written after
-    /// each system and budget. A pair scored before is not run again, and
-    /// keeps its score from run to run. Refused if written for another
-    /// model file or --max-tokens.
-    #[arg(long, value_name = "FILE")]
-    pub score_file: Option<PathBuf>,
-    /// The analyzer of the bm25 baseline (and of hybrid and rerank, built
-    /// on it): en-stem, simple or words (no stemming, as before tantivy).
-    #[arg(long, default_value = "en-stem", value_parser = ["en-stem", "simple", "words"])]
-    pub analyzer: String,
-    /// No progress bars.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Measure the pruner instead: retrieve --prune-depth chunks per
-    /// question, sweep every strategy's knob, report recall retention
-    /// against compression.
-    #[arg(long)]
-    pub prune: bool,
-    /// Where the pruner's chunks come from.
-    #[arg(long, value_enum, default_value_t = PruneRetriever::Bm25)]
-    pub prune_retriever: PruneRetriever,
-    /// Chunks retrieved per question for the pruner.
-    #[arg(long, default_value_t = 15)]
-    pub prune_depth: usize,
-    /// The first k chunks always pass the pruner.
-    #[arg(long, default_value_t = 1)]
-    pub keep_top_k: usize,
-    /// Write the pruner's curve as CSV here.
-    #[arg(long)]
-    pub curve_csv: Option<PathBuf>,
-    /// Draw the curve as an SVG here: the pruner's (with --prune) or the
-    /// judgment-budget sweep's (with --judge-budgets).
-    #[arg(long)]
-    pub curve_svg: Option<PathBuf>,
-    /// Run tree (best-first), rerank (BM25 top N + rerank) and gar at each
-    /// of these judgment budgets, e.g. 20,50,100,200: candidates shown to
-    /// the judge per query, references and the shortlist rerank included.
-    #[arg(long, value_delimiter = ',')]
-    pub judge_budgets: Vec<usize>,
-    /// Run the cascade's cheap stage alone (the embedding judge over the
-    /// tree's vectors) at each of these exploration budgets, e.g.
-    /// 50,100,300,1000: nDCG@10 and the vectors read per query, beside
-    /// `dense` (every passage) when it runs. Needs a tree with vectors of
-    /// an embedder available here.
-    #[arg(long, value_delimiter = ',')]
-    pub explore_budgets: Vec<usize>,
-    /// Queries run at once (default: the cores for an in-process judge,
-    /// the judge's concurrency for a remote one). Metric values do not
-    /// depend on it; throughput (queries/s) does.
-    #[arg(long)]
-    pub concurrency: Option<usize>,
-    #[command(flatten)]
-    pub judge: JudgeArgs,
-    #[command(flatten)]
-    pub nav: NavArgs,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PruneRetriever {
-    /// Flat BM25.
-    Bm25,
-    /// The navigator over the tree (--tree, or built in memory).
-    Tree,
-}
 
 fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
     Ok(match args.embedder {
@@ -193,12 +39,6 @@ fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
     })
 }
 
-/// Writes `text` to `path` through a temporary file in the same folder.
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    treenav::files::atomic::write(path, text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
 pub async fn run(args: &BenchArgs) -> Result<()> {
     // Check every setting before any work.
     let systems = systems_of(args)?;
@@ -218,7 +58,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     let (tree, tree_source) =
         bench_tree(args, &systems, &data, embedder_opts.as_ref(), &bars).await?;
     if args.prune {
-        return run_prune(args, data, tree, navigator, judge, &bars).await;
+        return crate::prune_bench::run(args, data, tree, navigator, judge, &bars).await;
     }
     let embedder = match &embedder_opts {
         Some(o) => Some(tree::Embedder::new(o, args.seed)?),
@@ -263,7 +103,7 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();
     if let Some(path) = &args.json {
-        write_atomic(path, &crate::json_text(&report)?)?;
+        crate::outputs::write_atomic(path, &crate::json_text(&report)?)?;
         if !args.quiet {
             eprintln!("wrote {}", path.display());
         }
@@ -325,11 +165,12 @@ fn judge_of(args: &BenchArgs, systems: &[SystemKind]) -> Result<treenav::judge::
         || systems
             .iter()
             .any(|s| matches!(s, SystemKind::Rerank | SystemKind::Flat));
-    let judge_args = match lists {
-        true => args
+    let judge_args = match (args.prune, lists) {
+        (true, _) => args.judge.for_pruning(),
+        (false, true) => args
             .judge
-            .for_lists("this bench (rerank, flat, --judge-budgets or --prune)")?,
-        false => args.judge.clone(),
+            .for_lists("this bench (rerank, flat or --judge-budgets)")?,
+        (false, false) => args.judge.clone(),
     };
     judge_args.options()
 }
@@ -512,104 +353,4 @@ fn default_concurrency(judge: &treenav::judge::JudgeOptions) -> usize {
     } else {
         judge.dispatch.concurrency.max(1)
     }
-}
-
-async fn run_prune(
-    args: &BenchArgs,
-    mut data: treenav::eval::dataset::Dataset,
-    tree: Option<Arc<treenav::tree::Tree>>,
-    navigator: treenav::navigator::ValidConfig,
-    judge: treenav::judge::JudgeOptions,
-    bars: &crate::progress::Bars,
-) -> Result<()> {
-    use treenav::eval::prune_curve::{self, Retriever};
-    if let Some(n) = args.limit {
-        if n == 0 {
-            bail!("--limit must be at least 1");
-        }
-        data.sample(n, args.seed);
-    }
-    let retriever = match tree {
-        Some(tree) => Retriever::Tree {
-            tree,
-            config: navigator,
-        },
-        None => Retriever::Bm25,
-    };
-    let curve = prune_curve::run(
-        &data,
-        &retriever,
-        &judge,
-        args.prune_depth,
-        args.keep_top_k,
-        bars,
-    )
-    .await?;
-    bars.finish();
-    let title = format!(
-        "{}: pruning top {} ({} judge, {} questions)",
-        data.name,
-        curve.depth,
-        format!("{:?}", judge.backend.kind()).to_lowercase(),
-        curve.questions
-    );
-    if let Some(path) = &args.curve_csv {
-        write_atomic(path, &curve.csv())?;
-    }
-    if let Some(path) = &args.curve_svg {
-        crate::plot::curve_svg(&curve, &title, path)?;
-    }
-    if let Some(path) = &args.json {
-        write_atomic(path, &crate::json_text(&curve)?)?;
-    }
-    crate::emit(&prune_tables(&curve, &title))
-}
-
-/// The pruning curve's two tables: every point, then each strategy's
-/// compression at 95% and 99% retention with its cost.
-fn prune_tables(curve: &treenav::eval::prune_curve::Curve, title: &str) -> String {
-    let mut o = String::new();
-    out!(o, "{title}");
-    out!(
-        o,
-        "gold among the retrieved chunks for {} of {} questions\n",
-        curve.gold_retrieved,
-        curve.questions
-    );
-    out!(
-        o,
-        "| strategy | knob | value | recall retention | compression | token compression |"
-    );
-    out!(o, "|---|---|---|---|---|---|");
-    for p in &curve.points {
-        out!(
-            o,
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3} |",
-            p.strategy,
-            p.knob,
-            p.value,
-            p.recall_retention,
-            p.compression,
-            p.token_compression
-        );
-    }
-    out!(
-        o,
-        "\n| strategy | compression at ≥95% retention | at ≥99% | judge calls/q | added ms/q |"
-    );
-    out!(o, "|---|---|---|---|---|");
-    for ((name, ms), (_, calls)) in curve.latency_ms.iter().zip(&curve.judge_calls) {
-        let at = |r| {
-            curve
-                .compression_at(name, r)
-                .map_or("—".to_string(), |c| format!("{c:.3}"))
-        };
-        out!(
-            o,
-            "| {name} | {} | {} | {calls:.1} | {ms:.1} |",
-            at(0.95),
-            at(0.99)
-        );
-    }
-    o
 }

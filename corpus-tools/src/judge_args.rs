@@ -102,6 +102,16 @@ impl JudgeArgs {
         }
     }
 
+    /// These flags for the pruner, which judges lists with no tree:
+    /// `lexical` unless a judge was named; the embedding judge embeds the
+    /// chunks (`treenav::navigator::list_judge`).
+    pub fn for_pruning(&self) -> JudgeArgs {
+        JudgeArgs {
+            kind: Some(self.kind.clone().unwrap_or_else(|| LIST_JUDGE.to_string())),
+            ..self.clone()
+        }
+    }
+
     /// The judge these flags describe; an out-of-range setting is named by
     /// its flag (`--timeout`), not by the library's field.
     pub fn judge(&self) -> Result<treenav::judge::Judge> {

@@ -15,6 +15,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod batch;
 mod bench;
+mod bench_args;
 mod build;
 mod doctor;
 mod inspect;
@@ -23,6 +24,7 @@ mod outputs;
 mod plot;
 mod progress;
 mod prune;
+mod prune_bench;
 mod query;
 mod serve;
 mod texts;

@@ -5,7 +5,7 @@
 //! are compared resolved (symlinks, `..`), the output by its folder since it
 //! may not exist yet.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// `path` resolved; one that does not exist yet by its folder.
@@ -50,6 +50,12 @@ pub fn refuse_over(flag: &str, output: &Path, what: &str, input: &Path) -> Resul
         );
     }
     Ok(())
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    treenav::files::atomic::write(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

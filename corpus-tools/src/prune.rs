@@ -4,8 +4,11 @@ use crate::judge_args::JudgeArgs;
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use std::io::Read as _;
+use std::path::Path;
 use std::path::PathBuf;
-use treenav::prune::{input, Chunk, PruneOptions, Pruned, Pruner, Strategy, TokenCounter};
+use treenav::prune::{
+    input, Chunk, PruneConfig, PruneOptions, Pruned, Pruner, Strategy, TokenCounter,
+};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrategyKind {
@@ -28,6 +31,10 @@ pub struct PruneArgs {
     /// first. Without it, {"question": …, "chunks": […]} is read from stdin.
     #[arg(long)]
     pub chunks: Option<PathBuf>,
+    /// A saved config (`treenav bench --prune --target-recall` writes one):
+    /// its strategy, threshold, first-k, token budget and judge.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["strategy", "threshold", "extra", "n", "keep_top_k"])]
+    pub config: Option<PathBuf>,
     /// How chunks are chosen.
     #[arg(long, value_enum, default_value_t = StrategyKind::Grade)]
     pub strategy: StrategyKind,
@@ -47,7 +54,8 @@ pub struct PruneArgs {
     /// Tokens the kept chunks may use at most.
     #[arg(long)]
     pub token_budget: Option<usize>,
-    /// tokenizer.json counting the tokens (default: characters / 4).
+    /// tokenizer.json counting the tokens (default: bge-small's when it is
+    /// in the model cache, else characters / 4, said in the output).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
     /// Order kept chunks strongest at the start and the end of the context.
@@ -105,25 +113,70 @@ fn read_input(args: &PruneArgs) -> Result<(String, Vec<Chunk>)> {
     Ok((question, chunks))
 }
 
-pub async fn run(args: &PruneArgs) -> Result<()> {
-    let counter = match &args.tokenizer {
-        Some(path) => TokenCounter::from_file(path)?,
-        None => {
-            if args.token_budget.is_some() && !args.json {
-                eprintln!("counting tokens as characters / 4 (give --tokenizer tokenizer.json for real counts)");
+/// How tokens are counted: `tokenizer`'s, else bge-small's when its files
+/// are in the cache, else characters / 4 (said on stderr unless `quiet`).
+pub fn token_counter(tokenizer: Option<&Path>, say: bool) -> Result<TokenCounter> {
+    if let Some(path) = tokenizer {
+        return Ok(TokenCounter::from_file(path)?);
+    }
+    let default = treenav::tree::default_bge_dir().join("tokenizer.json");
+    let (counter, why) = TokenCounter::preferred(&default);
+    if let (Some(why), true) = (why, say) {
+        eprintln!("counting tokens as characters / 4: {why} (or give --tokenizer tokenizer.json)");
+    }
+    Ok(counter)
+}
+
+/// The pruner's options and judge: a saved config's, or the flags'.
+fn pruner(args: &PruneArgs) -> Result<Pruner> {
+    let counter = token_counter(
+        args.tokenizer.as_deref(),
+        args.token_budget.is_some() && !args.json,
+    )?;
+    let config = match &args.config {
+        Some(path) => Some(PruneConfig::read(path)?),
+        None => None,
+    };
+    let (options, judge) = match &config {
+        Some(c) => {
+            if let Some(kind) = args
+                .judge
+                .kind
+                .as_deref()
+                .filter(|k| *k != c.judge.backend.kind())
+            {
+                bail!(
+                    "{}: its threshold was fitted with the {} judge; --judge {kind} scores on another scale",
+                    args.config.as_deref().map_or(String::new(), |p| p.display().to_string()),
+                    c.judge.backend.kind()
+                );
             }
-            TokenCounter::CharsOver4
+            let options = PruneOptions {
+                token_budget: args.token_budget.or(c.token_budget),
+                edge_placement: args.edge_placement,
+                ..c.options(counter)
+            };
+            (options, c.judge.clone())
+        }
+        None => {
+            let options = PruneOptions {
+                strategy: args.strategy()?,
+                keep_top_k: args.keep_top_k,
+                token_budget: args.token_budget,
+                counter,
+                edge_placement: args.edge_placement,
+            };
+            (options, args.judge.for_pruning().options()?)
         }
     };
-    let options = PruneOptions {
-        strategy: args.strategy()?,
-        keep_top_k: args.keep_top_k,
-        token_budget: args.token_budget,
-        counter,
-        edge_placement: args.edge_placement,
-    };
-    let judge = args.judge.for_lists("prune")?.judge()?;
-    let pruner = Pruner::new(judge, options)?;
+    Ok(Pruner::new(
+        treenav::navigator::list_judge(&judge)?,
+        options,
+    )?)
+}
+
+pub async fn run(args: &PruneArgs) -> Result<()> {
+    let pruner = pruner(args)?;
     let (question, chunks) = read_input(args)?;
     let pruned = pruner.prune(&question, &chunks).await?;
     if args.json {

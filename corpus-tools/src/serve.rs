@@ -5,7 +5,6 @@ use crate::query::NavArgs;
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use treenav::prune::TokenCounter;
 use treenav::serve::{Limits, ServeOptions, Server, Tokens, TreeSpec};
 
 /// `--addr`: `host:port`, a name (`localhost:0`) resolved to its first
@@ -103,9 +102,14 @@ pub struct ServeArgs {
     /// Require a bearer token: a file of accepted tokens, one per line.
     #[arg(long)]
     pub auth_token_file: Option<PathBuf>,
-    /// tokenizer.json counting the pruner's tokens (default: characters / 4).
+    /// tokenizer.json counting the pruner's tokens (default: bge-small's
+    /// when it is in the model cache, else characters / 4, said at start).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
+    /// The pruner's settings and judge for `/v1/prune` requests that do not
+    /// give them: a config `treenav bench --prune --target-recall` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub prune_config: Option<PathBuf>,
     /// Write query text into the access log (off: logs never hold queries).
     #[arg(long)]
     pub log_queries: bool,
@@ -149,9 +153,11 @@ fn options(args: &ServeArgs) -> Result<ServeOptions> {
         (None, Some(path)) => Some(Tokens::from_file(path)?),
         (None, None) => None,
     };
-    if let Some(path) = &args.tokenizer {
-        options.counter = TokenCounter::from_file(path)?;
-    }
+    options.counter = crate::prune::token_counter(args.tokenizer.as_deref(), true)?;
+    options.prune = match &args.prune_config {
+        Some(path) => Some(treenav::prune::PruneConfig::read(path)?),
+        None => None,
+    };
     options.log_queries = args.log_queries;
     options.allowed = treenav::serve::Allowed::new(&args.allow_hosts, &args.allow_origins)?;
     Ok(options)

@@ -994,6 +994,120 @@ fn bench_prune_writes_the_curve() {
     assert!(text(&o.stdout).contains("compression at ≥95% retention"));
 }
 
+/// #68: `bench --prune --target-recall` picks each strategy's loosest knob
+/// keeping the target and writes the best as a config; `--prune-config`
+/// measures it on other questions beside where it was fitted; `prune
+/// --config` uses it, and refuses a judge of another kind.
+#[test]
+fn a_pruning_threshold_is_fitted_saved_measured_elsewhere_and_used() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("prune.json");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
+    let sample = sample.to_str().expect("utf8");
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--prune",
+            "--dataset",
+            sample,
+            "--quiet",
+            "--prune-depth",
+            "8",
+        ];
+        args.extend_from_slice(extra);
+        treenav(&args)
+    };
+    let path = config.to_str().expect("utf8");
+    let o = bench(&[
+        "--limit",
+        "40",
+        "--seed",
+        "1",
+        "--target-recall",
+        "0.9",
+        "--save-config",
+        path,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(said.contains("the loosest knob keeping ≥ 0.9"), "{said}");
+    assert!(
+        said.contains("wrote ") && said.contains("fitted on"),
+        "{said}"
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("config written"))
+            .expect("json");
+    let fitted = &saved["fitted"];
+    assert!(
+        fitted["recall_retention"].as_f64().expect("retention") >= 0.9,
+        "{saved}"
+    );
+    assert_eq!(fitted["questions"], 40);
+    assert!(fitted["command"]
+        .as_str()
+        .is_some_and(|c| c.contains("--target-recall 0.9")));
+    assert_eq!(saved["judge"]["backend"]["kind"], "lexical");
+
+    let o = bench(&["--limit", "30", "--seed", "2", "--prune-config", path]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(
+        said.contains("| fitted: ") && said.contains("| here: "),
+        "{said}"
+    );
+
+    let chunks = dir.path().join("chunks.json");
+    std::fs::write(
+        &chunks,
+        r#"["Tesla worked for Edison.", "Bananas are yellow.", "Paris is in France."]"#,
+    )
+    .expect("write");
+    let chunks = chunks.to_str().expect("utf8");
+    let o = treenav(&[
+        "prune",
+        "--config",
+        path,
+        "--chunks",
+        chunks,
+        "--question",
+        "Who did Tesla work for?",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let pruned: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(pruned["strategy"], saved["strategy"]["kind"], "{pruned}");
+    let o = treenav(&[
+        "prune",
+        "--config",
+        path,
+        "--chunks",
+        chunks,
+        "--question",
+        "q",
+        "--judge",
+        "cross-encoder",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("fitted with the lexical judge"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = treenav(&[
+        "prune",
+        "--config",
+        path,
+        "--strategy",
+        "top-n",
+        "--chunks",
+        chunks,
+        "--question",
+        "q",
+    ]);
+    assert!(!o.status.success(), "--config with --strategy is refused");
+}
+
 /// `path` is an SVG whose text has each of `labels` (axis names, legend)
 /// and lines drawn.
 fn assert_svg_with(path: &Path, labels: &[&str]) {

@@ -67,6 +67,9 @@ pub struct Curve {
     pub latency_ms: Vec<(String, f64)>,
     /// Judge calls per question, by strategy.
     pub judge_calls: Vec<(String, f64)>,
+    /// The strategies measured beside the sweep (a saved config's), in
+    /// the order asked.
+    pub measured: Vec<CurvePoint>,
 }
 
 impl Curve {
@@ -77,6 +80,20 @@ impl Curve {
             .filter(|p| p.strategy == strategy && p.recall_retention >= retention - 1e-12)
             .map(|p| p.compression)
             .max_by(f64::total_cmp)
+    }
+
+    /// The loosest knob of `strategy` that keeps at least `target` of the
+    /// needed chunks: its point with the highest compression there (the
+    /// higher retention on a tie); `None` when no knob keeps that much.
+    pub fn fit(&self, strategy: &str, target: f64) -> Option<&CurvePoint> {
+        self.points
+            .iter()
+            .filter(|p| p.strategy == strategy && p.recall_retention >= target - 1e-12)
+            .max_by(|a, b| {
+                a.compression
+                    .total_cmp(&b.compression)
+                    .then(a.recall_retention.total_cmp(&b.recall_retention))
+            })
     }
 
     /// The curve as CSV (header, then one line per point).
@@ -93,17 +110,19 @@ impl Curve {
     }
 }
 
-/// The knob values swept per strategy.
+/// The knob values swept per strategy: fine enough that a threshold for a
+/// target recall is found to within a few hundredths (selection is cheap:
+/// the model is asked once per question and kind).
 pub fn sweep(depth: usize) -> Vec<Strategy> {
     let mut out = Vec::new();
-    for t in [
-        1.5, 2.0, 2.5, 3.0, 3.25, 3.5, 3.75, 4.0, 4.25, 4.5, 4.75, 5.0,
-    ] {
+    for t in (20..=100).map(|i| f64::from(i) / 20.0) {
         out.push(Strategy::Grade { threshold: t });
     }
-    for t in [
-        0.05, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9,
-    ] {
+    let small = [
+        0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04,
+    ];
+    let rest = (5..=95).map(|i| f64::from(i) / 100.0);
+    for t in small.into_iter().chain(rest) {
         out.push(Strategy::Keep { threshold: t });
     }
     for extra in 0..depth {
@@ -267,6 +286,7 @@ impl Tally {
             points,
             latency_ms: per_kind(&self.latency),
             judge_calls: per_kind(&self.calls),
+            measured: Vec::new(),
         }
     }
 }
@@ -301,13 +321,15 @@ async fn score_kinds(
 }
 
 /// Runs the evaluation: retrieve `depth` chunks per question, score them
-/// once per strategy kind, sweep every knob of [`sweep`].
+/// once per strategy kind, sweep every knob of [`sweep`] and measure the
+/// `measured` strategies (a saved config's) on the same scores.
 pub async fn run(
     dataset: &Dataset,
     retriever: &Retriever,
     judge_options: &JudgeOptions,
     depth: usize,
     keep_top_k: usize,
+    measured: &[Strategy],
     progress: &dyn Progress,
 ) -> Result<Curve> {
     if depth == 0 {
@@ -319,7 +341,7 @@ pub async fn run(
         crate::context::check_tree_corpus(tree, &dataset.corpus)?;
     }
     let collection = Collection::new(&dataset.corpus);
-    let judge = Judge::new(judge_options)
+    let judge = treenav_navigator::list_judge(judge_options)
         .and_then(|j| j.with_corpus_stats(dataset.corpus_stats()))
         .map_err(|source| Error::Judge {
             system: "prune".into(),
@@ -332,7 +354,9 @@ pub async fn run(
     };
     let pruner = Pruner::new(judge.clone(), options)?;
     let first = FirstStage::new(retriever, &judge, &collection, depth)?;
-    let strategies = sweep(depth);
+    let mut strategies = sweep(depth);
+    let swept = strategies.len();
+    strategies.extend_from_slice(measured);
     let kinds = kinds(depth);
     let mut tally = Tally::new(strategies.len(), kinds.len());
     progress.stage("prune", dataset.queries.len() as u64);
@@ -367,5 +391,7 @@ pub async fn run(
             }
         }
     }
-    Ok(tally.curve(&strategies, &kinds, dataset.queries.len(), depth))
+    let mut curve = tally.curve(&strategies, &kinds, dataset.queries.len(), depth);
+    curve.measured = curve.points.split_off(swept);
+    Ok(curve)
 }

@@ -77,6 +77,7 @@ mod semantic;
 mod strategy;
 #[cfg(test)]
 mod tests;
+mod texts;
 mod view;
 
 pub use best_first::settings::BestFirstConfig;
@@ -84,6 +85,7 @@ pub use builder::NavigatorBuilder;
 pub use config::{defaults, NavigatorConfig, OnJudgeError, ValidConfig, DEFAULT_BUDGET};
 pub use navigate::Navigator;
 pub use strategy::Profile as StrategyProfile;
+pub use texts::{list_judge, TextVectors};
 
 strategies! {
     /// One global frontier under a hard judgment budget (the default

@@ -17,17 +17,64 @@ use treenav_tree::{NodeId, NodeKind, QueryEmbedder, Tree};
 /// Query vectors kept (a query is judged in many calls).
 const QUERIES_KEPT: usize = 64;
 
+/// A query embedder with the last queries' vectors kept: a query is
+/// judged in many calls, and embedded once.
+pub(crate) struct Queries {
+    embedder: QueryEmbedder,
+    kept: quick_cache::sync::Cache<String, Arc<Vec<f32>>>,
+}
+
+impl Queries {
+    pub(crate) fn new(embedder: QueryEmbedder) -> Queries {
+        Queries {
+            embedder,
+            kept: quick_cache::sync::Cache::new(QUERIES_KEPT),
+        }
+    }
+
+    /// The embedder as recorded, e.g. `onnx(bge-small-en, cls)`.
+    pub(crate) fn describe(&self) -> &str {
+        self.embedder.describe()
+    }
+
+    /// The query's unit vector (embedded once per query text).
+    pub(crate) async fn vector(&self, query: &str) -> treenav_judge::Result<Arc<Vec<f32>>> {
+        if let Some(v) = self.kept.get(query) {
+            return Ok(v);
+        }
+        let rows = self.embed(vec![query.to_string()]).await?;
+        let v: Vec<f32> = rows
+            .rows()
+            .into_iter()
+            .next()
+            .map_or_else(Vec::new, |r| r.to_vec());
+        let v = Arc::new(v);
+        self.kept.insert(query.to_string(), v.clone());
+        Ok(v)
+    }
+
+    /// Unit rows for `texts`, in order.
+    pub(crate) async fn embed(
+        &self,
+        texts: Vec<String>,
+    ) -> treenav_judge::Result<ndarray::Array2<f32>> {
+        self.embedder
+            .embed(texts)
+            .await
+            .map_err(|e| embed_error(&e))
+    }
+}
+
 /// The stored vectors of a tree, with its query embedder.
 pub(crate) struct TreeVectors {
     tree: Arc<Tree>,
-    embedder: QueryEmbedder,
+    queries: Queries,
     /// Fingerprint of each passage's and document's candidate id → node,
     /// sorted (built at the first query).
     ids: OnceLock<Vec<(u64, NodeId)>>,
     /// Each cluster's centroid (the normalised mean of its documents'
     /// vectors), by node index (built at the first descent).
     centroids: OnceLock<Vec<Option<Box<[f32]>>>>,
-    queries: quick_cache::sync::Cache<String, Arc<Vec<f32>>>,
     /// The fusion fitted for this embedder, if any (looked up once).
     fitted: Option<FittedFusion>,
 }
@@ -35,7 +82,7 @@ pub(crate) struct TreeVectors {
 impl std::fmt::Debug for TreeVectors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TreeVectors")
-            .field("embedder", &self.embedder.describe())
+            .field("embedder", &self.queries.describe())
             .finish_non_exhaustive()
     }
 }
@@ -63,10 +110,9 @@ impl TreeVectors {
         TreeVectors {
             fitted: crate::fusion::fitted_for(embedder.describe()),
             tree,
-            embedder,
+            queries: Queries::new(embedder),
             ids: OnceLock::new(),
             centroids: OnceLock::new(),
-            queries: quick_cache::sync::Cache::new(QUERIES_KEPT),
         }
     }
 
@@ -78,27 +124,12 @@ impl TreeVectors {
     /// The cascade's model fitted for this tree's embedder and the judge
     /// of `kind`, if any.
     pub(crate) fn fitted_cascade(&self, kind: &str) -> Option<FittedCascade> {
-        crate::fusion::fitted_cascade_for(self.embedder.describe(), kind)
+        crate::fusion::fitted_cascade_for(self.queries.describe(), kind)
     }
 
     /// The query's unit vector (embedded once per query text).
     pub(crate) async fn query_vector(&self, query: &str) -> treenav_judge::Result<Arc<Vec<f32>>> {
-        if let Some(v) = self.queries.get(query) {
-            return Ok(v);
-        }
-        let rows = self
-            .embedder
-            .embed(vec![query.to_string()])
-            .await
-            .map_err(|e| embed_error(&e))?;
-        let v: Vec<f32> = rows
-            .rows()
-            .into_iter()
-            .next()
-            .map_or_else(Vec::new, |r| r.to_vec());
-        let v = Arc::new(v);
-        self.queries.insert(query.to_string(), v.clone());
-        Ok(v)
+        self.queries.vector(query).await
     }
 
     /// The node a candidate stands for, by its id.
@@ -253,11 +284,7 @@ impl TreeVectors {
                 .iter()
                 .map(|i| candidates[*i].text.clone())
                 .collect();
-            let rows = self
-                .embedder
-                .embed(texts)
-                .await
-                .map_err(|e| embed_error(&e))?;
+            let rows = self.queries.embed(texts).await?;
             for (i, row) in missing.iter().zip(rows.rows()) {
                 cosines[*i] = row.iter().zip(q.iter()).map(|(a, b)| a * b).sum();
             }
@@ -271,7 +298,7 @@ impl TreeVectors {
 
 impl VectorSource for TreeVectors {
     fn embedder(&self) -> String {
-        self.embedder.describe().to_string()
+        self.queries.describe().to_string()
     }
 
     fn similarities<'a>(

@@ -41,11 +41,13 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod input;
 mod select;
 mod strategy;
 mod tokens;
 
+pub use config::{Fitted, PruneConfig};
 pub use strategy::{Strategy, STRATEGY_NAMES};
 pub use tokens::TokenCounter;
 

@@ -29,6 +29,22 @@ impl TokenCounter {
             })
     }
 
+    /// The tokenizer at `path` (the embedder's, `tokenizer.json`) when it
+    /// loads, else characters / 4 and why, for the caller to say.
+    pub fn preferred(path: &Path) -> (TokenCounter, Option<String>) {
+        if !path.is_file() {
+            let why = format!(
+                "{} is absent (bash scripts/fetch-models.sh fetches it)",
+                path.display()
+            );
+            return (TokenCounter::CharsOver4, Some(why));
+        }
+        match TokenCounter::from_file(path) {
+            Ok(counter) => (counter, None),
+            Err(e) => (TokenCounter::CharsOver4, Some(e.to_string())),
+        }
+    }
+
     /// Tokens of a text (no special tokens).
     pub fn count(&self, text: &str) -> Result<usize> {
         match self {

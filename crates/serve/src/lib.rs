@@ -63,11 +63,33 @@ use treenav_prune::TokenCounter;
 pub(crate) struct App {
     registry: Registry,
     judge: Judge,
+    /// The judge of `/v1/prune`: lists with no tree.
+    prune_judge: Judge,
+    /// `/v1/prune`'s defaults from a saved config.
+    prune: Option<treenav_prune::PruneConfig>,
     counter: TokenCounter,
     limits: Limits,
     admission: Admission,
     log_queries: bool,
     ready: ready::LastCheckup,
+}
+
+/// The judge of `/v1/prune`, which judges lists with no tree: a saved
+/// config's; else the service's judge, the embedding judge embedding the
+/// chunks with bge-small, or, where bge-small cannot run, the lexical
+/// judge (said in the log).
+pub(crate) fn prune_judge(options: &ServeOptions) -> Result<Judge, Error> {
+    if let Some(config) = &options.prune {
+        return Ok(treenav_navigator::list_judge(&config.judge)?);
+    }
+    match treenav_navigator::list_judge(&options.judge) {
+        Ok(judge) => Ok(judge),
+        Err(e) if Judge::new(&options.judge)?.uses_vectors() => {
+            tracing::warn!("/v1/prune judges with the lexical judge: {e}");
+            Ok(Judge::new(&treenav_judge::JudgeOptions::default())?)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A bound service, ready to run.
@@ -90,6 +112,7 @@ impl Server {
             .check()
             .map_err(|e| Error::Config(e.to_string()))?;
         let judge = Judge::new(&options.judge)?;
+        let prune_judge = prune_judge(&options)?;
         // The address first: a port in use is said at once, not after every
         // tree has loaded.
         let listener = TcpListener::bind(addr)
@@ -103,6 +126,8 @@ impl Server {
         let app = App {
             registry,
             judge,
+            prune_judge,
+            prune: options.prune.clone(),
             counter: options.counter.clone(),
             admission: Admission::new(limits.max_concurrent, limits.queue, limits.queue_wait),
             limits,

@@ -157,6 +157,11 @@ pub struct ServeOptions {
     pub navigator: NavigatorConfig,
     /// How the pruner counts tokens.
     pub counter: TokenCounter,
+    /// The pruner's settings a `/v1/prune` request does not give, and its
+    /// judge (a saved `prune.json`); without it, grade ≥ 4 judged by the
+    /// service's judge (the embedding judge embeds the chunks with
+    /// bge-small; where it cannot run, the lexical judge answers).
+    pub prune: Option<treenav_prune::PruneConfig>,
     /// Limits.
     pub limits: Limits,
     /// Bearer tokens; `None` serves without authentication.
@@ -176,6 +181,7 @@ impl ServeOptions {
             judge,
             navigator: NavigatorConfig::default(),
             counter: TokenCounter::CharsOver4,
+            prune: None,
             limits: Limits::default(),
             auth: None,
             log_queries: false,

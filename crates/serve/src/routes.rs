@@ -297,25 +297,35 @@ async fn answer(app: &App, req: RetrieveRequest) -> Result<RetrieveResponse, Api
     ))
 }
 
+/// The request's pruner settings; those it does not give come from the
+/// saved config when the service has one, else the pruner's defaults.
 fn prune_options(app: &App, req: &PruneRequest) -> Result<PruneOptions, ApiError> {
-    let name = req.strategy.as_deref().unwrap_or("grade");
+    let saved = app.prune.as_ref();
     let field = if req.threshold.is_some() {
         "threshold"
     } else {
         "strategy"
     };
-    let strategy = treenav_prune::Strategy::named(name, req.threshold, req.extra, req.n)
-        .map_err(|e| ApiError::bad_field(field, e.to_string()))?;
-    if let Some(budget) = req.token_budget {
+    let strategy = match (req.strategy.as_deref(), saved) {
+        (None, Some(config)) if req.threshold.is_none() => config.strategy,
+        (name, _) => {
+            let name = name.or(saved.map(|c| c.strategy.name())).unwrap_or("grade");
+            treenav_prune::Strategy::named(name, req.threshold, req.extra, req.n)
+                .map_err(|e| ApiError::bad_field(field, e.to_string()))?
+        }
+    };
+    let token_budget = req.token_budget.or(saved.and_then(|c| c.token_budget));
+    if let Some(budget) = token_budget {
         checked::count("token_budget", budget, 1..=100_000_000)
             .map_err(out_of_range("token_budget"))?;
     }
-    let keep_top_k = checked::count("keep_top_k", req.keep_top_k.unwrap_or(1), 0..=1_000_000)
+    let keep_top_k = req.keep_top_k.or(saved.map(|c| c.keep_top_k)).unwrap_or(1);
+    let keep_top_k = checked::count("keep_top_k", keep_top_k, 0..=1_000_000)
         .map_err(out_of_range("keep_top_k"))?;
     Ok(PruneOptions {
         strategy,
         keep_top_k,
-        token_budget: req.token_budget,
+        token_budget,
         counter: app.counter.clone(),
         edge_placement: req.edge_placement,
     })
@@ -347,7 +357,8 @@ pub(crate) async fn prune(
             ),
         ));
     }
-    let pruner = Pruner::new(app.judge.clone(), prune_options(&app, &req)?).map_err(prune_error)?;
+    let pruner =
+        Pruner::new(app.prune_judge.clone(), prune_options(&app, &req)?).map_err(prune_error)?;
     let chunks = input::to_chunks(req.chunks);
     let pruned = admitted(&app, async {
         pruner

@@ -47,6 +47,15 @@ impl QueryEmbedder {
         }))
     }
 
+    /// `embedder` for texts with no tree (the embedding judge over a list
+    /// of chunks).
+    pub fn new(embedder: Embedder) -> QueryEmbedder {
+        QueryEmbedder {
+            described: embedder.describe(),
+            kind: Kind::Model(Box::new(embedder)),
+        }
+    }
+
     /// `embedder` as the query embedder of `tree`: an error unless it is
     /// the one the tree records.
     pub fn with_embedder(tree: &Tree, embedder: Embedder) -> Result<QueryEmbedder> {
@@ -86,13 +95,7 @@ impl QueryEmbedder {
 pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
     use treenav_embed::EmbedderOptions;
     let options = if recorded.starts_with("onnx(bge-small-en") {
-        EmbedderOptions::BgeSmall {
-            model_dir: None,
-            ort_library: None,
-            batch_size: 32,
-            max_tokens: 256,
-            threads: 2,
-        }
+        EmbedderOptions::bge_small()
     } else if recorded.starts_with("minilm(") {
         EmbedderOptions::Minilm {
             model_dir: None,
