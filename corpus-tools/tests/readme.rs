@@ -7,8 +7,9 @@
 //! the paths and sizes a test can afford put in place of the README's, each
 //! substitution listed in [`Scene::rewrite`]: `cargo run … --` is this
 //! build's `treenav`, `../shared/data/scifact` is the notes fixture (a BEIR
-//! folder), `./my-notes` that fixture's notes written as Markdown files,
-//! `--limit` at most 8, and port 8080 the port `serve` was given. Two
+//! folder, whose one split stands for `--split train`), `./my-notes` that
+//! fixture's notes written as Markdown files, `--limit` at most 8, and port
+//! 8080 the port `serve` was given. Two
 //! commands are checked but not run, each saying why (printed as one
 //! summary line): the test command (it is the one running this test; its
 //! line must be `.ci/run`'s) and the local-LLM query (needs an LLM server:
@@ -114,6 +115,8 @@ impl Scene {
             dir.path().join("queries.jsonl"),
         )
         .expect("copy queries");
+        let chunks = r#"["ALDH1 marks breast cancer stem cells.", "Cats sleep most of the day.", "Rotate the keys every 90 days."]"#;
+        fs::write(dir.path().join("chunks.json"), chunks).expect("write chunks");
         Scene {
             dir,
             addr: None,
@@ -136,9 +139,12 @@ impl Scene {
             .and_then(|a| a.rsplit(':').next())
             .unwrap_or("8080");
         let mut out: Vec<String> = Vec::new();
+        let on_fixture = words.iter().any(|w| w == "../shared/data/scifact");
         for w in words {
             let w = match w.as_str() {
                 "../shared/data/scifact" => fixture.display().to_string(),
+                // The fixture has one split.
+                "train" if on_fixture => "test".to_string(),
                 _ if out.last().is_some_and(|p| p == "--limit") => {
                     let n: usize = w.parse().expect("--limit N");
                     n.min(8).to_string()
@@ -309,10 +315,20 @@ fn check_treenav(args: &[String], out: &Output, dir: &Path) {
             assert!(tree.is_file(), "{said}");
             assert!(said.contains("embedder onnx(bge-small-en"), "{said}");
         }
-        Some("bench") => {
-            assert!(after("--json").is_some_and(|j| j.is_file()), "{said}");
-            let run = after("--run-dir").expect("--run-dir");
-            assert!(run.join("tree@50.documents.run").is_file(), "{said}");
+        Some("bench") => match after("--save-config") {
+            Some(config) => {
+                let text = fs::read_to_string(&config).expect("the saved config");
+                assert!(text.contains("\"fitted\""), "{text}");
+            }
+            None => {
+                assert!(after("--json").is_some_and(|j| j.is_file()), "{said}");
+                let run = after("--run-dir").expect("--run-dir");
+                assert!(run.join("tree@50.documents.run").is_file(), "{said}");
+            }
+        },
+        Some("prune") => {
+            let v: Value = serde_json::from_slice(&out.stdout).expect("prune --json");
+            assert!(v["kept"].as_array().is_some_and(|k| !k.is_empty()), "{v}");
         }
         Some("inspect") => assert!(said.contains("embedder"), "{said}"),
         Some("add") => assert!(said.contains("1 added"), "{said}"),
