@@ -1540,8 +1540,8 @@ fn assert_plot_is_readable(dom: &str) {
 
 /// `/v1/prune` on a service with the default judge (the embedding judge,
 /// which reads a tree's vectors) answers (#68: it was 502, "use it
-/// through a navigator"): the chunks are embedded with bge-small, or the
-/// lexical judge answers where bge-small cannot run. With a saved config
+/// through a navigator"), judged as `treenav prune` judges (lexical). With
+/// a saved config
 /// (`--prune-config`), a request that names no strategy gets its
 /// strategy, threshold and judge; one that names a strategy gets that.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -890,7 +890,9 @@ fn prune_reads_stdin_and_keeps_what_the_answer_needs() {
     assert_eq!(kept, ["a", "c"], "{v}");
     assert_eq!(v["stats"]["chunks_in"], 4);
     // bge-small's tokenizer counts when it is cached (#68 row 4).
-    let cached = treenav::tree::default_bge_dir().join("tokenizer.json").is_file();
+    let cached = treenav::tree::default_bge_dir()
+        .join("tokenizer.json")
+        .is_file();
     let counter = if cached { "tokenizer" } else { "chars/4" };
     assert_eq!(v["stats"]["token_counter"], counter);
 

@@ -75,21 +75,19 @@ pub(crate) struct App {
 }
 
 /// The judge of `/v1/prune`, which judges lists with no tree: a saved
-/// config's; else the service's judge, the embedding judge embedding the
-/// chunks with bge-small, or, where bge-small cannot run, the lexical
-/// judge (said in the log).
+/// config's (`--prune-config`; the embedding judge embeds the chunks with
+/// bge-small); else the pruner's default, the lexical judge, as `treenav
+/// prune`, when the service judges trees with the embedding judge; else
+/// the service's judge (a cross-encoder, an LLM).
 pub(crate) fn prune_judge(options: &ServeOptions) -> Result<Judge, Error> {
     if let Some(config) = &options.prune {
         return Ok(treenav_navigator::list_judge(&config.judge)?);
     }
-    match treenav_navigator::list_judge(&options.judge) {
-        Ok(judge) => Ok(judge),
-        Err(e) if Judge::new(&options.judge)?.uses_vectors() => {
-            tracing::warn!("/v1/prune judges with the lexical judge: {e}");
-            Ok(Judge::new(&treenav_judge::JudgeOptions::default())?)
-        }
-        Err(e) => Err(e.into()),
+    let judge = Judge::new(&options.judge)?;
+    if judge.uses_vectors() {
+        return Ok(Judge::new(&treenav_judge::JudgeOptions::default())?);
     }
+    Ok(judge)
 }
 
 /// A bound service, ready to run.

@@ -158,9 +158,9 @@ pub struct ServeOptions {
     /// How the pruner counts tokens.
     pub counter: TokenCounter,
     /// The pruner's settings a `/v1/prune` request does not give, and its
-    /// judge (a saved `prune.json`); without it, grade ≥ 4 judged by the
-    /// service's judge (the embedding judge embeds the chunks with
-    /// bge-small; where it cannot run, the lexical judge answers).
+    /// judge (a saved `prune.json`); without it, grade ≥ 4 judged as
+    /// `treenav prune` judges (lexical), or by the service's judge when it
+    /// names a cross-encoder or an LLM.
     pub prune: Option<treenav_prune::PruneConfig>,
     /// Limits.
     pub limits: Limits,

@@ -451,7 +451,10 @@ class TreenavClient:
         token_budget: Optional[int] = None,
         edge_placement: bool = False,
     ) -> Pruned:
-        """The chunks (strings or ``{"id", "text"}``) the answer needs."""
+        """The chunks (strings or ``{"id", "text"}``) the answer needs.
+        Settings not given are the service's: a saved config's when it runs
+        with ``--prune-config prune.json`` (a threshold fitted for a target
+        recall by ``treenav bench --prune --target-recall``), else grade >= 4."""
         body: Dict[str, Any] = {
             "question": question,
             "chunks": list(chunks),
