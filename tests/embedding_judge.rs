@@ -333,7 +333,7 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
             let slots: Vec<f64> = all
                 .iter()
                 .filter(|(_, s)| s.judged.is_some())
-                .map(|(_, s)| treenav::judge::session::sigmoid(s.explored))
+                .map(|(_, s)| treenav::judge::probability::sigmoid(s.explored))
                 .collect();
             let judged_top = all
                 .iter()
@@ -347,7 +347,7 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         None => {
             assert!(judged
                 .iter()
-                .any(|z| (z - treenav::judge::session::logit(top.probability)).abs() < 1e-9))
+                .any(|z| (z - treenav::judge::probability::logit(top.probability)).abs() < 1e-9))
         }
     }
 }

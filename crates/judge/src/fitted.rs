@@ -67,7 +67,7 @@ pub struct Platt {
 impl Platt {
     /// P(relevant) of a cosine.
     pub fn probability(&self, cosine: f64) -> f64 {
-        crate::session::sigmoid(self.a * cosine + self.b)
+        crate::probability::sigmoid(self.a * cosine + self.b)
     }
 }
 

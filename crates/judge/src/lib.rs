@@ -44,6 +44,7 @@ mod dispatch;
 mod error;
 pub mod fitted;
 mod options;
+pub mod probability;
 mod render;
 pub mod session;
 
@@ -59,6 +60,7 @@ pub use dispatch::Judge;
 pub use error::{Error, ErrorKind, Result};
 pub use fitted::Platt;
 pub use options::{defaults, DispatchOptions, JudgeOptions};
+pub use probability::{confidence, expected_level, normalize};
 pub use render::{estimate_tokens, render_state};
 pub use session::{Ranking, Scored, Session, SessionOptions};
 
@@ -220,37 +222,4 @@ pub struct Grades {
     pub grades: Vec<Grade>,
     /// What it cost.
     pub usage: Usage,
-}
-
-/// Renormalises non-negative weights to sum to 1 (uniform when all are 0).
-pub fn normalize(weights: &[f64]) -> Vec<f64> {
-    let total: f64 = weights.iter().filter(|w| w.is_finite() && **w > 0.0).sum();
-    if total <= 0.0 {
-        let n = weights.len().max(1) as f64;
-        return vec![1.0 / n; weights.len()];
-    }
-    weights
-        .iter()
-        .map(|w| {
-            if w.is_finite() && *w > 0.0 {
-                w / total
-            } else {
-                0.0
-            }
-        })
-        .collect()
-}
-
-/// Entropy-based confidence 1 − H(p)/ln(n) of a distribution.
-pub fn confidence(p: &[f64]) -> f64 {
-    if p.len() < 2 {
-        return 1.0;
-    }
-    let h: f64 = p.iter().filter(|x| **x > 0.0).map(|x| -x * x.ln()).sum();
-    (1.0 - h / (p.len() as f64).ln()).clamp(0.0, 1.0)
-}
-
-/// The expected level index of a distribution over levels.
-pub fn expected_level(p: &[f64]) -> f64 {
-    p.iter().enumerate().map(|(i, x)| i as f64 * x).sum()
 }

@@ -22,6 +22,7 @@
 //! Fallback is the decider's business ([`crate::WithFallback`]); a call
 //! answered by the fallback is flagged in [`Call::fallback`].
 
+use crate::probability::{logit, sigmoid};
 use crate::render::split_batches;
 use crate::{Candidate, Choice, Decide, Error, Usage};
 use std::ops::Range;
@@ -31,17 +32,6 @@ pub const REFERENCES: usize = 2;
 
 /// Probabilities this close to 0 or 1 carry no scale for calibration.
 const SATURATED: f64 = 1e-6;
-
-/// The log-odds of `p` (clamped away from 0 and 1).
-pub fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-9, 1.0 - 1e-9);
-    (p / (1.0 - p)).ln()
-}
-
-/// The inverse of [`logit`].
-pub fn sigmoid(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
 
 fn unsaturated(p: f64) -> bool {
     p > SATURATED && p < 1.0 - SATURATED

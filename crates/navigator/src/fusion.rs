@@ -39,7 +39,7 @@
 use serde::Serialize;
 use std::collections::HashMap;
 use treenav_judge::fitted;
-use treenav_judge::session::{logit, sigmoid};
+use treenav_judge::probability::{logit, sigmoid};
 use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, NodeKind, Tree};
 

@@ -148,6 +148,9 @@ pub enum Error {
     /// The tree cannot be navigated (e.g. it has no passage).
     #[error("cannot navigate this tree: {0}")]
     Tree(String),
+    /// Reading the tree's texts, statistics or lexical index failed.
+    #[error("cannot read this tree: {0}")]
+    TreeData(#[from] treenav_tree::Error),
     /// The query has no word to look for (empty or whitespace only).
     #[error("the query is empty: give a question or keywords")]
     EmptyQuery,

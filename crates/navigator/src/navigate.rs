@@ -79,10 +79,7 @@ impl Navigator {
     pub fn corpus_stats(tree: &Tree) -> Result<Arc<CorpusStats>> {
         match tree.lexical() {
             Some(lexical) => Ok(lexical.stats.clone()),
-            None => tree
-                .passage_stats()
-                .map(Arc::new)
-                .map_err(|e| Error::Tree(e.to_string())),
+            None => tree.passage_stats().map(Arc::new).map_err(Error::TreeData),
         }
     }
 
@@ -90,10 +87,7 @@ impl Navigator {
     fn document_index(tree: &Tree) -> Result<Arc<DocumentIndex>> {
         match tree.lexical() {
             Some(lexical) => Ok(lexical.index.clone()),
-            None => tree
-                .document_index()
-                .map(Arc::new)
-                .map_err(|e| Error::Tree(e.to_string())),
+            None => tree.document_index().map(Arc::new).map_err(Error::TreeData),
         }
     }
 
@@ -522,7 +516,7 @@ impl Navigator {
         let text = self
             .tree
             .passage_text(id)
-            .map_err(|e| Error::Tree(e.to_string()))?
+            .map_err(Error::TreeData)?
             .into_owned();
         let metadata = match &parent.kind {
             NodeKind::Document {

@@ -39,6 +39,6 @@ impl Scope {
             None => index.search_scored(query, n),
             Some(allowed) => index.search_allowed(query, n, allowed),
         }
-        .map_err(|e| Error::Tree(e.to_string()))
+        .map_err(Error::TreeData)
     }
 }

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use treenav_build::{build_tree, TreeParams};
 use treenav_corpus::{load_str, Format, LoadOptions};
-use treenav_judge::session::{logit, sigmoid};
+use treenav_judge::probability::{logit, sigmoid};
 use treenav_judge::{Candidate, Decide, Limits, Scripted};
 use treenav_tree::{Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, Tree};
 

@@ -17,7 +17,7 @@
 
 use crate::backend::op::{Op, OpKind, Raw, Values};
 use crate::error::{Error, ErrorKind, Result};
-use crate::session::sigmoid;
+use crate::probability::{sigmoid, softmax};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,16 +70,11 @@ pub(crate) fn grade_from_logit(logit: f64, levels: usize) -> Vec<f64> {
     crate::normalize(&w)
 }
 
-pub(crate) fn softmax(x: &[f64]) -> Vec<f64> {
-    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    crate::normalize(&x.iter().map(|v| (v - max).exp()).collect::<Vec<_>>())
-}
-
 /// Turns a call's logits into the operation's answers.
 pub(crate) fn values_from_logits(op: &Op<'_>, logits: &[f64]) -> Values {
     match op.kind {
         OpKind::Judge => Values::Probabilities(logits.iter().map(|l| sigmoid(*l)).collect()),
-        OpKind::Choose => Values::Choice(softmax(logits)),
+        OpKind::Choose => Values::Choice(softmax(logits, 1.0)),
         OpKind::Grade(scale) => Values::Grades(
             logits
                 .iter()
@@ -545,7 +540,7 @@ mod tests {
         assert!(crate::expected_level(&hi) > 3.5);
         assert!((lo.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         assert!((sigmoid(0.0) - 0.5).abs() < 1e-12);
-        let s = softmax(&[1.0, 2.0, 3.0]);
+        let s = softmax(&[1.0, 2.0, 3.0], 1.0);
         assert!(s[2] > s[1] && s[1] > s[0]);
     }
 

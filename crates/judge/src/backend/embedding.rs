@@ -131,12 +131,7 @@ impl Embedding {
         let values = match op.kind {
             OpKind::Judge => Values::Probabilities(probabilities()),
             OpKind::Choose => {
-                let max = cosines.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let w: Vec<f64> = cosines
-                    .iter()
-                    .map(|c| ((c - max) / CHOICE_TEMPERATURE).exp())
-                    .collect();
-                Values::Choice(crate::normalize(&w))
+                Values::Choice(crate::probability::softmax(&cosines, CHOICE_TEMPERATURE))
             }
             OpKind::Grade(scale) => Values::Grades(
                 probabilities()

@@ -195,10 +195,7 @@ fn softmax(scores: &[f64]) -> Vec<f64> {
     let n = scores.len().max(1) as f64;
     let mean = scores.iter().sum::<f64>() / n;
     let sd = (scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n).sqrt();
-    let t = sd.max(0.5);
-    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let w: Vec<f64> = scores.iter().map(|s| ((s - max) / t).exp()).collect();
-    crate::normalize(&w)
+    crate::probability::softmax(scores, sd.max(0.5))
 }
 
 /// A distribution over `levels` levels whose expected index is p · (levels − 1),

@@ -7,7 +7,7 @@ use crate::navigate::{cut, Navigator, Scope};
 use crate::{Error, Result, RoundTrace, Route, TraceCandidate};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use treenav_judge::session::logit;
+use treenav_judge::probability::logit;
 use treenav_judge::{Candidate, Scored, Session};
 use treenav_tree::{NodeId, NodeKind};
 
