@@ -397,7 +397,7 @@ async fn the_budget_holds_and_the_trace_adds_up() {
         for (neighbours, clusters) in [(true, true), (false, false), (true, false)] {
             let found = run(tree.clone(), config(budget, neighbours, clusters)).await;
             let t = &found.trace;
-            assert_eq!(t.strategy, "best-first");
+            assert_eq!(t.strategy, treenav::navigator::Strategy::BestFirst);
             assert_eq!(t.judge_budget, Some(budget));
             assert!(
                 t.candidates_judged <= budget,

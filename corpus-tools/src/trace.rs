@@ -16,7 +16,7 @@ const LEGEND: &str = "each candidate (kept: in the answer): the score the answer
 /// `fitted`: the tree's fitted fusion, when it has one.
 pub fn explain(o: &mut String, found: &Retrieval, tree: &Tree, fitted: Option<FittedFusion>) {
     let t = &found.trace;
-    if t.strategy == "best-first" && !t.neighbourhoods {
+    if t.strategy == treenav::navigator::Strategy::BestFirst && !t.neighbourhoods {
         out!(
             o,
             "\nneighbourhoods off (the tree has no neighbour lists, or --no-neighbours)"

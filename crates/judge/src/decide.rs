@@ -51,6 +51,12 @@ pub trait Decide: Send + Sync + std::fmt::Debug {
         scale: &'a Scale,
     ) -> BoxFuture<'a, Result<Grades>>;
 
+    /// Whether it scores candidates from stored vectors (the embedding
+    /// judge): a navigator attaches a tree's, a pruner embeds the texts.
+    fn uses_vectors(&self) -> bool {
+        false
+    }
+
     /// This decider with corpus statistics (plain data) for its IDF, when it
     /// uses any (the lexical judge); `None` when it has no use for them.
     fn with_corpus_stats(&self, _stats: Arc<CorpusStats>) -> Result<Option<Arc<dyn Decide>>> {
@@ -103,6 +109,9 @@ impl Decide for Judge {
     fn pointwise(&self) -> bool {
         Judge::pointwise(self)
     }
+    fn uses_vectors(&self) -> bool {
+        Judge::uses_vectors(self)
+    }
     forward_questions!(|self| self);
     fn with_corpus_stats(&self, stats: Arc<CorpusStats>) -> Result<Option<Arc<dyn Decide>>> {
         if !self.uses_corpus_stats() {
@@ -130,6 +139,9 @@ impl<D: Decide + ?Sized> Decide for Arc<D> {
     }
     fn pointwise(&self) -> bool {
         (**self).pointwise()
+    }
+    fn uses_vectors(&self) -> bool {
+        (**self).uses_vectors()
     }
     forward_questions!(|self| (**self));
     fn with_corpus_stats(&self, stats: Arc<CorpusStats>) -> Result<Option<Arc<dyn Decide>>> {

@@ -124,14 +124,14 @@ async fn check_scope(tree: &Arc<Tree>, filter: &Filter, query: &str) -> Vec<usiz
             assert!(
                 reaches_a_passing_document(tree, filter, node),
                 "{} showed {id}, which {filter} keeps out",
-                found.trace.strategy
+                found.trace.strategy.name()
             );
         }
         for p in &found.passages {
             assert!(
                 passes(tree, filter, p.path[p.path.len() - 2]),
                 "{} returned {}, which {filter} keeps out",
-                found.trace.strategy,
+                found.trace.strategy.name(),
                 p.id
             );
             assert_eq!(

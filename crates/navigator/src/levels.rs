@@ -288,7 +288,7 @@ impl Navigator {
             exhausted: passages.len() < self.config.returned_passages(),
             passages,
             trace: Trace {
-                strategy: PROFILE.name,
+                strategy: crate::Strategy::Levels,
                 judge: self.judge.kind(),
                 judge_budget: None,
                 explore_budget: None,

@@ -372,8 +372,8 @@ pub struct LevelTrace {
 /// The record of one retrieval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trace {
-    /// `levels` or `best-first`.
-    pub strategy: &'static str,
+    /// The strategy that ran (`levels` or `best-first` in JSON).
+    pub strategy: Strategy,
     /// The judge this query was set up with (`embedding`, `lexical`,
     /// `cross-encoder`, …; `lexical` where the embedding judge was asked on
     /// a tree without usable vectors). In a cascade it is the second stage:

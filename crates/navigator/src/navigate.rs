@@ -121,7 +121,7 @@ impl Navigator {
                 .map(|j| Arc::new(j) as Arc<dyn Decide>),
             None => None,
         };
-        let judge_is_embedding = judge.kind() == "embedding";
+        let judge_is_embedding = judge.uses_vectors();
         let judge = match (judge_is_embedding, &vectors) {
             (false, _) => judge,
             (true, Some(v)) => judge.with_vectors(v.clone()).unwrap_or(judge),
@@ -285,7 +285,7 @@ impl Navigator {
         };
         out.trace.latency_ms = start.elapsed().as_secs_f64() * 1000.0;
         tracing::debug!(
-            strategy = out.trace.strategy,
+            strategy = out.trace.strategy.name(),
             passages = out.passages.len(),
             exhausted = out.exhausted,
             judged = out.trace.candidates_judged,
@@ -331,7 +331,7 @@ impl Navigator {
             passages: Vec::new(),
             exhausted: true,
             trace: crate::Trace {
-                strategy: self.config.strategy().name(),
+                strategy: self.config.strategy(),
                 judge: self.judge.kind(),
                 judge_budget: None,
                 explore_budget: None,

@@ -329,7 +329,7 @@ impl Navigator {
             exhausted: ranked.len() < r,
             passages: ranked,
             trace: Trace {
-                strategy: PROFILE.name,
+                strategy: crate::Strategy::BestFirst,
                 judge: self.judge.kind(),
                 judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
                 explore_budget,
