@@ -172,7 +172,7 @@ fn held_out(config: &PruneConfig, curve: &Curve, args: &BenchArgs) -> String {
         o,
         "| here: {} {} | {} | {:.3} | {:.3} |",
         args.dataset.display(),
-        args.split,
+        split_of(args),
         curve.questions,
         here.recall_retention,
         here.compression
@@ -234,7 +234,7 @@ fn fit(
         judge: judge.clone(),
         fitted: Some(Fitted {
             dataset: args.dataset.display().to_string(),
-            split: args.split.clone(),
+            split: split_of(args),
             questions: curve.questions,
             gold_retrieved: curve.gold_retrieved,
             depth: curve.depth,
@@ -252,6 +252,15 @@ fn fit(
         config.describe()
     );
     Ok(o)
+}
+
+/// The split run: a BEIR folder's `--split`; a SQuAD file has none (all
+/// its questions).
+fn split_of(args: &BenchArgs) -> String {
+    match args.dataset.is_dir() {
+        true => args.split.clone(),
+        false => "all".to_string(),
+    }
 }
 
 /// This process's command line, `treenav` first.
