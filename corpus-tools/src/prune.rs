@@ -139,24 +139,17 @@ fn pruner(args: &PruneArgs) -> Result<Pruner> {
     };
     let (options, judge) = match &config {
         Some(c) => {
-            if let Some(kind) = args
-                .judge
-                .kind
-                .as_deref()
-                .filter(|k| *k != c.judge.backend.kind())
-            {
-                bail!(
-                    "{}: its threshold was fitted with the {} judge; --judge {kind} scores on another scale",
-                    args.config.as_deref().map_or(String::new(), |p| p.display().to_string()),
-                    c.judge.backend.kind()
-                );
-            }
             let options = PruneOptions {
                 token_budget: args.token_budget.or(c.token_budget),
                 edge_placement: args.edge_placement,
                 ..c.options(counter)
             };
-            (options, c.judge.clone())
+            let named = match args.judge.kind {
+                Some(_) => Some(args.judge.options()?),
+                None => None,
+            };
+            let path = args.config.as_deref().unwrap_or(Path::new("--config"));
+            (options, c.judge_or(named, path)?)
         }
         None => {
             let options = PruneOptions {

@@ -37,7 +37,11 @@ pub async fn run(
         Some(path) => Some(PruneConfig::read(path)?),
         None => None,
     };
-    let judge = config_judge(args, config.as_ref(), judge)?;
+    // A saved config's judge, unless --judge names one of its kind.
+    let judge = match (&config, &args.prune_config) {
+        (Some(c), Some(path)) => c.judge_or(args.judge.kind.is_some().then_some(judge), path)?,
+        _ => judge,
+    };
     let keep_top_k = config.as_ref().map_or(args.keep_top_k, |c| c.keep_top_k);
     let measured: Vec<_> = config.iter().map(|c| c.strategy).collect();
     let curve = prune_curve::run(
@@ -124,28 +128,6 @@ fn prune_tables(curve: &treenav::eval::prune_curve::Curve, title: &str) -> Strin
         );
     }
     o
-}
-
-/// The judge a saved config is measured with: its own, unless `--judge`
-/// names one (then it must be of the same kind: another judge's scores are
-/// on another scale).
-fn config_judge(
-    args: &BenchArgs,
-    config: Option<&PruneConfig>,
-    judge: JudgeOptions,
-) -> Result<JudgeOptions> {
-    let Some(config) = config else {
-        return Ok(judge);
-    };
-    match args.judge.kind.as_deref() {
-        None => Ok(config.judge.clone()),
-        Some(kind) if kind == config.judge.backend.kind() => Ok(judge),
-        Some(kind) => bail!(
-            "{}: its threshold was fitted with the {} judge; --judge {kind} scores on another scale",
-            args.prune_config.as_deref().map_or(String::new(), |p| p.display().to_string()),
-            config.judge.backend.kind()
-        ),
-    }
 }
 
 /// The saved config here, beside what it kept where it was fitted.

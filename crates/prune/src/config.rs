@@ -120,6 +120,23 @@ impl PruneConfig {
         }
     }
 
+    /// The judge to prune with: this config's, or `named` (a judge the
+    /// user named, with its own options) when it is of the same kind;
+    /// another kind is refused, its scores being on another scale. `path`
+    /// names the config in the error.
+    pub fn judge_or(&self, named: Option<JudgeOptions>, path: &Path) -> Result<JudgeOptions> {
+        let fitted = self.judge.backend.kind();
+        match named {
+            None => Ok(self.judge.clone()),
+            Some(judge) if judge.backend.kind() == fitted => Ok(judge),
+            Some(judge) => Err(Error::Config(format!(
+                "{}: its threshold was fitted with the {fitted} judge; --judge {} scores on another scale",
+                path.display(),
+                judge.backend.kind()
+            ))),
+        }
+    }
+
     /// One line on where the threshold came from.
     pub fn describe(&self) -> String {
         let knob = match self.strategy {
