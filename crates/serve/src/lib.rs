@@ -79,15 +79,14 @@ pub(crate) struct App {
 /// bge-small); else the pruner's default, the lexical judge, as `treenav
 /// prune`, when the service judges trees with the embedding judge; else
 /// the service's judge (a cross-encoder, an LLM).
-pub(crate) fn prune_judge(options: &ServeOptions) -> Result<Judge, Error> {
+pub(crate) fn prune_judge(options: &ServeOptions, judge: &Judge) -> Result<Judge, Error> {
     if let Some(config) = &options.prune {
         return Ok(treenav_navigator::list_judge(&config.judge)?);
     }
-    let judge = Judge::new(&options.judge)?;
     if judge.uses_vectors() {
         return Ok(Judge::new(&treenav_judge::JudgeOptions::default())?);
     }
-    Ok(judge)
+    Ok(judge.clone())
 }
 
 /// A bound service, ready to run.
@@ -110,7 +109,7 @@ impl Server {
             .check()
             .map_err(|e| Error::Config(e.to_string()))?;
         let judge = Judge::new(&options.judge)?;
-        let prune_judge = prune_judge(&options)?;
+        let prune_judge = prune_judge(&options, &judge)?;
         // The address first: a port in use is said at once, not after every
         // tree has loaded.
         let listener = TcpListener::bind(addr)
