@@ -14,7 +14,7 @@
 //! * [`prune`]: the context pruner.
 #![warn(missing_docs)]
 
-pub use treenav_build as build;
+pub use treenav_builder as build;
 pub use treenav_corpus as corpus;
 pub use treenav_eval as eval;
 pub use treenav_files as files;

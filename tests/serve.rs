@@ -304,7 +304,7 @@ async fn metrics_follow_the_prometheus_conventions() {
                 _ => f64::NAN,
             })
     };
-    assert_eq!(value("treenav_build_info"), Some(1.0));
+    assert_eq!(value("treenav_builder_info"), Some(1.0));
     assert_eq!(value("treenav_trees_loaded"), Some(1.0));
     assert!(text.contains("# TYPE treenav_judge_cost_usd_total counter"));
     let latency = scrape

@@ -260,7 +260,7 @@ mod tests {
     /// by the same embedder, row i for the collection's passage i.
     #[tokio::test]
     async fn dense_reads_the_trees_passage_vectors_of_its_own_embedder() {
-        use treenav_build::{build_tree, TreeParams};
+        use treenav_builder::{build_tree, TreeParams};
         use treenav_tree::{EmbedderOptions, NoProgress, Summarizer};
         let jsonl: Vec<String> = (0..12)
             .map(|i| format!(r#"{{"_id":"d{i}","title":"T{i}","text":"insulin glucose {i}. football goal {i}."}}"#))

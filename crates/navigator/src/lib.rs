@@ -33,7 +33,7 @@
 //! use treenav_corpus::{load_str, Format, LoadOptions};
 //! use treenav_judge::{Judge, JudgeOptions};
 //! use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
-//! use treenav_build::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+//! use treenav_builder::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let topics = ["Insulin lowers blood glucose.", "The striker scored a goal.", "Lava flows from volcanoes."];

@@ -5,7 +5,7 @@
 use crate::{BestFirstConfig, Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use std::collections::HashSet;
 use std::sync::Arc;
-use treenav_build::{build_tree, TreeParams};
+use treenav_builder::{build_tree, TreeParams};
 use treenav_corpus::{load_str, Format, LoadOptions};
 use treenav_judge::probability::{logit, sigmoid};
 use treenav_judge::{Candidate, Decide, Limits, Scripted};

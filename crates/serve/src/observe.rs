@@ -3,7 +3,7 @@
 //! Every request is counted by route, method and status and timed into a
 //! histogram (route and status); in-flight requests are a gauge; retrievals
 //! add the judge's calls, cache hits, tokens and cost (a counter in USD);
-//! `treenav_build_info` and `treenav_trees_loaded` say what runs. Every
+//! `treenav_builder_info` and `treenav_trees_loaded` say what runs. Every
 //! metric has `# HELP`. A method outside the HTTP standard's is labelled
 //! and logged `OTHER`, so no client can grow the label set or the log.
 //! The access log (target `treenav_serve::access`) has the request id
@@ -45,7 +45,7 @@ pub(crate) fn prometheus() -> &'static PrometheusHandle {
             }
         };
         describe();
-        metrics::gauge!("treenav_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        metrics::gauge!("treenav_builder_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
         keep_drained(handle.clone());
         handle
     })
@@ -104,7 +104,7 @@ fn describe() {
         "Output tokens the judge produced, by route."
     );
     describe_gauge!(
-        "treenav_build_info",
+        "treenav_builder_info",
         "Always 1; the labels say which treenav runs."
     );
     describe_gauge!("treenav_trees_loaded", "Trees being served.");

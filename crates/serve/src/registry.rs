@@ -291,7 +291,7 @@ impl Registry {
             .get(name)
             .map(|s| s.info.embedder.clone())
             .unwrap_or_default();
-        let embedder = match treenav_build::update::embedder_for(&recorded).transpose() {
+        let embedder = match treenav_builder::update::embedder_for(&recorded).transpose() {
             Ok(e) => e,
             Err(e) => return Err(update_error(name, e)),
         };
@@ -303,7 +303,7 @@ impl Registry {
             runtime.block_on(async {
                 match change {
                     Change::Add(corpus) => {
-                        treenav_build::update::add(
+                        treenav_builder::update::add(
                             &path,
                             corpus,
                             embedder.as_ref(),
@@ -312,10 +312,10 @@ impl Registry {
                         .await
                     }
                     Change::Remove(ids) => {
-                        treenav_build::update::remove(&path, &ids, embedder.as_ref()).await
+                        treenav_builder::update::remove(&path, &ids, embedder.as_ref()).await
                     }
                     Change::Compact => {
-                        treenav_build::update::compact(&path).map(|_| Default::default())
+                        treenav_builder::update::compact(&path).map(|_| Default::default())
                     }
                 }
             })

@@ -10,7 +10,7 @@
 //! [`generation`]. Metadata filters ([`filter`]) and the query embedder
 //! ([`QueryEmbedder`]) are the read side the navigator uses.
 //!
-//! The `treenav-build` crate builds and updates trees; this crate loads,
+//! The `treenav-builder` crate builds and updates trees; this crate loads,
 //! checks and saves them.
 #![warn(missing_docs)]
 

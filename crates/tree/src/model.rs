@@ -579,7 +579,7 @@ impl Tree {
     }
 
     /// The arena and its neighbour lists, to be changed by an update
-    /// (`treenav-build`'s, which must [`Tree::validate`] the result before
+    /// (`treenav-builder`'s, which must [`Tree::validate`] the result before
     /// saving: nothing here keeps the tree's invariants).
     pub fn parts_mut(&mut self) -> (&mut Vec<Node>, &mut Vec<Vec<NodeId>>) {
         (&mut self.nodes, &mut self.neighbours)
@@ -748,7 +748,7 @@ impl Tree {
         Ok(out)
     }
 
-    /// The lexical side, to be changed by an update (`treenav-build`'s:
+    /// The lexical side, to be changed by an update (`treenav-builder`'s:
     /// its index commit names the update's generation).
     pub fn lexical_mut(&mut self) -> Option<&mut Lexical> {
         self.lexical.as_mut()

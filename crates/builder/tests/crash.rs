@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use treenav_build::update::{add, compact, remove};
-use treenav_build::{
+use treenav_builder::update::{add, compact, remove};
+use treenav_builder::{
     build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
 };
 use treenav_tree::corpus::{load_str, Corpus, Format, LoadOptions};

@@ -23,7 +23,7 @@ use treenav_tree::{Tree, TreeMeta};
 /// Parameters of a build, checked by [`TreeParams::check`] before any work.
 ///
 /// ```
-/// let params = treenav_build::TreeParams::default().branching(64).seed(7).check()?;
+/// let params = treenav_builder::TreeParams::default().branching(64).seed(7).check()?;
 /// assert_eq!(params.branching(), 64);
 /// # Ok::<(), treenav_tree::Error>(())
 /// ```

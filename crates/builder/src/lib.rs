@@ -13,7 +13,7 @@
 //! navigator uses are the `treenav-tree` crate's.
 //!
 //! ```
-//! use treenav_build::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
+//! use treenav_builder::{build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams};
 //! use treenav_corpus::{load_str, Format, LoadOptions};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

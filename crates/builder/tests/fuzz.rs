@@ -4,13 +4,13 @@
 //! and recomputed, so the mutation reaches the decoder and the validation
 //! behind it. Whatever the bytes, the result is a valid tree or an error
 //! naming the file; never a panic, never a huge allocation.
-//! `PROPTEST_CASES=20000 cargo test -p treenav-build --test fuzz --release`
+//! `PROPTEST_CASES=20000 cargo test -p treenav-builder --test fuzz --release`
 //! runs longer.
 
 use proptest::prelude::*;
 use std::path::Path;
 use std::sync::OnceLock;
-use treenav_build::{
+use treenav_builder::{
     build_tree, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, TreeParams,
 };
 use treenav_corpus::{load_str, Format, LoadOptions};
