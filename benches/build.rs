@@ -32,8 +32,9 @@ use std::process::Command;
 use std::time::Instant;
 use synthetic::generate;
 use treenav::build::{build_tree, TreeParams};
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::corpus::{load, Format, LoadOptions};
-use treenav::tree::{Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions};
+use treenav::tree::{Embedder, EmbedderOptions, NoProgress};
 
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")

@@ -12,8 +12,9 @@ mod synthetic;
 use std::path::Path;
 use std::time::Instant;
 use treenav::build::{build_tree, update, TreeParams};
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::corpus::{load_str, Format, LoadOptions};
-use treenav::tree::{file, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions};
+use treenav::tree::{file, Embedder, EmbedderOptions, NoProgress};
 
 /// Opens per measurement; the median is reported.
 const OPENS: usize = 5;

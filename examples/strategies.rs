@@ -9,10 +9,11 @@
 
 use std::sync::Arc;
 use treenav::build::{build_tree, TreeParams};
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::corpus::{load_str, Format, LoadOptions};
 use treenav::judge::{Judge, JudgeOptions};
 use treenav::navigator::{BestFirstConfig, Navigator, NavigatorConfig, Strategy};
-use treenav::tree::{Embedder, NoProgress, Summarizer, SummarizerOptions};
+use treenav::tree::{Embedder, NoProgress};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -9,10 +9,9 @@ mod support;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use treenav::build::{build_tree, TreeParams};
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::corpus::{load_str, Format, LoadOptions};
-use treenav::tree::{
-    Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions,
-};
+use treenav::tree::{Embedder, EmbedderOptions, NoProgress, NodeKind};
 
 fn corpus(n: usize) -> treenav::corpus::Corpus {
     let topics = [

@@ -939,6 +939,23 @@ async fn a_fifo_lock_hangs_neither_an_update_nor_the_service() {
     s.shutdown().await;
 }
 
+/// Another writer holding the tree's lock: an update is answered 409
+/// `conflict` (a typed error, not a message matched), and goes through
+/// once the lock is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_while_another_writer_holds_the_lock_is_a_conflict() {
+    let (s, path, _) = start_file(JudgeOptions::default(), |_| {}).await;
+    let held = treenav::tree::generation::Lock::acquire(&path).expect("lock");
+    let doc = json!([{"id": "locked-doc", "title": "Locks", "text": "One writer at a time."}]);
+    let (status, body) = post(&s.base, "/v1/trees/sample/documents", doc.clone()).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "conflict", "{body}");
+    drop(held);
+    let (status, body) = post(&s.base, "/v1/trees/sample/documents", doc).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    s.shutdown().await;
+}
+
 /// A byte of the served tree's tantivy files damaged in place: each
 /// request gets a JSON answer (an error, never a dropped connection), the
 /// tree answers 503 once damage was read and `/readyz` says so, and no

@@ -2,11 +2,11 @@
 //! tree, and refuses shards, plans and corpora that do not belong together.
 
 use std::path::Path;
-use treenav::build::{build_tree, Plan, ShardSpec, TreeParams, ValidTreeParams};
-use treenav::corpus::{load_str, Corpus, Format, LoadOptions};
-use treenav::tree::{
-    file, Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, Tree,
+use treenav::build::{
+    build_tree, Plan, ShardSpec, Summarizer, SummarizerOptions, TreeParams, ValidTreeParams,
 };
+use treenav::corpus::{load_str, Corpus, Format, LoadOptions};
+use treenav::tree::{file, Embedder, EmbedderOptions, NoProgress, Tree};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -76,7 +76,7 @@ fn build_shards(dir: &Path, indices: &[u32], count: u32) {
     }
 }
 
-fn merge(corpus: Corpus, dir: &Path) -> treenav::tree::Result<Tree> {
+fn merge(corpus: Corpus, dir: &Path) -> treenav::build::Result<Tree> {
     let plan = Plan::open(dir)?;
     let embedder = embedder(&params(4, 42));
     runtime().block_on(plan.merge(corpus, "sample", &summarizer(), &embedder, &NoProgress))
@@ -120,7 +120,7 @@ fn three_shards_merge_into_the_single_build() {
     }
 }
 
-fn error_of(result: treenav::tree::Result<Tree>) -> String {
+fn error_of(result: treenav::build::Result<Tree>) -> String {
     match result {
         Ok(_) => panic!("the merge should have been refused"),
         Err(e) => e.to_string(),

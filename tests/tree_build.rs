@@ -4,10 +4,9 @@
 use proptest::prelude::*;
 use std::collections::HashSet;
 use treenav::build::{build_tree, TreeParams};
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::corpus::{load_str, Format, LoadOptions};
-use treenav::tree::{
-    self, Embedder, EmbedderOptions, NoProgress, NodeKind, Summarizer, SummarizerOptions, Tree,
-};
+use treenav::tree::{self, Embedder, EmbedderOptions, NoProgress, NodeKind, Tree};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -428,7 +427,7 @@ fn load_refuses_what_is_not_a_tree_file_without_reading_it_all() {
 }
 
 /// A tree saved before tantivy (`.lexical` layout 1, its hand-written BM25
-/// index no longer read; tests/fixtures/layout1, XQuAD, 48 documents)
+/// index no longer read; crates/tree/tests/golden/xquad-lexical1, XQuAD, 48 documents)
 /// still loads: unstemmed statistics, its document index built anew in
 /// memory with the same `words` analyzer, and it answers. Saved again, it
 /// moves to layout 2 (a tantivy folder) with the default analyzer.
@@ -437,8 +436,8 @@ fn a_tree_saved_before_tantivy_loads_answers_and_moves_over() {
     use std::sync::Arc;
     use treenav::navigator::{Navigator, NavigatorConfig};
     use treenav::text::analyzer::Analyzer;
-    let fixture =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/layout1/xquad.tree");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/tree/tests/golden/xquad-lexical1/xquad.tree");
     let tree = treenav::tree::file::load(&fixture).expect("a layout-1 tree loads");
     let lexical = tree.lexical().expect("its lexical side");
     assert_eq!(lexical.stats.analyzer, Analyzer::Words);

@@ -6,9 +6,10 @@ use clap::ValueEnum;
 use std::path::Path;
 use std::sync::Arc;
 use treenav::build::TreeParams;
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::eval::bench::{self, BenchSetup, SystemKind};
 use treenav::eval::dataset::{self, DatasetOptions};
-use treenav::tree::{self, EmbedderOptions, SummarizerOptions};
+use treenav::tree::{self, EmbedderOptions};
 
 fn embedder_options(args: &BenchArgs) -> Result<Option<EmbedderOptions>> {
     Ok(match args.embedder {
@@ -102,15 +103,25 @@ pub async fn run(args: &BenchArgs) -> Result<()> {
     };
     let report = bench::run(&data, &setup, &bars).await?;
     bars.finish();
+    write_outputs(args, &report, &data.name, &setup)
+}
+
+/// The report's JSON and curve files, as asked, then its tables.
+fn write_outputs(
+    args: &BenchArgs,
+    report: &bench::Report,
+    name: &str,
+    setup: &BenchSetup,
+) -> Result<()> {
     if let Some(path) = &args.json {
-        crate::outputs::write_atomic(path, &crate::json_text(&report)?)?;
+        crate::outputs::write_atomic(path, &crate::json_text(report)?)?;
         if !args.quiet {
             eprintln!("wrote {}", path.display());
         }
     }
     say_if_no_evidence(args);
     if let Some(path) = &args.curve_svg {
-        let title = format!("{} ({} judge)", data.name, setup.judge.backend.kind());
+        let title = format!("{name} ({} judge)", setup.judge.backend.kind());
         crate::plot::sweep_svg(&report.judge_budgets, &title, path)?;
     }
     crate::emit(&report.markdown())
@@ -319,7 +330,7 @@ async fn bench_tree(
                 // embedding judge and `dense` compare the same model.
                 let options = embedder.cloned().unwrap_or_default();
                 let embedder = tree::Embedder::new(&options, params.seed())?;
-                let summarizer = tree::Summarizer::new(&SummarizerOptions::Extractive)?;
+                let summarizer = Summarizer::new(&SummarizerOptions::Extractive)?;
                 let built = treenav::build::build_tree(
                     data.corpus.clone(),
                     &data.name,

@@ -6,8 +6,9 @@ use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use treenav::build::TreeParams;
+use treenav::build::{Summarizer, SummarizerOptions};
 use treenav::corpus::{self, Format, LoadOptions};
-use treenav::tree::{self, EmbedderOptions, SummarizerOptions};
+use treenav::tree::{self, EmbedderOptions};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum EmbedderKind {
@@ -78,7 +79,7 @@ pub struct BuildArgs {
     embed_sentences: usize,
     /// Nearest documents stored per document for best-first navigation
     /// (searched in its leaf cluster and the leaf clusters sharing its parent; 0: none).
-    #[arg(long, default_value_t = treenav::tree::neighbours::DEFAULT_NEIGHBOURS)]
+    #[arg(long, default_value_t = treenav::build::cluster::neighbours::DEFAULT_NEIGHBOURS)]
     neighbours: usize,
     /// Embedder used for clustering and the neighbour lists. By default,
     /// bge-small when this build has the onnx feature and its files are in
@@ -211,7 +212,7 @@ fn model_options(args: &BuildArgs, kind: EmbedderKind) -> Result<EmbedderOptions
                 (_, true) => None,
                 (Some(dir), false) => Some(dir.clone()),
                 (None, false) => {
-                    Some(treenav::tree::summary::default_cache_dir().join("embeddings"))
+                    Some(treenav::build::summary::default_cache_dir().join("embeddings"))
                 }
             },
         },
@@ -456,7 +457,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     let params = tree_params(&args)?;
     let embedder = tree::Embedder::new(&embedder_options(&args)?, params.seed())?;
     let summarizer_options = summarizer_options(&args)?;
-    let summarizer = tree::Summarizer::new(&summarizer_options)?;
+    let summarizer = Summarizer::new(&summarizer_options)?;
     if let Some(output) = &args.output {
         check_output_folder(output)?;
         if let Some(input) = &args.input {
@@ -605,7 +606,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<()> {
     }
     // Every shard present before the corpus is loaded.
     plan.check_shards()?;
-    let summarizer = tree::Summarizer::new(&recipe.summarizer)?;
+    let summarizer = Summarizer::new(&recipe.summarizer)?;
     let options = LoadOptions {
         skip_bad: recipe.skip_bad,
         passage_words: recipe.passage_words,

@@ -349,6 +349,13 @@ fn render(report: &Report<'_>, bytes: u64, load_ms: f64) -> String {
         );
     }
     out!(o);
+    o.push_str(&sample_lines(report));
+    o
+}
+
+/// A few clusters, documents and passages, as a reader sees them.
+fn sample_lines(report: &Report<'_>) -> String {
+    let mut o = String::new();
     out!(o, "sample clusters");
     for c in &report.samples.clusters {
         out!(

@@ -203,6 +203,26 @@ fn fit(
     let Some(best) = best else {
         bail!("no strategy keeps {target} of the needed chunks here (deepen --prune-depth?)");
     };
+    let config = fitted_config(args, target, curve, best, judge, keep_top_k)?;
+    config.write(&args.save_config)?;
+    out!(
+        o,
+        "wrote {}: {}",
+        args.save_config.display(),
+        config.describe()
+    );
+    Ok(o)
+}
+
+/// The config of the fitted point `best`, with how it was fitted.
+fn fitted_config(
+    args: &BenchArgs,
+    target: f64,
+    curve: &Curve,
+    best: &CurvePoint,
+    judge: &JudgeOptions,
+    keep_top_k: usize,
+) -> Result<PruneConfig> {
     let strategy = treenav::prune::Strategy::named(
         best.strategy,
         (best.knob == "threshold").then_some(best.value),
@@ -226,14 +246,7 @@ fn fit(
             command: command_line(),
         }),
     };
-    config.write(&args.save_config)?;
-    out!(
-        o,
-        "wrote {}: {}",
-        args.save_config.display(),
-        config.describe()
-    );
-    Ok(o)
+    Ok(config)
 }
 
 /// The split run: a BEIR folder's `--split`; a SQuAD file has none (all

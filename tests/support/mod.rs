@@ -154,7 +154,8 @@ pub async fn tree_with(
     embedder: &treenav::tree::EmbedderOptions,
 ) -> std::sync::Arc<treenav::tree::Tree> {
     use treenav::build::{build_tree, TreeParams};
-    use treenav::tree::{Embedder, NoProgress, Summarizer, SummarizerOptions};
+    use treenav::build::{Summarizer, SummarizerOptions};
+    use treenav::tree::{Embedder, NoProgress};
     let mut params = TreeParams::default();
     if let Some(b) = branching {
         params = params.branching(b);

@@ -34,20 +34,25 @@
 //! ```
 #![warn(missing_docs)]
 
+mod error;
 mod full;
 mod grow;
 pub mod shard;
 pub mod update;
 
+pub use error::{Error, Result, TreeError};
 pub use full::{
     build_tree, default_clusters, embedding_texts, passage_label, Clustering, EmbeddingTexts,
     TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
 };
 pub use shard::{shard_file, Plan, ShardSpec};
+/// The clustering a build runs (k-means levels, near-duplicate lists).
+pub use treenav_cluster as cluster;
 pub use treenav_embed::{NoProgress, Progress};
+/// The summariser that labels clusters.
+pub use treenav_summary as summary;
+pub use treenav_summary::{Summarizer, SummarizerOptions};
 pub use treenav_tree::embed::{Embedder, EmbedderOptions};
-pub use treenav_tree::summary::{Summarizer, SummarizerOptions};
-/// A build's errors are the tree's: one type from the corpus to the file.
-pub use treenav_tree::{Error, Result, Tree};
+pub use treenav_tree::Tree;
 
 use treenav_tree::NodeId;

@@ -296,47 +296,7 @@ impl Embedder {
                 }
                 Ok(Embedder::Tfidf { dims: *dims, seed })
             }
-            EmbedderOptions::Openai {
-                endpoint,
-                model,
-                api_key_env,
-                batch_size,
-                timeout_secs,
-                concurrency,
-                cache_dir,
-            } => {
-                if *batch_size == 0 {
-                    return Err(Error::Param(
-                        "embedding batch size must be at least 1".into(),
-                    ));
-                }
-                if !(1..=256).contains(concurrency) {
-                    return Err(Error::Param(format!(
-                        "embedding concurrency must be in 1..=256, got {concurrency}"
-                    )));
-                }
-                let endpoint = Endpoint::new(
-                    "--embed-endpoint",
-                    endpoint,
-                    "/v1/embeddings",
-                    model,
-                    api_key_env.as_deref(),
-                    ClientConfig {
-                        timeout: Duration::from_secs((*timeout_secs).max(1)),
-                        ..ClientConfig::default()
-                    },
-                )
-                .map_err(Error::Http)?;
-                Ok(Embedder::Openai {
-                    client: endpoint.client,
-                    url: endpoint.url,
-                    model: endpoint.model,
-                    key: endpoint.key,
-                    batch_size: *batch_size,
-                    concurrency: *concurrency,
-                    cache_dir: cache_dir.clone(),
-                })
-            }
+            EmbedderOptions::Openai { .. } => openai(options),
             EmbedderOptions::Vectors {
                 path,
                 passages,
@@ -550,6 +510,53 @@ fn precomputed(
         matrix,
         passages,
         made_by,
+    })
+}
+
+/// An OpenAI-compatible `/v1/embeddings` endpoint, its options checked.
+fn openai(options: &EmbedderOptions) -> Result<Embedder> {
+    let EmbedderOptions::Openai {
+        endpoint,
+        model,
+        api_key_env,
+        batch_size,
+        timeout_secs,
+        concurrency,
+        cache_dir,
+    } = options
+    else {
+        return Err(Error::Param("not openai options".into()));
+    };
+    if *batch_size == 0 {
+        return Err(Error::Param(
+            "embedding batch size must be at least 1".into(),
+        ));
+    }
+    if !(1..=256).contains(concurrency) {
+        return Err(Error::Param(format!(
+            "embedding concurrency must be in 1..=256, got {concurrency}"
+        )));
+    }
+    let endpoint = Endpoint::new(
+        "--embed-endpoint",
+        endpoint,
+        "/v1/embeddings",
+        model,
+        api_key_env.as_deref(),
+        ClientConfig {
+            timeout: Duration::from_secs((*timeout_secs).max(1)),
+            ..ClientConfig::default()
+        },
+    )
+    .map_err(Error::Http)?;
+    Ok(Embedder::Openai {
+        client: endpoint.client,
+        url: endpoint.url,
+        model: endpoint.model,
+        key: endpoint.key,
+        batch_size: *batch_size,
+        concurrency: *concurrency,
+        cache_dir: cache_dir.clone(),
     })
 }
 

@@ -174,7 +174,7 @@ mod cache {
     use crate::{Error, Result};
     use std::path::Path;
 
-    const MAGIC: &[u8; 8] = b"TRNVEMBC";
+    const MAGIC: &[u8; 8] = treenav_files::magic::EMBEDDING_CACHE;
 
     /// The rows of a cached batch of `rows` texts; `None` when absent or not
     /// a whole batch of that size (then it is asked again and rewritten).

@@ -261,7 +261,8 @@ mod tests {
     #[tokio::test]
     async fn dense_reads_the_trees_passage_vectors_of_its_own_embedder() {
         use treenav_builder::{build_tree, TreeParams};
-        use treenav_tree::{EmbedderOptions, NoProgress, Summarizer};
+        use treenav_builder::{Summarizer, SummarizerOptions};
+        use treenav_tree::{EmbedderOptions, NoProgress};
         let jsonl: Vec<String> = (0..12)
             .map(|i| format!(r#"{{"_id":"d{i}","title":"T{i}","text":"insulin glucose {i}. football goal {i}."}}"#))
             .collect();
@@ -276,8 +277,7 @@ mod tests {
         let collection = Collection::new(&corpus);
         let params = TreeParams::default().branching(4).check().expect("params");
         let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("tfidf");
-        let summarizer =
-            Summarizer::new(&treenav_tree::SummarizerOptions::Extractive).expect("summarizer");
+        let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
         let tree = build_tree(corpus, "c", &params, &embedder, &summarizer, &NoProgress)
             .await
             .expect("tree");

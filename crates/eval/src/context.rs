@@ -67,6 +67,52 @@ pub(crate) enum Runner {
     Tree(Box<Navigator>),
 }
 
+/// The dense index, when a system (or the budget sweep) needs one.
+async fn dense_index(
+    setup: &BenchSetup,
+    sweep: bool,
+    collection: &Collection,
+    progress: &dyn Progress,
+) -> Result<Option<Dense>> {
+    // `BenchSetup::check` made sure the systems that embed have an embedder.
+    let dense = match &setup.embedder {
+        Some(embedder) if sweep || setup.systems.iter().any(|s| s.uses_embedder()) => {
+            // The tree's own passage vectors when it was embedded the
+            // same way: the corpus is not embedded twice.
+            let stored = setup
+                .tree
+                .as_ref()
+                .and_then(|t| Dense::from_tree(embedder.clone(), collection, t));
+            match stored {
+                Some(dense) => Some(dense),
+                None => Some(Dense::new(embedder.clone(), collection, progress).await?),
+            }
+        }
+        _ => None,
+    };
+    Ok(dense)
+}
+
+/// The judge whose scores every system shares, with the score file's
+/// pairs read in, when the run shares scores.
+fn shared_judge(setup: &BenchSetup) -> Result<Option<Judge>> {
+    let shared_judge = match setup.share_scores {
+        true => Judge::new(&setup.judge)
+            .map_err(|source| Error::Judge {
+                system: "-".into(),
+                query: "-".into(),
+                source,
+            })?
+            .sharing_scores(),
+        false => None,
+    };
+    if let (Some(path), Some(judge)) = (&setup.score_file, &shared_judge) {
+        let n = crate::score_file::load(path, judge)?;
+        tracing::info!(pairs = n, file = %path.display(), "read scored pairs");
+    }
+    Ok(shared_judge)
+}
+
 impl Context {
     /// Samples the queries, resolves their gold and builds the indexes the
     /// systems (and the budget sweep) need.
@@ -98,42 +144,14 @@ impl Context {
             }))
         .then(|| Bm25::new(&collection, setup.analyzer))
         .transpose()?;
-        // `BenchSetup::check` made sure the systems that embed have an embedder.
-        let dense = match &setup.embedder {
-            Some(embedder) if sweep || setup.systems.iter().any(|s| s.uses_embedder()) => {
-                // The tree's own passage vectors when it was embedded the
-                // same way: the corpus is not embedded twice.
-                let stored = setup
-                    .tree
-                    .as_ref()
-                    .and_then(|t| Dense::from_tree(embedder.clone(), &collection, t));
-                match stored {
-                    Some(dense) => Some(dense),
-                    None => Some(Dense::new(embedder.clone(), &collection, progress).await?),
-                }
-            }
-            _ => None,
-        };
+        let dense = dense_index(setup, sweep, &collection, progress).await?;
         let document_index = collection
             .documents
             .iter()
             .enumerate()
             .map(|(i, d)| (d.clone(), i))
             .collect();
-        let shared_judge = match setup.share_scores {
-            true => Judge::new(&setup.judge)
-                .map_err(|source| Error::Judge {
-                    system: "-".into(),
-                    query: "-".into(),
-                    source,
-                })?
-                .sharing_scores(),
-            false => None,
-        };
-        if let (Some(path), Some(judge)) = (&setup.score_file, &shared_judge) {
-            let n = crate::score_file::load(path, judge)?;
-            tracing::info!(pairs = n, file = %path.display(), "read scored pairs");
-        }
+        let shared_judge = shared_judge(setup)?;
         Ok(Context {
             setup: setup.clone(),
             queries: sampled.queries,

@@ -320,6 +320,27 @@ async fn score_kinds(
     Ok(scored)
 }
 
+/// The list judge over the dataset's statistics, and the pruner on it.
+fn pruner_for(
+    dataset: &Dataset,
+    judge_options: &JudgeOptions,
+    keep_top_k: usize,
+) -> Result<(Judge, Pruner)> {
+    let judge = treenav_navigator::list_judge(judge_options)
+        .and_then(|j| j.with_corpus_stats(dataset.corpus_stats()))
+        .map_err(|source| Error::Judge {
+            system: "prune".into(),
+            query: "-".into(),
+            source,
+        })?;
+    let options = PruneOptions {
+        keep_top_k,
+        ..PruneOptions::default()
+    };
+    let pruner = Pruner::new(judge.clone(), options)?;
+    Ok((judge, pruner))
+}
+
 /// Runs the evaluation: retrieve `depth` chunks per question, score them
 /// once per strategy kind, sweep every knob of [`sweep`] and measure the
 /// `measured` strategies (a saved config's) on the same scores.
@@ -341,18 +362,7 @@ pub async fn run(
         crate::context::check_tree_corpus(tree, &dataset.corpus)?;
     }
     let collection = Collection::new(&dataset.corpus);
-    let judge = treenav_navigator::list_judge(judge_options)
-        .and_then(|j| j.with_corpus_stats(dataset.corpus_stats()))
-        .map_err(|source| Error::Judge {
-            system: "prune".into(),
-            query: "-".into(),
-            source,
-        })?;
-    let options = PruneOptions {
-        keep_top_k,
-        ..PruneOptions::default()
-    };
-    let pruner = Pruner::new(judge.clone(), options)?;
+    let (judge, pruner) = pruner_for(dataset, judge_options, keep_top_k)?;
     let first = FirstStage::new(retriever, &judge, &collection, depth)?;
     let mut strategies = sweep(depth);
     let swept = strategies.len();

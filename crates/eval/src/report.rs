@@ -386,6 +386,37 @@ impl Report {
         o
     }
 
+    /// For each system that navigates: where its gold was lost, by level.
+    fn navigation_lines(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        for name in &self.order {
+            if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {
+                let levels: Vec<String> = nav
+                    .levels
+                    .iter()
+                    .map(|l| {
+                        format!(
+                            "{} {}: kept {:.1}%, lost {:.1}%",
+                            l.depth,
+                            l.kind,
+                            l.kept * 100.0,
+                            l.lost * 100.0
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "\n{name}: gold reached the passage level for {:.1}% of queries and was returned for {:.1}%; by level: {}",
+                    nav.reached_leaves * 100.0,
+                    nav.returned * 100.0,
+                    levels.join(" · ")
+                );
+            }
+        }
+        o
+    }
+
     /// The report as a Markdown table (plus navigation loss for `tree`).
     pub fn markdown(&self) -> String {
         use std::fmt::Write as _;
@@ -425,30 +456,7 @@ impl Report {
                 let _ = writeln!(o, "\n{name}: score {}", c.line());
             }
         }
-        for name in &self.order {
-            if let Some(nav) = self.systems.get(name).and_then(|s| s.navigation.as_ref()) {
-                let levels: Vec<String> = nav
-                    .levels
-                    .iter()
-                    .map(|l| {
-                        format!(
-                            "{} {}: kept {:.1}%, lost {:.1}%",
-                            l.depth,
-                            l.kind,
-                            l.kept * 100.0,
-                            l.lost * 100.0
-                        )
-                    })
-                    .collect();
-                let _ = writeln!(
-                    o,
-                    "\n{name}: gold reached the passage level for {:.1}% of queries and was returned for {:.1}%; by level: {}",
-                    nav.reached_leaves * 100.0,
-                    nav.returned * 100.0,
-                    levels.join(" · ")
-                );
-            }
-        }
+        o.push_str(&self.navigation_lines());
         for (name, why) in &self.skipped {
             let _ = writeln!(o, "\n{name} skipped: {why}");
         }

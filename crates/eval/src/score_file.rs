@@ -19,7 +19,7 @@ use crate::{Error, Result};
 use std::path::Path;
 use treenav_judge::{Judge, ScoredPair};
 
-const MAGIC: &[u8] = b"TNSCORES";
+const MAGIC: &[u8] = treenav_files::magic::SCORES;
 const VERSION: u32 = 2;
 /// The bytes of version 2's trailing checksum.
 const CHECKSUM: usize = 16;

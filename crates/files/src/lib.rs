@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod magic;
 
 use std::fs::File;
 use std::io::Read;

@@ -342,6 +342,40 @@ impl Judge {
         Ok(out)
     }
 
+    /// One choose call over candidates that fit one state.
+    async fn choose_once(&self, query: &str, candidates: &[Candidate]) -> Result<Choice> {
+        if candidates.len() == 1 {
+            return Ok(Choice {
+                probabilities: vec![1.0],
+                best: 0,
+                confidence: 1.0,
+                usage: Usage::default(),
+            });
+        }
+        let texts: Vec<u128> = candidates.iter().map(|c| text_key(&c.text)).collect();
+        let (raw, usage) = self
+            .run(Op {
+                kind: OpKind::Choose,
+                query,
+                candidates,
+                texts: &texts,
+            })
+            .await?;
+        let Values::Choice(p) = &raw.values else {
+            return Err(self.mismatch("choose", candidates.len(), &raw.values));
+        };
+        if p.len() != candidates.len() {
+            return Err(self.mismatch("choose", candidates.len(), &raw.values));
+        }
+        let p = normalize(p);
+        Ok(Choice {
+            best: argmax(&p),
+            confidence: confidence(&p),
+            probabilities: p,
+            usage,
+        })
+    }
+
     fn tournament<'a>(
         &'a self,
         query: &'a str,
@@ -359,36 +393,7 @@ impl Judge {
                     .collect();
             }
             if groups.len() == 1 {
-                if candidates.len() == 1 {
-                    return Ok(Choice {
-                        probabilities: vec![1.0],
-                        best: 0,
-                        confidence: 1.0,
-                        usage: Usage::default(),
-                    });
-                }
-                let texts: Vec<u128> = candidates.iter().map(|c| text_key(&c.text)).collect();
-                let (raw, usage) = self
-                    .run(Op {
-                        kind: OpKind::Choose,
-                        query,
-                        candidates,
-                        texts: &texts,
-                    })
-                    .await?;
-                let Values::Choice(p) = &raw.values else {
-                    return Err(self.mismatch("choose", candidates.len(), &raw.values));
-                };
-                if p.len() != candidates.len() {
-                    return Err(self.mismatch("choose", candidates.len(), &raw.values));
-                }
-                let p = normalize(p);
-                return Ok(Choice {
-                    best: argmax(&p),
-                    confidence: confidence(&p),
-                    probabilities: p,
-                    usage,
-                });
+                return self.choose_once(query, candidates).await;
             }
             let rounds = futures::future::try_join_all(
                 groups

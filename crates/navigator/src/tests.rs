@@ -6,10 +6,11 @@ use crate::{BestFirstConfig, Error, Navigator, NavigatorConfig, OnJudgeError, Ro
 use std::collections::HashSet;
 use std::sync::Arc;
 use treenav_builder::{build_tree, TreeParams};
+use treenav_builder::{Summarizer, SummarizerOptions};
 use treenav_corpus::{load_str, Format, LoadOptions};
 use treenav_judge::probability::{logit, sigmoid};
 use treenav_judge::{Candidate, Decide, Limits, Scripted};
-use treenav_tree::{Embedder, EmbedderOptions, NoProgress, Summarizer, SummarizerOptions, Tree};
+use treenav_tree::{Embedder, EmbedderOptions, NoProgress, Tree};
 
 const TOPICS: [&str; 4] = [
     "Insulin lowers blood glucose in diabetic patients.",

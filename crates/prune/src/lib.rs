@@ -280,15 +280,9 @@ impl Pruner {
             .await
     }
 
-    /// Asks the model once, as `strategy` needs.
-    pub async fn score_for(
-        &self,
-        question: &str,
-        chunks: &[Chunk],
-        strategy: &Strategy,
-    ) -> Result<Scored> {
-        check_input(question, chunks)?;
-        let start = Instant::now();
+    /// Each chunk's tokens; a chunk over the whole token budget alone is
+    /// an error naming it.
+    fn count_tokens(&self, chunks: &[Chunk]) -> Result<Vec<usize>> {
         let tokens = chunks
             .iter()
             .map(|c| self.options.counter.count(&c.text))
@@ -301,6 +295,19 @@ impl Pruner {
                 )));
             }
         }
+        Ok(tokens)
+    }
+
+    /// Asks the model once, as `strategy` needs.
+    pub async fn score_for(
+        &self,
+        question: &str,
+        chunks: &[Chunk],
+        strategy: &Strategy,
+    ) -> Result<Scored> {
+        check_input(question, chunks)?;
+        let start = Instant::now();
+        let tokens = self.count_tokens(chunks)?;
         let candidates = |from: usize| -> Vec<Candidate> {
             chunks[from..]
                 .iter()

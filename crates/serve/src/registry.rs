@@ -293,36 +293,19 @@ impl Registry {
             .unwrap_or_default();
         let embedder = match treenav_builder::update::embedder_for(&recorded).transpose() {
             Ok(e) => e,
-            Err(e) => return Err(update_error(name, e)),
+            Err(e) => return Err(update_error(name, e.into())),
         };
         // On the load thread: an update reads, embeds and writes files,
         // and must never hold an async worker.
         let path = spec.path.clone();
         let runtime = tokio::runtime::Handle::current();
-        let report = crate::heavy::run(move || {
-            runtime.block_on(async {
-                match change {
-                    Change::Add(corpus) => {
-                        treenav_builder::update::add(
-                            &path,
-                            corpus,
-                            embedder.as_ref(),
-                            &treenav_tree::NoProgress,
-                        )
-                        .await
-                    }
-                    Change::Remove(ids) => {
-                        treenav_builder::update::remove(&path, &ids, embedder.as_ref()).await
-                    }
-                    Change::Compact => {
-                        treenav_builder::update::compact(&path).map(|_| Default::default())
-                    }
-                }
-            })
-        })
-        .await
-        .map_err(|e| ApiError::internal(format!("the update of tree `{name}` stopped: {e}")))?
-        .map_err(|e| update_error(name, e))?;
+        let report =
+            crate::heavy::run(move || runtime.block_on(apply(&path, change, embedder.as_ref())))
+                .await
+                .map_err(|e| {
+                    ApiError::internal(format!("the update of tree `{name}` stopped: {e}"))
+                })?
+                .map_err(|e| update_error(name, e))?;
         let served = Arc::new(
             load_one(spec, self.judge.clone(), self.config.clone())
                 .await
@@ -353,18 +336,39 @@ impl Registry {
     }
 }
 
+/// Applies one change to the tree's files at `path`.
+async fn apply(
+    path: &std::path::Path,
+    change: Change,
+    embedder: Option<&treenav_tree::Embedder>,
+) -> treenav_builder::Result<treenav_builder::update::Report> {
+    match change {
+        Change::Add(corpus) => {
+            treenav_builder::update::add(path, corpus, embedder, &treenav_tree::NoProgress).await
+        }
+        Change::Remove(ids) => treenav_builder::update::remove(path, &ids, embedder).await,
+        Change::Compact => treenav_builder::update::compact(path).map(|_| Default::default()),
+    }
+}
+
 /// An update's error as the client sees it: 409 while another writer holds
 /// the tree, 422 for what the tree needs or would lose, 500 otherwise (the
 /// server's paths go to the log, not the body).
-fn update_error(name: &str, e: treenav_tree::Error) -> ApiError {
-    use treenav_tree::Error as E;
+fn update_error(name: &str, e: treenav_builder::Error) -> ApiError {
+    use treenav_builder::{Error as E, TreeError as T};
+    use treenav_tree::embed::Error as Embed;
     tracing::warn!(tree = %name, error = %e, "update refused");
     match e {
-        E::Param(m) if m.contains("is locked") => ApiError::conflict(format!(
+        E::Tree(T::Locked(_)) => ApiError::conflict(format!(
             "another update of tree `{name}` is running: retry when it ends"
         )),
-        E::Param(m) => ApiError::update(m),
-        E::Http(h) => ApiError::judge(format!("the tree's embedder failed: {h}")),
+        E::Param(m)
+        | E::Tree(T::Param(m))
+        | E::Embed(Embed::Param(m))
+        | E::Tree(T::Embed(Embed::Param(m))) => ApiError::update(m),
+        E::Tree(T::Http(h)) | E::Embed(Embed::Http(h)) | E::Tree(T::Embed(Embed::Http(h))) => {
+            ApiError::judge(format!("the tree's embedder failed: {h}"))
+        }
         _ => ApiError::internal(format!(
             "the update of tree `{name}` failed (see the server log)"
         )),

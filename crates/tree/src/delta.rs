@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 /// The suffix of the delta: `T.tree` → `T.tree.delta`.
 pub const DELTA_SUFFIX: &str = "delta";
-const MAGIC: &[u8; 8] = b"TRNVDELT";
+use treenav_files::magic::DELTA as MAGIC;
 /// Layout 2 adds the vectors of the passages added; layout 1 (without
 /// them) is still read.
 const VERSION: u32 = 2;
@@ -57,8 +57,8 @@ pub struct Delta {
     /// Nodes of the base tree file.
     pub base_nodes: u32,
     /// Changed and added nodes, by id, ascending (in the file as
-    /// `disk::NodeV1`).
-    #[serde(with = "crate::disk::nodes_by_id")]
+    /// `format::layouts::NodeV1`).
+    #[serde(with = "crate::format::layouts::nodes_by_id")]
     pub nodes: Vec<(u32, Node)>,
     /// Changed neighbour lists, by node id, ascending.
     pub neighbours: Vec<(u32, Vec<NodeId>)>,
@@ -80,7 +80,7 @@ pub struct Delta {
 struct DeltaV1 {
     generation: u64,
     base_nodes: u32,
-    #[serde(with = "crate::disk::nodes_by_id")]
+    #[serde(with = "crate::format::layouts::nodes_by_id")]
     nodes: Vec<(u32, Node)>,
     neighbours: Vec<(u32, Vec<NodeId>)>,
     stats: StatsChange,
@@ -150,7 +150,7 @@ pub fn write(delta: &Delta, path: &Path, base: BaseId) -> Result<u128> {
         path: path.to_path_buf(),
         source,
     };
-    let bytes = postcard::to_stdvec(delta).map_err(|e| Error::Encode(e.to_string()))?;
+    let bytes = postcard::to_stdvec(delta).map_err(Error::encode)?;
     let header_of = |hash: u128, _len: u64| {
         crate::vectors::paired_header(MAGIC, VERSION, hash, base, &[delta.generation])
     };

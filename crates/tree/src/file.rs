@@ -9,7 +9,7 @@
 //! and records their content hashes; [`to_bytes`] keeps everything in one
 //! buffer. Files of versions 1 to 3 hold everything in one file and load as
 //! before. Nodes and metadata go in and out through the frozen layouts of
-//! the `disk` module, never the model's own types.
+//! [`crate::format`], never the model's own types.
 //!
 //! Saving writes a temporary file beside the target, syncs it and renames it
 //! over the target, so a crash never leaves a half-written tree. Loading
@@ -17,7 +17,9 @@
 //! the structure, so a truncated, corrupted or foreign file is an error,
 //! never a panic or a garbage tree.
 
-use crate::disk::{MetaV1, MetaV3, NodeV1, NodeV1Out};
+use crate::format::layouts::{
+    Chunk, MetaV1, MetaV3, NodeV1, NodeV1Out, TreeV1, TreeV2, TreeV3, TreeV4, TreeV4Out,
+};
 use crate::id::NodeId;
 use crate::lexical::{Lexical, LEXICAL_SUFFIX};
 use crate::model::{Node, NodeKind, Tree, TreeMeta};
@@ -30,8 +32,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use treenav_text::index::LexicalIndex;
 
-/// The first 8 bytes of every tree file.
-pub const MAGIC: &[u8; 8] = b"TRNVTREE";
+use treenav_files::magic::TREE as MAGIC;
 
 /// A tree file as an input.
 const TREE_FILE: treenav_files::Kind =
@@ -42,70 +43,10 @@ pub const FORMAT_VERSION: u32 = 4;
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
 
-/// The payload of a version-1 file: no neighbour lists.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct TreeV1<N> {
-    meta: MetaV1,
-    nodes: Vec<N>,
-}
-
-/// The payload of a version-2 file.
-#[derive(serde::Deserialize)]
-struct TreeV2 {
-    meta: MetaV1,
-    nodes: Vec<NodeV1>,
-    neighbours: Vec<Vec<NodeId>>,
-}
-
-/// The payload of a version-3 file.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct TreeV3<N> {
-    meta: MetaV3,
-    nodes: Vec<N>,
-    neighbours: Vec<Vec<NodeId>>,
-}
-
 /// Nodes per chunk of a version-4 payload: chunks are encoded and decoded
 /// in parallel.
 /// (Small under test, so the tests cross chunk boundaries.)
 const NODE_CHUNK: usize = if cfg!(test) { 7 } else { 1 << 16 };
-
-/// The payload of a version-4 file, as read: nodes and neighbour lists in
-/// chunks of [`NODE_CHUNK`] nodes, each chunk postcard bytes of its own.
-#[derive(serde::Deserialize)]
-struct TreeV4<'a> {
-    meta: MetaV3,
-    /// Per chunk: the encoded `Vec<NodeV1>`.
-    #[serde(borrow)]
-    nodes: Vec<&'a [u8]>,
-    /// Per chunk: the encoded `Vec<Vec<NodeId>>` (none without neighbour lists).
-    #[serde(borrow)]
-    neighbours: Vec<&'a [u8]>,
-    /// The text store beside the file (`None`: texts are in the nodes).
-    texts: Option<SideFile>,
-    /// The lexical side file (`None`: computed when needed).
-    lexical: Option<SideFile>,
-}
-
-/// The payload of a version-4 file, as written: nodes borrowed from the
-/// tree, passage texts in them or not.
-#[derive(serde::Serialize)]
-struct TreeV4Out {
-    meta: MetaV3,
-    nodes: Vec<Chunk>,
-    neighbours: Vec<Chunk>,
-    texts: Option<SideFile>,
-    lexical: Option<SideFile>,
-}
-
-/// Encoded bytes, written as one byte string.
-struct Chunk(Vec<u8>);
-
-impl serde::Serialize for Chunk {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.0)
-    }
-}
 
 /// A range of a tree's nodes, encoded as `Vec<Node>` is, with passage
 /// texts read from wherever the tree holds them (`with_texts`) or left empty.
@@ -141,7 +82,7 @@ impl serde::Serialize for NodesOut<'_> {
 /// Encodes a version-4 payload.
 fn payload_v4(tree: &Tree, texts: Option<SideFile>, lexical: Option<SideFile>) -> Result<Vec<u8>> {
     use rayon::prelude::*;
-    let encode = |e: postcard::Error| Error::Encode(e.to_string());
+    let encode = |e: postcard::Error| Error::encode(e);
     let ranges: Vec<std::ops::Range<usize>> = (0..tree.len())
         .step_by(NODE_CHUNK)
         .map(|start| start..(start + NODE_CHUNK).min(tree.len()))
@@ -305,7 +246,7 @@ pub fn to_bytes_v3(tree: &Tree) -> Result<Vec<u8>> {
         nodes: nodes.iter().map(NodeV1Out::held).collect(),
         neighbours,
     };
-    let payload = postcard::to_stdvec(&out).map_err(|e| Error::Encode(e.to_string()))?;
+    let payload = postcard::to_stdvec(&out).map_err(Error::encode)?;
     Ok(framed(3, payload))
 }
 
@@ -318,7 +259,7 @@ pub fn to_bytes_v1(tree: &Tree) -> Result<Vec<u8>> {
         meta: MetaV1::from(&meta),
         nodes: nodes.iter().map(NodeV1Out::held).collect(),
     };
-    let payload = postcard::to_stdvec(&out).map_err(|e| Error::Encode(e.to_string()))?;
+    let payload = postcard::to_stdvec(&out).map_err(Error::encode)?;
     Ok(framed(1, payload))
 }
 

@@ -68,7 +68,7 @@ impl Lock {
             std::thread::sleep(std::time::Duration::from_millis(wait_ms));
         }
         Lock::try_acquire(tree)?.ok_or_else(|| {
-            Error::Param(format!(
+            Error::Locked(format!(
                 "another update of {} is running ({} is locked): wait for it to finish",
                 tree.display(),
                 lock_path(tree).display()
@@ -150,7 +150,7 @@ fn write_manifest(tree: &Path, parts: &[&str]) -> Result<()> {
     let text = serde_json::to_string(&Manifest {
         parts: parts.iter().map(|s| s.to_string()).collect(),
     })
-    .map_err(|e| Error::Encode(e.to_string()))?;
+    .map_err(Error::encode)?;
     treenav_files::atomic::write_atomically(&path, io_step, io, |f| {
         std::io::Write::write_all(f, text.as_bytes()).map_err(io)
     })
@@ -319,7 +319,7 @@ pub(crate) fn settle(tree: &Path) -> Result<()> {
                 return Ok(());
             }
             None if started.elapsed() > SETTLE_WAIT => {
-                return Err(Error::Param(format!(
+                return Err(Error::Locked(format!(
                 "{} is being saved by another process ({} is locked): try again when it is done",
                 tree.display(),
                 lock_path(tree).display()

@@ -26,8 +26,7 @@ use treenav_text::analyzer::Analyzer;
 use treenav_text::index::LexicalIndex;
 use treenav_text::stats::CorpusStats;
 
-/// The first bytes of a lexical side file.
-pub const LEXICAL_MAGIC: &[u8; 8] = b"TRNVLEXI";
+use treenav_files::magic::LEXICAL as LEXICAL_MAGIC;
 /// Layout 2: statistics with their analyzer, the index in tantivy's folder.
 const LEXICAL_VERSION: u32 = 2;
 /// The layouts this build reads (1: statistics only; its hand-written
@@ -60,8 +59,7 @@ impl DocumentIndex {
             .iter()
             .map(|(n, t)| (u64::from(n.0), t.as_str()))
             .collect();
-        let index = LexicalIndex::build(None, analyzer, &keyed)
-            .map_err(|e| Error::InvalidTree(e.to_string()))?;
+        let index = LexicalIndex::build(None, analyzer, &keyed).map_err(Error::Lexical)?;
         Ok(DocumentIndex {
             index,
             nodes: documents.into_iter().map(|(n, _)| n).collect(),
@@ -78,14 +76,12 @@ impl DocumentIndex {
     pub fn apply(&mut self, deletes: &[u64], adds: &[(u64, String)], payload: &str) -> Result<()> {
         self.index
             .apply(deletes, adds, payload)
-            .map_err(|e| Error::InvalidTree(e.to_string()))
+            .map_err(Error::Lexical)
     }
 
     /// The payload of the index's last commit (`None`: as built).
     pub fn payload(&self) -> Result<Option<String>> {
-        self.index
-            .payload()
-            .map_err(|e| Error::InvalidTree(e.to_string()))
+        self.index.payload().map_err(Error::Lexical)
     }
 
     /// Whether it indexes none.
@@ -110,9 +106,7 @@ impl DocumentIndex {
 
     /// The index's files that fail their checksums (none: whole).
     pub fn verify(&self) -> Result<Vec<PathBuf>> {
-        self.index
-            .verify()
-            .map_err(|e| Error::Encode(e.to_string()))
+        self.index.verify().map_err(Error::encode)
     }
 
     /// The top `n` document nodes for a query with their BM25 scores, best
@@ -139,7 +133,6 @@ impl DocumentIndex {
         n: usize,
         allowed: Option<&Arc<Allowed>>,
     ) -> Result<Vec<(NodeId, f64)>> {
-        let failed = |e: String| Error::InvalidTree(format!("lexical index: {e}"));
         let node = |k: u64| u32::try_from(k).ok().map(NodeId);
         let hits = match allowed {
             None => self.index.search(query, n),
@@ -149,7 +142,7 @@ impl DocumentIndex {
                     .search_where(query, n, move |k| node(k).is_some_and(|id| a.contains(id)))
             }
         }
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(Error::Lexical)?;
         Ok(hits
             .into_iter()
             .filter_map(|(k, score)| Some((node(k)?, f64::from(score))))
@@ -233,9 +226,7 @@ fn write_index_folder(index: &LexicalIndex, dir: &Path, paired: u128) -> Result<
     std::fs::create_dir(&tmp).map_err(io)?;
     let write = || -> Result<()> {
         crate::fault::io_step().map_err(io)?;
-        index
-            .write_to(&tmp)
-            .map_err(|e| Error::Encode(e.to_string()))?;
+        index.write_to(&tmp).map_err(Error::encode)?;
         std::fs::write(tmp.join(PAIRING_FILE), format!("{paired:032x}\n")).map_err(io)?;
         crate::fault::io_step().map_err(io)?;
         if dir.exists() {
@@ -287,8 +278,7 @@ impl Lexical {
             path: path.clone(),
             source,
         };
-        let stats = postcard::to_stdvec(&StoredStats::of(&self.stats))
-            .map_err(|e| Error::Encode(e.to_string()))?;
+        let stats = postcard::to_stdvec(&StoredStats::of(&self.stats)).map_err(Error::encode)?;
         let documents = self.index.nodes.len() as u64;
         let mut bytes = Vec::with_capacity(self.index.nodes.len() * 4 + stats.len());
         for node in &self.index.nodes {
@@ -348,14 +338,7 @@ impl Lexical {
                 documents.0
             )));
         }
-        let mut raw = vec![0u8; count as usize * 4];
-        source
-            .read_at(LEXICAL_HEADER as u64, &mut raw)
-            .map_err(io)?;
-        let nodes: Vec<NodeId> = raw
-            .chunks_exact(4)
-            .map(|c| NodeId(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-            .collect();
+        let nodes = read_nodes(&source, count).map_err(io)?;
         if let Some(n) = nodes.iter().find(|n| !(documents.1)(**n)) {
             return Err(bad(format!("node {} is not a document of the tree", n.0)));
         }
@@ -396,6 +379,16 @@ impl Lexical {
             layout_1: version == 1,
         })
     }
+}
+
+/// The `count` document node ids after the header.
+fn read_nodes(source: &FileAt, count: u64) -> std::io::Result<Vec<NodeId>> {
+    let mut raw = vec![0u8; count as usize * 4];
+    source.read_at(LEXICAL_HEADER as u64, &mut raw)?;
+    Ok(raw
+        .chunks_exact(4)
+        .map(|c| NodeId(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect())
 }
 
 /// Opens the tantivy folder beside a tree: the one paired with its

@@ -15,10 +15,10 @@
 #![warn(missing_docs)]
 
 pub mod delta;
-mod disk;
 pub mod fault;
 pub mod file;
 pub mod filter;
+pub mod format;
 pub mod generation;
 mod id;
 pub mod lexical;
@@ -31,8 +31,6 @@ pub use embed::{
     bge_small_available, default_bge_dir, Embedder, EmbedderOptions, OnnxEmbedder, Pooling,
 };
 pub use query::{embedder_for, QueryEmbedder};
-pub use treenav_cluster as cluster;
-pub use treenav_cluster::neighbours;
 pub use treenav_embed::{NoProgress, Progress};
 
 /// The embedders (the `treenav-embed` crate) and the query embedder that
@@ -44,9 +42,7 @@ pub mod embed {
 pub use id::NodeId;
 pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta, UpdateLog};
 pub use petgraph;
-pub use summary::{Summarizer, SummarizerOptions};
 pub use treenav_corpus as corpus;
-pub use treenav_summary as summary;
 pub use treenav_text as text;
 
 use std::path::PathBuf;
@@ -60,9 +56,16 @@ pub enum Error {
     /// A parameter or option is not valid; the message says which and why.
     #[error("invalid parameter: {0}")]
     Param(String),
-    /// A remote embedder or summariser failed (see `retryable()` on the cause).
+    /// A remote server failed (see `retryable()` on the cause).
     #[error(transparent)]
     Http(#[from] treenav_http::HttpError),
+    /// The embedder refused its options or failed.
+    #[error(transparent)]
+    Embed(#[from] treenav_embed::Error),
+    /// Another writer holds the tree's lock; the message names the lock
+    /// file.
+    #[error("{0}")]
+    Locked(String),
     /// Clustering failed.
     #[error("clustering failed: {0}")]
     Cluster(String),
@@ -87,37 +90,19 @@ pub enum Error {
     InvalidTree(String),
     /// The tree could not be encoded.
     #[error("cannot encode the tree: {0}")]
-    Encode(String),
+    Encode(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The lexical index could not be built, updated, written or searched.
+    #[error(transparent)]
+    Lexical(#[from] treenav_text::index::IndexError),
     /// A background task failed.
     #[error("background task failed: {0}")]
     Task(String),
 }
 
-/// The embedders' errors keep their meaning: a bad option is a
-/// [`Error::Param`], a failed server an [`Error::Http`].
-impl From<treenav_embed::Error> for Error {
-    fn from(e: treenav_embed::Error) -> Error {
-        use treenav_embed::Error as E;
-        match e {
-            E::Param(m) => Error::Param(m),
-            E::Http(e) => Error::Http(e),
-            E::Io { path, source } => Error::Io { path, source },
-            E::File(e) => Error::from(e),
-            E::Task(m) => Error::Task(m),
-        }
-    }
-}
-
-/// The summariser's errors keep their meaning: a failed server is an
-/// [`Error::Http`], the cache's file an [`Error::Io`].
-impl From<treenav_summary::Error> for Error {
-    fn from(e: treenav_summary::Error) -> Error {
-        use treenav_summary::Error as S;
-        match e {
-            S::Http(e) => Error::Http(e),
-            S::Io { path, source } => Error::Io { path, source },
-            S::Task(m) => Error::Task(m),
-        }
+impl Error {
+    /// A failed encoding, its cause kept.
+    pub fn encode(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Encode(Box::new(e))
     }
 }
 

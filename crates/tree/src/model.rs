@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What a node stands for. (Not serde: files hold nodes in the frozen
-/// layouts of `disk`, converted explicitly.)
+/// layouts of `format::layouts`, converted explicitly.)
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
     /// The single root.

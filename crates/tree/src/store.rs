@@ -16,8 +16,7 @@ use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The first bytes of a text store.
-pub const TEXTS_MAGIC: &[u8; 8] = b"TRNVTEXT";
+use treenav_files::magic::TEXTS as TEXTS_MAGIC;
 const TEXTS_VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, passage count, text bytes.
 const TEXTS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;

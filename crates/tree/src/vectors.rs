@@ -21,8 +21,7 @@ use std::path::{Path, PathBuf};
 pub const VECTORS_SUFFIX: &str = "vectors";
 /// The suffix of the passage vectors file: `T.tree` → `T.tree.passage-vectors`.
 pub const PASSAGE_VECTORS_SUFFIX: &str = "passage-vectors";
-/// The magic of the tree's int8 vectors files.
-pub const MAGIC: &[u8; 8] = b"TRNVVECS";
+use treenav_files::magic::VECTORS as MAGIC;
 const VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, base tree (crc, reserved, len),
 /// rows, dims, description bytes.
@@ -436,8 +435,7 @@ pub fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Result<()> 
         path: path.clone(),
         source,
     };
-    let described =
-        postcard::to_stdvec(&vectors.embedding).map_err(|e| Error::Encode(e.to_string()))?;
+    let described = postcard::to_stdvec(&vectors.embedding).map_err(Error::encode)?;
     let rows = vectors.nodes.len() as u64;
     let body = |out: &mut dyn Write| -> Result<()> {
         out.write_all(&described).map_err(io)?;

@@ -218,6 +218,30 @@ fn assemble(
         )));
     }
     let mut arena = Arena::new();
+    let ids = push_clusters(&mut arena, clusters, labels);
+    let mut unit_nodes: Vec<(usize, NodeId)> = Vec::with_capacity(units.len());
+    for ((_, group), id) in clusters.iter().zip(&ids) {
+        if let Group::Leaf(rows) = group {
+            for &u in rows {
+                unit_nodes.push((u, arena.push(document_kind(&corpus, &units[u]), *id)));
+            }
+        }
+    }
+    let mut node_of_unit = vec![NodeId(0); units.len()];
+    for (u, node) in &unit_nodes {
+        node_of_unit[*u] = *node;
+    }
+    for (u, node) in unit_nodes {
+        push_passages(&mut arena, &mut corpus, &units[u], node);
+    }
+    let neighbours = neighbour_lists(near, &node_of_unit, arena.nodes.len());
+    let tree = Tree::with_neighbours(meta, arena.nodes, neighbours)?;
+    Ok((tree, node_of_unit))
+}
+
+/// The cluster nodes, breadth first, each under its parent (the root for
+/// the top level); their ids in `clusters`' order.
+fn push_clusters(arena: &mut Arena, clusters: &[Cluster<'_>], labels: Labels) -> Vec<NodeId> {
     let mut ids: Vec<NodeId> = Vec::with_capacity(clusters.len());
     let parts = labels
         .summaries
@@ -235,52 +259,46 @@ fn assemble(
         };
         ids.push(arena.push(kind, parent));
     }
-    let mut unit_nodes: Vec<(usize, NodeId)> = Vec::with_capacity(units.len());
-    for ((_, group), id) in clusters.iter().zip(&ids) {
-        if let Group::Leaf(rows) = group {
-            for &u in rows {
-                unit_nodes.push((u, arena.push(document_kind(&corpus, &units[u]), *id)));
-            }
-        }
+    ids
+}
+
+/// A unit's passages under its document node, moved out of the corpus (it
+/// is consumed), not copied.
+fn push_passages(arena: &mut Arena, corpus: &mut Corpus, unit: &Unit, node: NodeId) {
+    let passages = &mut corpus.documents[unit.doc].passages;
+    for p in unit.passages.clone() {
+        let passage = std::mem::replace(
+            &mut passages[p],
+            treenav_corpus::Passage {
+                id: String::new(),
+                text: String::new(),
+            },
+        );
+        let kind = NodeKind::Passage {
+            id: passage.id,
+            text: passage.text,
+        };
+        arena.push(kind, node);
     }
-    let mut node_of_unit = vec![NodeId(0); units.len()];
-    for (u, node) in &unit_nodes {
-        node_of_unit[*u] = *node;
+}
+
+/// Each document node's near-duplicate neighbours (empty when no unit has
+/// any: the tree then stores none).
+fn neighbour_lists(near: &[Vec<usize>], node_of_unit: &[NodeId], nodes: usize) -> Vec<Vec<NodeId>> {
+    if near.iter().all(|l| l.is_empty()) {
+        return Vec::new();
     }
-    for (u, node) in unit_nodes {
-        let unit = &units[u];
-        let passages = &mut corpus.documents[unit.doc].passages;
-        for p in unit.passages.clone() {
-            // Moved, not copied: the corpus is consumed.
-            let passage = std::mem::replace(
-                &mut passages[p],
-                treenav_corpus::Passage {
-                    id: String::new(),
-                    text: String::new(),
-                },
-            );
-            let kind = NodeKind::Passage {
-                id: passage.id,
-                text: passage.text,
-            };
-            arena.push(kind, node);
-        }
+    let mut neighbours = vec![Vec::new(); nodes];
+    for (u, list) in near.iter().enumerate() {
+        let Some(node) = node_of_unit.get(u) else {
+            continue;
+        };
+        neighbours[node.index()] = list
+            .iter()
+            .filter_map(|v| node_of_unit.get(*v).copied())
+            .collect();
     }
-    let mut neighbours = Vec::new();
-    if near.iter().any(|l| !l.is_empty()) {
-        neighbours = vec![Vec::new(); arena.nodes.len()];
-        for (u, list) in near.iter().enumerate() {
-            let Some(node) = node_of_unit.get(u) else {
-                continue;
-            };
-            neighbours[node.index()] = list
-                .iter()
-                .filter_map(|v| node_of_unit.get(*v).copied())
-                .collect();
-        }
-    }
-    let tree = Tree::with_neighbours(meta, arena.nodes, neighbours)?;
-    Ok((tree, node_of_unit))
+    neighbours
 }
 
 /// The document node of a unit: its document's id, title, metadata and the

@@ -25,7 +25,7 @@ use treenav_tree::{Tree, TreeMeta};
 /// ```
 /// let params = treenav_builder::TreeParams::default().branching(64).seed(7).check()?;
 /// assert_eq!(params.branching(), 64);
-/// # Ok::<(), treenav_tree::Error>(())
+/// # Ok::<(), treenav_builder::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeParams {

@@ -7,6 +7,7 @@
 //! rows u64 · dims u64 · rows × dims little-endian f32`, row-major, so a
 //! shard reads only its own rows.
 
+use crate::TreeError;
 use crate::{Error, Result};
 use ndarray::{Array2, ArrayView2};
 use serde::{de::DeserializeOwned, Serialize};
@@ -15,19 +16,18 @@ use treenav_tree::store::ReadAt;
 use treenav_tree::store::{u64_at, write_atomically, FileAt};
 
 const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
-/// The plan's vectors (f32 rows), a magic of their own: the tree's
-/// quantized vectors are another layout.
-const VECTORS_MAGIC: &[u8; 8] = b"TRNVPVEC";
+use treenav_files::magic::{PLAN_VECTORS as VECTORS_MAGIC, VECTORS as TREE_VECTORS_MAGIC};
 const VECTORS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
 /// 2: the plan keeps the sentences embedded per document and the fitted
 /// TF-IDF model, so a merged tree keeps its vectors like a single build.
 const VERSION: u32 = 2;
 
 fn bad(path: &Path, problem: impl Into<String>) -> Error {
-    Error::BadFile {
+    TreeError::BadFile {
         path: path.to_path_buf(),
         problem: problem.into(),
     }
+    .into()
 }
 
 fn header(magic: &[u8; 8], hash: u128, tail: &[u64]) -> Vec<u8> {
@@ -44,8 +44,8 @@ fn header(magic: &[u8; 8], hash: u128, tail: &[u64]) -> Vec<u8> {
 
 /// Writes `value` as a record atomically; returns the body's hash.
 pub(crate) fn write_record<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<u128> {
-    let body = postcard::to_stdvec(value).map_err(|e| Error::Encode(e.to_string()))?;
-    let io = |source| Error::Io {
+    let body = postcard::to_stdvec(value).map_err(TreeError::encode)?;
+    let io = |source| TreeError::Io {
         path: path.to_path_buf(),
         source,
     };
@@ -103,7 +103,7 @@ pub(crate) fn read_record<T: DeserializeOwned>(
 
 /// Writes the rows of `vectors` atomically; returns the body's hash.
 pub(crate) fn write_vectors(path: &Path, vectors: ArrayView2<'_, f32>) -> Result<u128> {
-    let io = |source| Error::Io {
+    let io = |source| TreeError::Io {
         path: path.to_path_buf(),
         source,
     };
@@ -136,7 +136,7 @@ fn check_body(path: &Path, file: &FileAt, len: u64, hash: u128) -> Result<()> {
     while at < len {
         let n = usize::try_from(len - at).map_or(BLOCK, |left| left.min(BLOCK));
         file.read_at(at, &mut buf[..n])
-            .map_err(|source| Error::Io {
+            .map_err(|source| TreeError::Io {
                 path: path.to_path_buf(),
                 source,
             })?;
@@ -178,11 +178,11 @@ impl Vectors {
         if len < VECTORS_HEADER as u64 {
             return Err(bad(path, "truncated: shorter than a vectors file's header"));
         }
-        file.read_at(0, &mut head).map_err(|source| Error::Io {
+        file.read_at(0, &mut head).map_err(|source| TreeError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        if &head[..8] == treenav_tree::vectors::MAGIC {
+        if &head[..8] == TREE_VECTORS_MAGIC {
             return Err(bad(
                 path,
                 "a plan's vectors written by an older build (under the tree vectors' magic): make the plan again",
@@ -229,7 +229,7 @@ impl Vectors {
             let at = VECTORS_HEADER as u64 + rows[i] as u64 * row_bytes as u64;
             self.file
                 .read_at(at, &mut buf)
-                .map_err(|source| Error::Io {
+                .map_err(|source| TreeError::Io {
                     path: self.path.clone(),
                     source,
                 })?;
@@ -276,10 +276,10 @@ mod tests {
         let hash = write_vectors(&path, rows.view()).expect("write");
         let bytes = std::fs::read(&path).expect("read");
         assert_eq!(&bytes[..8], VECTORS_MAGIC);
-        assert_ne!(VECTORS_MAGIC, treenav_tree::vectors::MAGIC);
+        assert_ne!(VECTORS_MAGIC, TREE_VECTORS_MAGIC);
         assert!(Vectors::open(&path, 2, 2, hash).is_ok());
         let mut old = bytes.clone();
-        old[..8].copy_from_slice(treenav_tree::vectors::MAGIC);
+        old[..8].copy_from_slice(TREE_VECTORS_MAGIC);
         std::fs::write(&path, &old).expect("write");
         let err = Vectors::open(&path, 2, 2, hash).err().expect("refused");
         assert!(err.to_string().contains("older build"), "{err}");

@@ -18,6 +18,7 @@
 //! process, so the merged tree equals it, byte for byte, for the same
 //! corpus, settings and seed.
 
+use crate::TreeError;
 mod files;
 
 use crate::full::{
@@ -41,8 +42,7 @@ use treenav_tree::{Tree, TreeMeta};
 pub const PLAN_FILE: &str = "plan.bin";
 /// The plan's vectors in a plan folder.
 pub const VECTORS_FILE: &str = "vectors.bin";
-const PLAN_MAGIC: &[u8; 8] = b"TRNVPLAN";
-const SHARD_MAGIC: &[u8; 8] = b"TRNVSHRD";
+use treenav_files::magic::{PLAN as PLAN_MAGIC, SHARD as SHARD_MAGIC};
 
 /// The file shard `index` of `count` writes in a plan folder.
 pub fn shard_file(index: u32, count: u32) -> String {
@@ -202,7 +202,7 @@ impl Plan {
                 params.seed(),
             )
         });
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        std::fs::create_dir_all(dir).map_err(|source| TreeError::Io {
             path: dir.to_path_buf(),
             source,
         })?;
@@ -254,9 +254,12 @@ impl Plan {
         }
         let (file, hash): (PlanFile, u128) = read_record(&path, PLAN_MAGIC, "plan")?;
         let units = file.units;
-        let bad = |problem: String| Error::BadFile {
-            path: path.clone(),
-            problem,
+        let bad = |problem: String| -> Error {
+            TreeError::BadFile {
+                path: path.clone(),
+                problem,
+            }
+            .into()
         };
         let placed: u64 = file.tops.iter().map(|t| t.members.len() as u64).sum();
         if placed != units
@@ -397,19 +400,21 @@ impl Plan {
         for (index, path) in (0..count).zip(paths) {
             let (shard, _): (ShardFile, u128) = read_record(&path, SHARD_MAGIC, "shard")?;
             if shard.plan != self.hash {
-                return Err(Error::BadFile {
+                return Err(TreeError::BadFile {
                     path,
                     problem: format!("this shard was built from another plan, not the one in {dir}: build it again"),
-                });
+                }
+                .into());
             }
             if (shard.index, shard.count) != (index, count) {
-                return Err(Error::BadFile {
+                return Err(TreeError::BadFile {
                     path,
                     problem: format!(
                         "it holds shard {}/{}, not {index}/{count}",
                         shard.index, shard.count
                     ),
-                });
+                }
+                .into());
             }
             out.push(shard);
         }
@@ -450,7 +455,7 @@ impl Plan {
 
     /// The shard counts named by the shard files in the plan's folder.
     fn shard_counts(&self) -> Result<Vec<u32>> {
-        let entries = std::fs::read_dir(&self.dir).map_err(|source| Error::Io {
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| TreeError::Io {
             path: self.dir.clone(),
             source,
         })?;
@@ -556,13 +561,14 @@ impl Plan {
             let mut held: Vec<usize> = shard.tops.iter().map(|(t, _)| *t as usize).collect();
             held.sort_unstable();
             if held != expected[shard.index as usize] {
-                return Err(Error::BadFile {
+                return Err(TreeError::BadFile {
                     path: self.dir.join(shard_file(shard.index, count)),
                     problem: format!(
                         "it holds top clusters {held:?}, but the plan gives this shard {:?}",
                         expected[shard.index as usize]
                     ),
-                });
+                }
+                .into());
             }
             for (t, group) in shard.tops {
                 progress.inc(1);

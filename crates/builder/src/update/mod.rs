@@ -19,6 +19,7 @@
 //! before or after the update. One writer at a time: `T.lock` is held for
 //! the update ([`Lock`]). [`compact`] folds the delta into a new tree file.
 
+use crate::TreeError;
 mod drift;
 mod edit;
 mod labels;
@@ -82,7 +83,7 @@ pub fn base_id(path: &Path) -> Result<BaseId> {
     use treenav_tree::store::ReadAt;
     let (file, _) = treenav_tree::store::FileAt::open(path, &treenav_tree::store::SIDE_FILE)?;
     let mut head = [0u8; 28];
-    file.read_at(0, &mut head).map_err(|source| Error::Io {
+    file.read_at(0, &mut head).map_err(|source| TreeError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -311,19 +312,7 @@ pub async fn add(
     let units = units(&corpus, branching);
     progress.stage("embedding", units.len() as u64);
     let rows = embed_units(&session, &corpus, &units, embedder, progress).await?;
-    let existing = session.by_id();
-    let replaced_nodes: Vec<NodeId> = corpus
-        .documents
-        .iter()
-        .filter_map(|d| existing.get(&d.id))
-        .flatten()
-        .copied()
-        .collect();
-    let replaced = corpus
-        .documents
-        .iter()
-        .filter(|d| existing.contains_key(&d.id))
-        .count();
+    let (replaced_nodes, replaced) = replaced_by(&session, &corpus);
     let mut change = Change::default();
     change.stats_minus(&session, &session.passage_texts(&replaced_nodes)?);
     let analyzer = session.tree.analyzer();
@@ -352,7 +341,8 @@ pub async fn add(
     let new_texts: Vec<String> = corpus
         .documents
         .iter()
-        .flat_map(|d| d.passages.iter().map(|p| p.text.clone()))
+        .flat_map(|d| &d.passages)
+        .map(|p| p.text.clone())
         .collect();
     change.stats_plus(analyzer, &new_texts);
     change.deletes = replaced_nodes;
@@ -366,6 +356,19 @@ pub async fn add(
     report.unchanged = unchanged;
     report.passages_embedded_again = passages_embedded_again;
     Ok(report)
+}
+
+/// The nodes of the documents `corpus` replaces (ids the tree holds) and
+/// how many documents that is.
+fn replaced_by(session: &Session, corpus: &Corpus) -> (Vec<NodeId>, usize) {
+    let existing = session.by_id();
+    let held: Vec<&Vec<NodeId>> = corpus
+        .documents
+        .iter()
+        .filter_map(|d| existing.get(&d.id))
+        .collect();
+    let replaced = held.len();
+    (held.into_iter().flatten().copied().collect(), replaced)
 }
 
 /// Leaves out of `corpus` the documents the tree holds exactly as given
@@ -707,7 +710,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
         .tree
         .lexical_mut()
         .ok_or_else(|| Error::Param("the tree has no lexical index".into()))?;
-    treenav_tree::fault::io_step().map_err(|source| Error::Io {
+    treenav_tree::fault::io_step().map_err(|source| TreeError::Io {
         path: next.clone(),
         source,
     })?;
@@ -717,7 +720,7 @@ fn write_delta(session: &mut Session, delta: &Delta, change: &Change) -> Result<
     let path = delta_path(&session.path);
     treenav_tree::fault::io_step()
         .and_then(|()| treenav_files::atomic::rename(&next, &path))
-        .map_err(|source| Error::Io {
+        .map_err(|source| TreeError::Io {
             path: path.clone(),
             source,
         })?;

@@ -287,18 +287,8 @@ impl Navigator {
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.collapse(&mut passages);
         passages.truncate(r);
-        let kept: HashSet<NodeId> = passages.iter().map(|(id, _)| *id).collect();
-        let earlier = explored.iter_mut().flat_map(|first| &mut first.rounds);
-        for round in search.rounds.iter_mut().chain(earlier) {
-            for c in &mut round.candidates {
-                c.kept = c.route != Route::Reference && kept.contains(&c.node);
-            }
-        }
-        let mut probabilities: Probabilities = search.judged.clone();
-        let earlier = explored.iter().flat_map(|first| &first.judged);
-        for (id, e) in search.evidence.iter().chain(earlier) {
-            probabilities.entry(*id).or_insert(*e);
-        }
+        mark_kept(&mut search, explored.as_mut(), &passages);
+        let probabilities = judged_probabilities(&search, explored.as_ref());
         let (ranked, rerank) = self
             .finish(&mut search.session, search.query, &passages, &probabilities)
             .await?;
@@ -404,4 +394,27 @@ impl Navigator {
         }
         self.tree.get(id).and_then(|n| n.parent)
     }
+}
+
+/// Marks each shown candidate (either stage's) kept when it is among the
+/// returned passages.
+fn mark_kept(search: &mut Search<'_>, explored: Option<&mut Search<'_>>, passages: &[(NodeId, f64)]) {
+    let kept: HashSet<NodeId> = passages.iter().map(|(id, _)| *id).collect();
+    let earlier = explored.into_iter().flat_map(|first| &mut first.rounds);
+    for round in search.rounds.iter_mut().chain(earlier) {
+        for c in &mut round.candidates {
+            c.kept = c.route != Route::Reference && kept.contains(&c.node);
+        }
+    }
+}
+
+/// What the rerank reads as each passage's probability: the last stage's
+/// judgments, then its evidence, then the first stage's judgments.
+fn judged_probabilities(search: &Search<'_>, explored: Option<&Search<'_>>) -> Probabilities {
+    let mut probabilities: Probabilities = search.judged.clone();
+    let earlier = explored.into_iter().flat_map(|first| &first.judged);
+    for (id, e) in search.evidence.iter().chain(earlier) {
+        probabilities.entry(*id).or_insert(*e);
+    }
+    probabilities
 }

@@ -498,6 +498,25 @@ impl<'a> Search<'a> {
         total
     }
 
+    /// A touched document's prior, the route it came by and the node it
+    /// came via: another of its passages judged gives at least β times that
+    /// score, via `doc` (else via the cluster that touched it); a
+    /// neighbour's prior wins when higher.
+    fn document_prior(&self, doc: NodeId) -> (f64, Route, Option<NodeId>) {
+        let path = self.path(doc);
+        let (tree_prior, via) = match self.evidence.get(&doc) {
+            Some(e) => (path.max(self.cfg.sibling_weight * e), Some(doc)),
+            None => (path, self.cluster_via.get(&doc).copied()),
+        };
+        let (mut prior, mut route, mut via) = (tree_prior, Route::Evidence, via);
+        if let Some((p, src)) = self.neighbour_prior.get(&doc) {
+            if *p > prior {
+                (prior, route, via) = (*p, Route::Neighbour, Some(*src));
+            }
+        }
+        (prior, route, via)
+    }
+
     /// The graph frontier's best `n` candidates, best first.
     fn graph_frontier(&mut self, n: usize) -> Vec<Pick> {
         if n == 0 {
@@ -506,19 +525,7 @@ impl<'a> Search<'a> {
         let docs = self.touched.clone();
         let mut open: Vec<(Pick, f64, f64)> = Vec::new();
         for doc in &docs {
-            // Another passage of `doc` judged: at least β times its score,
-            // via `doc`; else via the cluster that touched it.
-            let path = self.path(*doc);
-            let (tree_prior, via) = match self.evidence.get(doc) {
-                Some(e) => (path.max(self.cfg.sibling_weight * e), Some(*doc)),
-                None => (path, self.cluster_via.get(doc).copied()),
-            };
-            let (mut prior, mut route, mut via) = (tree_prior, Route::Evidence, via);
-            if let Some((p, src)) = self.neighbour_prior.get(doc) {
-                if *p > prior {
-                    (prior, route, via) = (*p, Route::Neighbour, Some(*src));
-                }
-            }
+            let (prior, route, via) = self.document_prior(*doc);
             // Within a document, its passages in lexical order (when
             // scored; else in document order), the j-th of m at
             // `prior · (1 − ½ · j / m)`; within a priority, the document

@@ -12,6 +12,7 @@
 
 use crate::id::NodeId;
 use crate::model::{Node, NodeKind, TreeMeta};
+use crate::store::SideFile;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -247,6 +248,67 @@ pub(crate) mod nodes_by_id {
     ) -> Result<Vec<(u32, Node)>, D::Error> {
         let stored: Vec<(u32, NodeV1)> = Vec::deserialize(deserializer)?;
         Ok(stored.into_iter().map(|(id, n)| (id, n.into())).collect())
+    }
+}
+
+/// The tree file's payloads, one type a format version.
+/// The payload of a version-1 file: no neighbour lists.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct TreeV1<N> {
+    pub(crate) meta: MetaV1,
+    pub(crate) nodes: Vec<N>,
+}
+
+/// The payload of a version-2 file.
+#[derive(serde::Deserialize)]
+pub(crate) struct TreeV2 {
+    pub(crate) meta: MetaV1,
+    pub(crate) nodes: Vec<NodeV1>,
+    pub(crate) neighbours: Vec<Vec<NodeId>>,
+}
+
+/// The payload of a version-3 file.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct TreeV3<N> {
+    pub(crate) meta: MetaV3,
+    pub(crate) nodes: Vec<N>,
+    pub(crate) neighbours: Vec<Vec<NodeId>>,
+}
+
+/// The payload of a version-4 file, as read: nodes and neighbour lists in
+/// chunks of `file::NODE_CHUNK` nodes, each chunk postcard bytes of its own.
+#[derive(serde::Deserialize)]
+pub(crate) struct TreeV4<'a> {
+    pub(crate) meta: MetaV3,
+    /// Per chunk: the encoded `Vec<NodeV1>`.
+    #[serde(borrow)]
+    pub(crate) nodes: Vec<&'a [u8]>,
+    /// Per chunk: the encoded `Vec<Vec<NodeId>>` (none without neighbour lists).
+    #[serde(borrow)]
+    pub(crate) neighbours: Vec<&'a [u8]>,
+    /// The text store beside the file (`None`: texts are in the nodes).
+    pub(crate) texts: Option<SideFile>,
+    /// The lexical side file (`None`: computed when needed).
+    pub(crate) lexical: Option<SideFile>,
+}
+
+/// The payload of a version-4 file, as written: nodes borrowed from the
+/// tree, passage texts in them or not.
+#[derive(serde::Serialize)]
+pub(crate) struct TreeV4Out {
+    pub(crate) meta: MetaV3,
+    pub(crate) nodes: Vec<Chunk>,
+    pub(crate) neighbours: Vec<Chunk>,
+    pub(crate) texts: Option<SideFile>,
+    pub(crate) lexical: Option<SideFile>,
+}
+
+/// Encoded bytes, written as one byte string.
+pub(crate) struct Chunk(pub(crate) Vec<u8>);
+
+impl serde::Serialize for Chunk {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.0)
     }
 }
 
