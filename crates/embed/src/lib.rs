@@ -18,6 +18,7 @@ pub mod tfidf;
 pub use minilm::{default_model_dir as default_minilm_dir, MiniLm};
 pub use onnx::{bge_small_available, default_bge_dir, OnnxEmbedder, Pooling};
 pub use openai::embeddings_url;
+pub use treenav_onnx::KnownEmbedder;
 
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};

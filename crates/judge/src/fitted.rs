@@ -15,26 +15,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
 
 /// An embedder a model was fitted for, told from the description a tree
-/// records for its embedder (`onnx(bge-small-en, cls)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Embedder {
-    /// BAAI bge-small-en, in-process (`--embedder bge-small`).
-    #[serde(rename = "bge-small-en")]
-    BgeSmallEn,
-}
-
-impl Embedder {
-    /// The fitted identity of a recorded embedder description, if any
-    /// model was fitted for it: the model name inside `onnx(…)`.
-    pub fn of(description: &str) -> Option<Embedder> {
-        let inner = description.strip_prefix("onnx(")?;
-        let name = inner.split([',', ')']).next()?.trim();
-        match name {
-            "bge-small-en" => Some(Embedder::BgeSmallEn),
-            _ => None,
-        }
-    }
-}
+/// records for its embedder (`onnx(bge-small-en, cls)`) by the one parser
+/// the tree's own embedder is rebuilt with.
+pub use treenav_onnx::KnownEmbedder as Embedder;
 
 /// A judge kind a cascade was fitted for (a backend's `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

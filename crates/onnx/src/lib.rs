@@ -12,6 +12,9 @@
 
 use std::path::PathBuf;
 
+mod known;
+pub use known::KnownEmbedder;
+
 #[cfg(feature = "runtime")]
 mod runtime;
 #[cfg(feature = "runtime")]

@@ -93,17 +93,14 @@ impl QueryEmbedder {
 /// in-process models load from their default folders); `None` when the
 /// caller must give it (a remote server, precomputed vectors).
 pub fn embedder_for(recorded: &str) -> Option<Result<Embedder>> {
-    use treenav_embed::EmbedderOptions;
-    let options = if recorded.starts_with("onnx(bge-small-en") {
-        EmbedderOptions::bge_small()
-    } else if recorded.starts_with("minilm(") {
-        EmbedderOptions::Minilm {
+    use treenav_embed::{EmbedderOptions, KnownEmbedder};
+    let options = match KnownEmbedder::of(recorded)? {
+        KnownEmbedder::BgeSmallEn => EmbedderOptions::bge_small(),
+        KnownEmbedder::MiniLmL6 => EmbedderOptions::Minilm {
             model_dir: None,
             batch_size: 32,
             max_tokens: 128,
-        }
-    } else {
-        return None;
+        },
     };
     Some(Embedder::new(&options, 0).map_err(Error::from))
 }
