@@ -169,12 +169,10 @@ fn peek(path: &Path) -> Result<Option<(BaseId, u64, u128)>> {
         path: path.to_path_buf(),
         problem,
     })?;
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&head[16..32]);
     Ok(Some((
         base,
-        crate::store::u64_at(&head, 48),
-        u128::from_le_bytes(hash),
+        crate::format::word(&head, 2),
+        crate::format::hash_of(&head),
     )))
 }
 
@@ -208,7 +206,7 @@ fn read(path: &Path) -> Result<Delta> {
         _ => postcard::from_bytes::<Delta>(&body),
     };
     let delta = decoded.map_err(|e| bad(format!("cannot decode: {e}")))?;
-    if delta.generation != crate::store::u64_at(&head, 48) {
+    if delta.generation != crate::format::word(&head, 2) {
         return Err(bad("its header and body name different generations".into()));
     }
     Ok(delta)

@@ -17,7 +17,7 @@
 use crate::filter::Allowed;
 use crate::id::NodeId;
 use crate::store::ReadAt;
-use crate::store::{read_side_header, side_path, u64_at, write_atomically, FileAt, SideFile};
+use crate::store::{read_side_header, side_path, write_atomically, FileAt, SideFile};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,7 @@ use treenav_text::analyzer::Analyzer;
 use treenav_text::index::LexicalIndex;
 use treenav_text::stats::CorpusStats;
 
+use crate::format::{word, Header};
 use treenav_files::magic::LEXICAL as LEXICAL_MAGIC;
 /// Layout 2: statistics with their analyzer, the index in tantivy's folder.
 const LEXICAL_VERSION: u32 = 2;
@@ -37,7 +38,7 @@ pub(crate) const LEXICAL_VERSIONS: &[u32] = &[1, 2];
 pub const INDEX_SUFFIX: &str = "tantivy";
 /// Magic, version, reserved, content hash, documents, statistics bytes,
 /// index bytes.
-const LEXICAL_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8 + 8;
+const LEXICAL_HEADER: usize = Header::len(3);
 
 /// The suffix of the lexical side file: `T.tree` → `T.tree.lexical`.
 pub const LEXICAL_SUFFIX: &str = "lexical";
@@ -291,15 +292,13 @@ impl Lexical {
         let body = |out: &mut dyn Write| -> Result<()> { out.write_all(&bytes).map_err(io) };
         let stats_len = stats.len() as u64;
         let header_of = |hash: u128, _len: u64| {
-            let mut h = Vec::with_capacity(LEXICAL_HEADER);
-            h.extend_from_slice(LEXICAL_MAGIC);
-            h.extend_from_slice(&LEXICAL_VERSION.to_le_bytes());
-            h.extend_from_slice(&0u32.to_le_bytes());
-            h.extend_from_slice(&hash.to_le_bytes());
-            for n in [documents, stats_len, 0] {
-                h.extend_from_slice(&n.to_le_bytes());
+            Header {
+                magic: LEXICAL_MAGIC,
+                version: LEXICAL_VERSION,
+                hash,
+                words: &[documents, stats_len, 0],
             }
-            h
+            .to_bytes()
         };
         write_atomically(&path, LEXICAL_HEADER, body, header_of)
     }
@@ -442,8 +441,8 @@ fn read_header(source: &FileAt, len: u64, expected: SideFile) -> Result<(u32, [u
         ".lexical",
         LEXICAL_VERSIONS,
     )?;
-    let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-    let sizes = [u64_at(&head, 32), u64_at(&head, 40), u64_at(&head, 48)];
+    let version = crate::format::version_of(&head);
+    let sizes = [word(&head, 0), word(&head, 1), word(&head, 2)];
     let total = sizes[0]
         .checked_mul(4)
         .and_then(|n| n.checked_add(sizes[1]))

@@ -16,10 +16,11 @@ use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::format::{word, Header};
 use treenav_files::magic::TEXTS as TEXTS_MAGIC;
 const TEXTS_VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, passage count, text bytes.
-const TEXTS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
+const TEXTS_HEADER: usize = Header::len(2);
 
 /// What a tree file records of one of its side files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -225,25 +226,15 @@ pub(crate) fn write_texts<'a>(
     };
     let header_of = |hash: u128, len: u64| {
         let blob = len - 8 * (count as u64 + 1);
-        let mut h = Vec::with_capacity(TEXTS_HEADER);
-        h.extend_from_slice(TEXTS_MAGIC);
-        h.extend_from_slice(&TEXTS_VERSION.to_le_bytes());
-        h.extend_from_slice(&0u32.to_le_bytes());
-        h.extend_from_slice(&hash.to_le_bytes());
-        h.extend_from_slice(&(count as u64).to_le_bytes());
-        h.extend_from_slice(&blob.to_le_bytes());
-        h
+        Header {
+            magic: TEXTS_MAGIC,
+            version: TEXTS_VERSION,
+            hash,
+            words: &[count as u64, blob],
+        }
+        .to_bytes()
     };
     write_atomically(path, TEXTS_HEADER, body, header_of)
-}
-
-/// The little-endian u64 at `at` of a header read whole.
-pub fn u64_at(head: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(s) = head.get(at..at + 8) {
-        b.copy_from_slice(s);
-    }
-    u64::from_le_bytes(b)
 }
 
 /// Reads a side file's header of `N` bytes and checks what every side file
@@ -266,15 +257,13 @@ pub(crate) fn read_side_header<const N: usize>(
     if &head[..8] != magic {
         return Err(format!("not a treenav {what} file (wrong magic bytes)"));
     }
-    let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+    let version = crate::format::version_of(&head);
     if !versions.contains(&version) {
         return Err(format!(
             "layout version {version}, but this build reads versions {versions:?}: rebuild the tree"
         ));
     }
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&head[16..32]);
-    let hash = u128::from_le_bytes(hash);
+    let hash = crate::format::hash_of(&head);
     if hash != expected.hash || len != expected.bytes {
         return Err(format!(
             "this {what} file does not belong to its tree file (content hash {hash:032x}, {len} bytes; the tree expects {:032x}, {} bytes): copy the matching {what} file beside the tree, or rebuild",
@@ -325,7 +314,7 @@ impl TextStore {
         };
         let head: [u8; TEXTS_HEADER] =
             read_side_header(&source, len, expected, TEXTS_MAGIC, ".texts", &[1]).map_err(&bad)?;
-        let (count, blob_len) = (u64_at(&head, 32), u64_at(&head, 40));
+        let (count, blob_len) = (word(&head, 0), word(&head, 1));
         if count != passages as u64 {
             return Err(bad(format!(
                 "holds {count} passages, the tree has {passages}"

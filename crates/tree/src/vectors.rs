@@ -21,11 +21,12 @@ use std::path::{Path, PathBuf};
 pub const VECTORS_SUFFIX: &str = "vectors";
 /// The suffix of the passage vectors file: `T.tree` → `T.tree.passage-vectors`.
 pub const PASSAGE_VECTORS_SUFFIX: &str = "passage-vectors";
+use crate::format::Header;
 use treenav_files::magic::VECTORS as MAGIC;
 const VERSION: u32 = 1;
 /// Magic, version, reserved, content hash, base tree (crc, reserved, len),
 /// rows, dims, description bytes.
-const HEADER: usize = 8 + 4 + 4 + 16 + 4 + 4 + 8 + 8 + 8 + 8;
+const HEADER: usize = Header::len(5);
 /// Dimensions at most.
 const MAX_DIMS: u64 = 8192;
 
@@ -49,18 +50,16 @@ pub(crate) fn paired_header(
     base: BaseId,
     tail: &[u64],
 ) -> Vec<u8> {
-    let mut h = Vec::with_capacity(48 + 8 * tail.len());
-    h.extend_from_slice(magic);
-    h.extend_from_slice(&version.to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
-    h.extend_from_slice(&hash.to_le_bytes());
-    h.extend_from_slice(&base.crc.to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
-    h.extend_from_slice(&base.len.to_le_bytes());
-    for n in tail {
-        h.extend_from_slice(&n.to_le_bytes());
+    // The base's CRC-32 fills the low half of its word (the high half 0).
+    let mut words = vec![u64::from(base.crc), base.len];
+    words.extend_from_slice(tail);
+    Header {
+        magic,
+        version,
+        hash,
+        words: &words,
     }
-    h
+    .to_bytes()
 }
 
 /// Reads a [`paired_header`] of `N` bytes from `source` (`len` bytes
@@ -79,10 +78,10 @@ pub(crate) fn read_paired_header<const N: usize>(
     if &head[..8] != magic || head[8..12] != version.to_le_bytes() {
         return Err(format!("not a treenav {what} file of layout {version}"));
     }
-    let crc = u32::from_le_bytes([head[32], head[33], head[34], head[35]]);
+    // The CRC-32 is the low half of word 0 (see `paired_header`).
     let base = BaseId {
-        crc,
-        len: crate::store::u64_at(&head, 40),
+        crc: crate::format::word(&head, 0) as u32,
+        len: crate::format::word(&head, 1),
     };
     Ok((head, base))
 }
@@ -99,9 +98,7 @@ pub(crate) fn read_checked_body(
         .map_err(|_| "too large for this machine".to_string())?;
     let mut body = vec![0u8; body_len];
     source.read_at(at, &mut body).map_err(|e| e.to_string())?;
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&head[16..32]);
-    if twox_hash::XxHash3_128::oneshot(&body) != u128::from_le_bytes(hash) {
+    if twox_hash::XxHash3_128::oneshot(&body) != crate::format::hash_of(head) {
         return Err("checksum mismatch: the file is corrupted".into());
     }
     Ok(body)
@@ -480,14 +477,14 @@ pub(crate) fn read_from(
     let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
     let (head, written_for): ([u8; HEADER], BaseId) =
         read_paired_header(&source, len, (MAGIC, VERSION, "vectors")).map_err(&bad)?;
-    let u64_at = |at| crate::store::u64_at(&head, at);
     if written_for != base {
         return Err(bad(format!(
             "it was written with another tree file (payload {:08x}, {} bytes; this tree's is {:08x}, {} bytes): it is not this generation's vectors (an older copy, or another tree's). Restore the file saved with this tree, or remove it and rebuild the tree (`treenav build`)",
             written_for.crc, written_for.len, base.crc, base.len
         )));
     }
-    let (rows, dims, described) = (u64_at(48), u64_at(56), u64_at(64));
+    let word = |i| crate::format::word(&head, i);
+    let (rows, dims, described) = (word(2), word(3), word(4));
     if dims == 0 || dims > MAX_DIMS {
         return Err(bad(format!(
             "{dims} dimensions, out of range 1..={MAX_DIMS}"
@@ -583,7 +580,7 @@ mod tests {
         // (never a table sized by it).
         let path = vectors_path(&tree);
         let mut bytes = std::fs::read(&path).expect("bytes");
-        let described = crate::store::u64_at(&bytes, 64) as usize;
+        let described = crate::format::word(&bytes, 4) as usize;
         let third = HEADER + described + 8;
         bytes[third..third + 4].copy_from_slice(&(u32::MAX - 15).to_le_bytes());
         let hash = twox_hash::XxHash3_128::oneshot(&bytes[HEADER..]);

@@ -12,12 +12,13 @@ use crate::{Error, Result};
 use ndarray::{Array2, ArrayView2};
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::Path;
+use treenav_tree::format::{hash_of, version_of, word, Header};
 use treenav_tree::store::ReadAt;
-use treenav_tree::store::{u64_at, write_atomically, FileAt};
+use treenav_tree::store::{write_atomically, FileAt};
 
-const RECORD_HEADER: usize = 8 + 4 + 4 + 16 + 8;
+const RECORD_HEADER: usize = Header::len(1);
 use treenav_files::magic::{PLAN_VECTORS as VECTORS_MAGIC, VECTORS as TREE_VECTORS_MAGIC};
-const VECTORS_HEADER: usize = 8 + 4 + 4 + 16 + 8 + 8;
+const VECTORS_HEADER: usize = Header::len(2);
 /// 2: the plan keeps the sentences embedded per document and the fitted
 /// TF-IDF model, so a merged tree keeps its vectors like a single build.
 const VERSION: u32 = 2;
@@ -30,16 +31,14 @@ fn bad(path: &Path, problem: impl Into<String>) -> Error {
     .into()
 }
 
-fn header(magic: &[u8; 8], hash: u128, tail: &[u64]) -> Vec<u8> {
-    let mut h = Vec::with_capacity(RECORD_HEADER + 8 * tail.len());
-    h.extend_from_slice(magic);
-    h.extend_from_slice(&VERSION.to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
-    h.extend_from_slice(&hash.to_le_bytes());
-    for v in tail {
-        h.extend_from_slice(&v.to_le_bytes());
+fn header(magic: &[u8; 8], hash: u128, words: &[u64]) -> Vec<u8> {
+    Header {
+        magic,
+        version: VERSION,
+        hash,
+        words,
     }
-    h
+    .to_bytes()
 }
 
 /// Writes `value` as a record atomically; returns the body's hash.
@@ -76,18 +75,16 @@ pub(crate) fn read_record<T: DeserializeOwned>(
     if bytes.len() < RECORD_HEADER {
         return Err(bad(path, format!("truncated {what} file")));
     }
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    let version = version_of(&bytes);
     if version != VERSION {
         return Err(bad(
             path,
             format!("{what} layout version {version}, but this build reads version {VERSION}: make it again with this build"),
         ));
     }
-    let mut hash = [0u8; 16];
-    hash.copy_from_slice(&bytes[16..32]);
-    let hash = u128::from_le_bytes(hash);
+    let hash = hash_of(&bytes);
     let body = &bytes[RECORD_HEADER..];
-    if u64_at(&bytes, 32) != body.len() as u64 {
+    if word(&bytes, 0) != body.len() as u64 {
         return Err(bad(path, format!("truncated {what} file")));
     }
     if twox_hash::XxHash3_128::oneshot(body) != hash {
@@ -196,8 +193,8 @@ impl Vectors {
         let expected_len =
             (VECTORS_HEADER as u64).saturating_add(rows.saturating_mul(dims).saturating_mul(4));
         if u128::from_le_bytes(found) != hash
-            || u64_at(&head, 32) != rows
-            || u64_at(&head, 40) != dims
+            || word(&head, 0) != rows
+            || word(&head, 1) != dims
             || len != expected_len
         {
             return Err(bad(
