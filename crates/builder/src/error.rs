@@ -1,6 +1,6 @@
 //! A build's errors: its own (a bad parameter, a clustering that cannot
 //! go on), and those of the crates it drives, each kept whole with its
-//! cause: the tree's files, the embedder, the summariser.
+//! cause: the tree's files and embedder, the summariser.
 
 /// Why a build, a shard or an update stopped.
 #[derive(Debug, thiserror::Error)]
@@ -12,16 +12,16 @@ pub enum Error {
     /// Clustering failed.
     #[error("clustering failed: {0}")]
     Cluster(String),
-    /// A background task failed.
+    /// A state the build cannot go on from (the message says which).
     #[error("background task failed: {0}")]
     Task(String),
+    /// A background task panicked or was cancelled.
+    #[error("background task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
     /// The tree's files or structure (among them [`TreeError::Locked`]:
     /// another writer holds the tree).
     #[error(transparent)]
     Tree(#[from] TreeError),
-    /// The embedder refused its options or failed.
-    #[error(transparent)]
-    Embed(#[from] treenav_embed::Error),
     /// The summariser failed.
     #[error(transparent)]
     Summary(#[from] treenav_summary::Error),
@@ -40,8 +40,10 @@ impl From<treenav_files::Error> for Error {
     }
 }
 
-impl From<tokio::task::JoinError> for Error {
-    fn from(e: tokio::task::JoinError) -> Error {
-        Error::Task(e.to_string())
+/// The embedder's errors are the tree's `Embed` (the tree's own embedder
+/// fails the same way): one place to match them.
+impl From<treenav_embed::Error> for Error {
+    fn from(e: treenav_embed::Error) -> Error {
+        Error::Tree(e.into())
     }
 }

@@ -362,11 +362,10 @@ fn update_error(name: &str, e: treenav_builder::Error) -> ApiError {
         E::Tree(T::Locked(_)) => ApiError::conflict(format!(
             "another update of tree `{name}` is running: retry when it ends"
         )),
-        E::Param(m)
-        | E::Tree(T::Param(m))
-        | E::Embed(Embed::Param(m))
-        | E::Tree(T::Embed(Embed::Param(m))) => ApiError::update(m),
-        E::Tree(T::Http(h)) | E::Embed(Embed::Http(h)) | E::Tree(T::Embed(Embed::Http(h))) => {
+        E::Param(m) | E::Tree(T::Param(m)) | E::Tree(T::Embed(Embed::Param(m))) => {
+            ApiError::update(m)
+        }
+        E::Tree(T::Http(h)) | E::Tree(T::Embed(Embed::Http(h))) => {
             ApiError::judge(format!("the tree's embedder failed: {h}"))
         }
         _ => ApiError::internal(format!(

@@ -45,8 +45,7 @@ pub(crate) async fn finish(
         let clusters = clusters_in_layout_order(&root);
         assemble(corpus, &units, &clusters, labels, &near, meta)
     })
-    .await
-    .map_err(|e| Error::Task(e.to_string()))??;
+    .await??;
     progress.inc(1);
     Ok(tree)
 }

@@ -418,8 +418,7 @@ pub(crate) async fn embed_units_fitted(
     let (model, rows) = tokio::task::spawn_blocking(move || {
         treenav_tree::embed::tfidf::fit_embed(&texts, dims, seed)
     })
-    .await
-    .map_err(|e| Error::Task(e.to_string()))?;
+    .await?;
     progress.inc(units.len() as u64);
     Ok((std::sync::Arc::new(rows), Some(model)))
 }
