@@ -238,7 +238,7 @@ async fn bench_runs_every_judged_system_on_the_sample() -> anyhow::Result<()> {
     assert_eq!(report.dataset.queries, 40);
     assert_eq!(report.order, ["tree", "bm25", "rerank", "flat"]);
     let json = serde_json::to_value(&report)?;
-    assert_eq!(json["schema"], "treenav-bench/2");
+    assert_eq!(json["schema"], "treenav-bench/3");
     for name in ["tree", "bm25", "rerank", "flat"] {
         let s = &json["systems"][name];
         for level in ["passage", "document"] {

@@ -2,7 +2,7 @@
 //! the pruner's measures.
 
 use crate::judge_args::JudgeArgs;
-use crate::query::NavArgs;
+use crate::nav_args::NavArgs;
 use clap::ValueEnum;
 use std::path::PathBuf;
 
@@ -67,7 +67,7 @@ pub struct BenchArgs {
     /// Model folder of the minilm embedder (default ~/.cache/treenav/models/all-MiniLM-L6-v2).
     #[arg(long)]
     pub embed_model_dir: Option<PathBuf>,
-    /// Write every figure as JSON (schema treenav-bench/2) to this file.
+    /// Write every figure as JSON (schema treenav-bench/3) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Write a TREC run per system (and per system and budget), the qrels

@@ -20,6 +20,7 @@ mod build;
 mod doctor;
 mod inspect;
 mod judge_args;
+mod nav_args;
 mod outputs;
 mod plot;
 mod progress;

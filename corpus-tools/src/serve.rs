@@ -1,7 +1,7 @@
 //! `treenav serve`: the HTTP service over named trees (see `treenav_serve`).
 
 use crate::judge_args::JudgeArgs;
-use crate::query::NavArgs;
+use crate::nav_args::NavArgs;
 use anyhow::{bail, Result};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -356,7 +356,7 @@ fn bench_prints_a_table_and_writes_the_json_schema() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
             .expect("valid JSON");
-    assert_eq!(report["schema"], "treenav-bench/2");
+    assert_eq!(report["schema"], "treenav-bench/3");
     assert_eq!(report["dataset"]["gold"], "document");
     assert_eq!(report["dataset"]["queries"], 1);
     // The fixture's one query ("what does insulin do") has its gold first.
@@ -631,7 +631,7 @@ fn bench_sweeps_judgment_budgets_on_the_bundled_sample() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
             .expect("valid JSON");
-    assert_eq!(report["schema"], "treenav-bench/2");
+    assert_eq!(report["schema"], "treenav-bench/3");
     let budgets = report["judge_budgets"].as_array().expect("judge_budgets");
     assert_eq!(budgets.len(), 2);
     for (entry, budget) in budgets.iter().zip([10.0, 30.0]) {
@@ -742,7 +742,7 @@ fn query_refuses_empty_queries_and_absurd_waits() {
         ("--deadline=1e300", "--deadline must be in"),
         ("--timeout=1e300", "--timeout must be in"),
         ("--deadline=-1", "--deadline must be in"),
-        ("--top=0", "--top must be at least 1"),
+        ("--top=0", "--top must be in 1..=1000, got 0"),
         ("--price=nan", "--price must be in"),
         ("--price=-1", "--price must be in"),
     ] {

@@ -24,6 +24,25 @@ def test_retrieve_returns_typed_passages(server: str) -> None:
     assert with_trace.trace is not None and with_trace.trace["strategy"] == "best-first"
 
 
+def test_every_navigator_setting_is_listed_and_passed_by_name(server: str) -> None:
+    client = TreenavClient(server)
+    settings = client.settings()
+    # The navigator's list, as the server reads it: names, help, ranges.
+    for name in ("top", "strategy", "judge_budget", "explore_budget", "always_judge", "budgets"):
+        assert settings[name]["description"], name
+    assert settings["top"]["minimum"] == 1 and settings["explore_budget"]["default"] == 300
+    assert "keep_evidence" not in settings and "query" not in settings
+    # A setting with no keyword of its own goes by its name.
+    found = client.retrieve("sample", QUESTION, top=3, trace=True, explore_budget=50, always_judge=True)
+    assert found.trace is not None and found.trace["explore_budget"] == 50
+    with pytest.raises(TreenavError) as e:
+        client.retrieve("sample", QUESTION, explore_budget=-1)
+    assert e.value.status == 400 and e.value.field == "explore_budget"
+    with pytest.raises(TreenavError) as e:
+        client.retrieve("sample", QUESTION, colour="red")
+    assert e.value.status == 400 and e.value.field == "colour"
+
+
 def test_score_is_one_non_increasing_scale_and_top_is_k(server: str) -> None:
     client = TreenavClient(server)
     for strategy in ("levels", "best-first"):

@@ -165,8 +165,9 @@ def test_many_queries_in_one_batch_call(server: str) -> None:
     assert e.value.status == 404 and e.value.code == "not_found"
     kept = client.retrieve_many("nope", queries[:2], return_errors=True)
     assert all(isinstance(r, TreenavError) for r in kept)
-    with pytest.raises(TypeError):
+    with pytest.raises(TreenavError) as e:
         client.retrieve_many("sample", queries, k=3)
+    assert e.value.status == 400 and e.value.field == "k"
     assert len(client.retrieve_many("sample", [QUESTION] * 70, top=1)) == 70  # two calls
 
     retriever = TreenavRetriever(tree="sample", base_url=server, k=3)

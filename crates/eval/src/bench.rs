@@ -1,14 +1,17 @@
 //! The bench runner: systems over a dataset's queries, scored the same way.
 //!
-//! # The report's JSON schema (`treenav-bench/2`)
+//! # The report's JSON schema (`treenav-bench/3`)
 //!
 //! ```text
 //! {
-//!   "schema": "treenav-bench/2",
+//!   "schema": "treenav-bench/3",
 //!   "dataset": { "path", "name", "format": "squad"|"beir", "split", "gold": "passage"|"document",
 //!                "documents", "passages", "queries", "queries_total" },
 //!   "seed": u64, "limit": u64|null,
 //!   "config": { ... the settings used: judge, navigator, rerank_n, rrf_k, embedder ... },
+//!                                              // navigator: one field per setting, named as the
+//!                                              // flags are (`top`, `judge_budget`, …); /3 made it
+//!                                              // flat (/2 nested `best_first`, `returned_passages`)
 //!   "order": ["tree", "bm25", ...],            // systems in the order run
 //!   "systems": {
 //!     "<name>": {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use treenav_tree::{NodeId, Tree};
 
 /// The schema tag written in every report.
-pub const SCHEMA: &str = "treenav-bench/2";
+pub const SCHEMA: &str = "treenav-bench/3";
 
 /// One system's figures.
 #[derive(Debug, Clone, Serialize)]

@@ -1,8 +1,10 @@
 //! The navigator's configuration, checked once before any query.
 
 use crate::best_first::settings::BestFirstConfig;
-use crate::{Error, Result, Strategy};
+use crate::settings;
+use crate::{Error, Result, Strategy, StrategySettings};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::time::Duration;
 use treenav_judge::checked;
 
@@ -42,11 +44,17 @@ pub mod defaults {
 /// assert_eq!(config.budget(5), 10);
 /// # Ok::<(), treenav_navigator::Error>(())
 /// ```
+///
+/// Its JSON form has one field per setting of [`crate::settings::all`],
+/// each strategy's own flattened in; [`NavigatorConfig::with_settings`]
+/// sets them by name, as flags and requests give them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct NavigatorConfig {
     pub(crate) batch_size: usize,
+    #[serde(rename = "budgets")]
     pub(crate) retention_budgets: Vec<usize>,
+    #[serde(rename = "top")]
     pub(crate) returned_passages: usize,
     pub(crate) per_document: usize,
     pub(crate) shortlist: usize,
@@ -55,10 +63,13 @@ pub struct NavigatorConfig {
     pub(crate) calibration: bool,
     pub(crate) lexical_entry: usize,
     pub(crate) on_judge_error: OnJudgeError,
+    #[serde(rename = "deadline")]
     pub(crate) deadline_secs: Option<f64>,
+    #[serde(rename = "max_cost")]
     pub(crate) max_cost_usd: Option<f64>,
     pub(crate) strategy: Strategy,
-    pub(crate) best_first: BestFirstConfig,
+    #[serde(flatten)]
+    pub(crate) strategies: StrategySettings,
 }
 
 /// The budget of a level with none configured.
@@ -80,7 +91,7 @@ impl Default for NavigatorConfig {
             deadline_secs: None,
             max_cost_usd: None,
             strategy: Strategy::default(),
-            best_first: BestFirstConfig::default(),
+            strategies: StrategySettings::default(),
         }
     }
 }
@@ -181,44 +192,76 @@ impl NavigatorConfig {
     /// references and the shortlist rerank included (at least the
     /// shortlist + 1, at most 100,000). By default, 100.
     pub fn judge_budget(mut self, budget: usize) -> Self {
-        self.best_first.judge_budget = budget;
+        self.strategies.best_first.judge_budget = budget;
         self
     }
 
     /// Every `best-first` setting at once.
     pub fn best_first(mut self, settings: BestFirstConfig) -> Self {
-        self.best_first = settings;
+        self.strategies.best_first = settings;
         self
     }
 
     /// The best-first settings as set so far.
     pub fn best_first_settings(&self) -> &BestFirstConfig {
-        &self.best_first
+        &self.strategies.best_first
     }
 
-    /// Checks every setting.
+    /// These settings with those `given` by name (serde's: the flags'
+    /// and requests' names, see [`crate::settings::all`]), each checked
+    /// for its kind and range first, so an error names the one given.
+    /// Giving `top` without `shortlist` keeps the shortlist within it.
+    pub fn with_settings(self, given: &Map<String, Value>) -> Result<NavigatorConfig> {
+        settings::check_given(given)?;
+        let clamp = given.contains_key("top") && !given.contains_key("shortlist");
+        let mut json = self.to_json()?;
+        json.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut config: NavigatorConfig = serde_json::from_value(Value::Object(json))
+            .map_err(|e| Error::Config(e.to_string()))?;
+        if clamp {
+            config.shortlist = config.shortlist.min(config.returned_passages);
+        }
+        Ok(config)
+    }
+
+    /// Its JSON form: one field per setting.
+    fn to_json(&self) -> Result<Map<String, Value>> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(json)) => Ok(json),
+            Ok(_) => Err(Error::Config("settings are not an object".into())),
+            Err(e) => Err(Error::Config(e.to_string())),
+        }
+    }
+
+    /// Checks every setting: each within its kind's range (the list in
+    /// [`crate::settings`]), then the rules between them.
     pub fn check(self) -> Result<ValidConfig> {
-        let bad = |m: String| Err(Error::Config(m));
-        let spends_budget = self.strategy.profile().spends_judge_budget;
-        self.best_first.check(self.shortlist, spends_budget)?;
-        checked::count("batch_size", self.batch_size, 1..=200)?;
-        for &k in &self.retention_budgets {
-            checked::at_least("a retention budget", k, 1)?;
+        // JSON has no NaN or infinity: such a limit would read as none.
+        for (name, x) in [
+            ("deadline", self.deadline_secs),
+            ("max_cost", self.max_cost_usd),
+        ] {
+            if let Some(x) = x.filter(|x| !x.is_finite()) {
+                return Err(Error::Setting {
+                    name: name.into(),
+                    problem: format!("must be a finite number, got {x}"),
+                });
+            }
         }
-        checked::at_least("returned_passages", self.returned_passages, 1)?;
+        settings::check_all(&self.to_json()?)?;
         if self.shortlist > self.returned_passages {
-            return bad(format!(
-                "shortlist ({}) must not exceed returned_passages ({})",
-                self.shortlist, self.returned_passages
-            ));
+            return Err(Error::Setting {
+                name: "shortlist".into(),
+                problem: format!(
+                    "({}) must not exceed top ({})",
+                    self.shortlist, self.returned_passages
+                ),
+            });
         }
-        checked::at_least("lead_sentences", self.lead_sentences, 1)?;
-        if let Some(s) = self.deadline_secs {
-            checked::seconds("deadline_secs", s)?;
-        }
-        if let Some(cost) = self.max_cost_usd {
-            checked::usd("max_cost_usd", cost)?;
-        }
+        let spends_budget = self.strategy.profile().spends_judge_budget;
+        self.strategies
+            .best_first
+            .check(self.shortlist, spends_budget)?;
         Ok(ValidConfig(self))
     }
 }
@@ -277,7 +320,7 @@ impl ValidConfig {
 
     /// The `best-first` settings.
     pub fn best_first(&self) -> &BestFirstConfig {
-        &self.0.best_first
+        &self.0.strategies.best_first
     }
 
     pub(crate) fn deadline(&self) -> Option<Duration> {
@@ -303,7 +346,7 @@ mod tests {
         assert!(says(NavigatorConfig::default().batch_size(0))
             .contains("batch_size must be in 1..=200, got 0"));
         assert!(says(NavigatorConfig::default().returned_passages(0))
-            .contains("returned_passages must be at least 1, got 0"));
+            .contains("top must be in 1..=1000, got 0"));
         let best_first = || NavigatorConfig::default().strategy(Strategy::BestFirst);
         assert!(says(best_first().judge_budget(1))
             .contains("judge_budget (above the shortlist, 5) must be in"));

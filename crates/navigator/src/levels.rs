@@ -18,6 +18,14 @@ pub(crate) const PROFILE: crate::StrategyProfile = crate::StrategyProfile {
     reads_document_index: false,
 };
 
+/// The walk has no settings of its own: it reads the navigator's
+/// (`budgets`, `batch_size`, `calibration`, …).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Settings {}
+
+/// See [`Settings`].
+pub(crate) const SETTINGS: &[crate::settings::Setting] = &[];
+
 /// Runs the walk.
 pub(crate) async fn run(navigator: &Navigator, query: &str, scope: &Scope) -> Result<Retrieval> {
     navigator.walk(query, scope).await

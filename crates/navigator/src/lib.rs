@@ -73,6 +73,7 @@ pub mod fusion;
 mod navigate;
 mod scope;
 mod semantic;
+pub mod settings;
 #[macro_use]
 mod strategy;
 #[cfg(test)]
@@ -114,6 +115,15 @@ pub enum Error {
     /// A setting is not valid.
     #[error("invalid navigator setting: {0}")]
     Config(String),
+    /// A setting, named as flags and requests name it, is out of its
+    /// kind or range (see [`settings`]).
+    #[error("invalid navigator setting: {name} {problem}")]
+    Setting {
+        /// The setting's name (`judge_budget`).
+        name: String,
+        /// What is wrong (`must be in 1..=200, got 0`).
+        problem: String,
+    },
     /// A judge call failed after retries (and no fallback was allowed).
     #[error("judging level {level} ({kind}), batch {batch} failed: {source}")]
     Judge {

@@ -32,7 +32,9 @@ pub struct Profile {
 
 /// Registers the strategies (invoked once, in the crate root, where the
 /// modules are declared): `Variant in module,` per strategy, its file
-/// `module.rs` holding `PROFILE` and
+/// `module.rs` holding `PROFILE`, its settings (`Settings`, a serde
+/// struct with defaults, and `SETTINGS`, their list for
+/// [`crate::settings`]; both may be empty) and
 /// `async fn run(&Navigator, query, &Scope) -> Result<Retrieval>`.
 macro_rules! strategies {
     ($( $(#[$meta:meta])* $variant:ident in $module:ident, )*) => {
@@ -50,6 +52,16 @@ macro_rules! strategies {
         impl Strategy {
             /// Every strategy, in the order the CLI lists them.
             pub const ALL: &'static [Strategy] = &[$( Strategy::$variant, )*];
+
+            /// Their names, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$( $module::PROFILE.name, )*];
+
+            /// The settings of its own, declared in its file.
+            pub fn settings(self) -> &'static [crate::settings::Setting] {
+                match self {
+                    $( Strategy::$variant => $module::SETTINGS, )*
+                }
+            }
 
             /// The profile declared in the strategy's file.
             pub fn profile(self) -> StrategyProfile {
@@ -69,6 +81,14 @@ macro_rules! strategies {
                     $( Strategy::$variant => $module::run(navigator, query, scope).await, )*
                 }
             }
+        }
+
+        /// Every strategy's own settings, each strategy's flattened into
+        /// [`NavigatorConfig`]'s JSON form (their names are unique: a test).
+        #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(default)]
+        pub struct StrategySettings {
+            $( #[serde(flatten)] pub(crate) $module: $module::Settings, )*
         }
     };
 }

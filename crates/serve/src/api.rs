@@ -12,37 +12,17 @@ use utoipa::ToSchema;
 /// The version of the JSON this API speaks; bumped on a breaking change.
 pub const API_VERSION: u32 = 1;
 
-/// `POST /v1/retrieve`: a question for one tree. Settings not given take
-/// the server's defaults (its `--top`, `--strategy`, … flags).
+/// `POST /v1/retrieve`: a question for one tree, and any navigator
+/// setting by name (each `treenav query` flag's name with `_`: `top`,
+/// `strategy`, `judge_budget`, `explore_budget`, …; listed with their
+/// ranges and defaults in this schema). Settings not given take the
+/// server's (its `--top`, `--strategy`, … flags).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
     /// The tree's name (see `GET /v1/trees`).
     pub tree: String,
     /// The question.
     pub query: String,
-    /// Passages returned (1–1000).
-    #[serde(default)]
-    #[schema(minimum = 1, maximum = 1000)]
-    pub top: Option<usize>,
-    /// Passages reranked by one multiple-choice question (0 turns it off;
-    /// at most `top`).
-    #[serde(default)]
-    pub shortlist: Option<usize>,
-    /// At most this many passages of one document (0: no limit).
-    #[serde(default)]
-    #[schema(minimum = 0, maximum = 1000)]
-    pub per_document: Option<usize>,
-    /// `levels` or `best-first`.
-    #[serde(default)]
-    #[schema(value_type = Option<treenav_navigator::Strategy>)]
-    pub strategy: Option<String>,
-    /// `levels`: candidates kept per level, top level first.
-    #[serde(default)]
-    pub budgets: Option<Vec<usize>>,
-    /// `best-first`: candidates shown to the judge per query.
-    #[serde(default)]
-    pub judge_budget: Option<usize>,
     /// Only documents whose metadata passes: an object of field → value
     /// (equal) or field → operators, all of which must hold, e.g.
     /// `{"source": "wiki", "year": {"gte": 2019, "lt": 2022}, "tenant":
@@ -58,6 +38,12 @@ pub struct RetrieveRequest {
     /// Include the trace: how the passages were found (rounds or levels).
     #[serde(default)]
     pub trace: bool,
+    /// The navigator settings given, by name (the schema lists each as a
+    /// property of its own, added from the navigator's list). A name that
+    /// is no setting is refused, naming it.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The passages found, best first: `treenav query --json`'s output.

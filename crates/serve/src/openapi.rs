@@ -19,7 +19,7 @@ use utoipa::OpenApi;
         DeleteDocumentsRequest, UpdateResponse,
         treenav_navigator::Strategy
     )),
-    modifiers(&BearerAuth)
+    modifiers(&BearerAuth, &Settings)
 )]
 struct ApiDoc;
 
@@ -34,6 +34,85 @@ impl utoipa::Modify for BearerAuth {
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
     }
+}
+
+/// The navigator's settings as the retrieve request's properties, from
+/// the navigator's one list (names, help, ranges, defaults): a setting a
+/// strategy declares is documented with no edit here.
+struct Settings;
+
+impl utoipa::Modify for Settings {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{schema::Schema, RefOr};
+        let defaults = match serde_json::to_value(treenav_navigator::NavigatorConfig::default()) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let Some(RefOr::T(Schema::Object(request))) = components.schemas.get_mut("RetrieveRequest")
+        else {
+            return;
+        };
+        for (_, setting) in treenav_navigator::settings::all().filter(|(_, s)| s.public) {
+            let default = defaults.get(setting.name).cloned();
+            request.properties.insert(
+                setting.name.to_string(),
+                setting_schema(setting, default).into(),
+            );
+        }
+    }
+}
+
+/// One setting's schema: its JSON type, range, help and default.
+fn setting_schema(
+    setting: &treenav_navigator::settings::Setting,
+    default: Option<serde_json::Value>,
+) -> utoipa::openapi::schema::Schema {
+    use treenav_navigator::settings::Kind;
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let of = |t: Type| {
+        ObjectBuilder::new()
+            .schema_type(t)
+            .description(Some(setting.help))
+            .default(default.clone())
+    };
+    let nullable = |t: Type| {
+        ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+                t,
+                Type::Null,
+            ]))
+            .description(Some(setting.help))
+    };
+    let object = match setting.kind {
+        Kind::Count { min, max } => of(Type::Integer).minimum(Some(min)).maximum(Some(max)),
+        Kind::Number { min, max } => of(Type::Number).minimum(Some(min)).maximum(Some(max)),
+        Kind::Gap { max } => nullable(Type::Number)
+            .minimum(Some(0.0))
+            .maximum(Some(max))
+            .default(default),
+        Kind::Seconds => nullable(Type::Number)
+            .exclusive_minimum(Some(0.0))
+            .maximum(Some(treenav_judge::checked::MAX_SECONDS)),
+        Kind::Usd => nullable(Type::Number)
+            .minimum(Some(0.0))
+            .maximum(Some(treenav_judge::checked::MAX_USD)),
+        Kind::Switch => of(Type::Boolean),
+        Kind::Choice(names) => of(Type::String).enum_values(Some(names.iter().copied())),
+        Kind::Counts { min, max, most } => {
+            let item = ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(min))
+                .maximum(Some(max));
+            return ArrayBuilder::new()
+                .items(item.build())
+                .max_items(Some(most))
+                .description(Some(setting.help))
+                .default(default)
+                .into();
+        }
+    };
+    object.into()
 }
 
 /// The document as JSON text, built once.
@@ -181,5 +260,24 @@ mod tests {
         assert_eq!(routed, documented);
         let documents = &doc["paths"]["/v1/trees/{name}/documents"];
         assert!(documents["post"].is_object() && documents["delete"].is_object());
+    }
+
+    /// Every public navigator setting is a property of the retrieve
+    /// request, with its help and range; library-only ones are not.
+    #[test]
+    fn the_request_lists_every_setting() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).expect("json");
+        let request = &doc["components"]["schemas"]["RetrieveRequest"]["properties"];
+        for (_, setting) in treenav_navigator::settings::all() {
+            let property = &request[setting.name];
+            match setting.public {
+                true => assert_eq!(property["description"], setting.help, "{}", setting.name),
+                false => assert!(property.is_null(), "{}", setting.name),
+            }
+        }
+        assert_eq!(request["judge_budget"]["maximum"], 100_000);
+        assert_eq!(request["strategy"]["enum"][0], "best-first");
+        assert_eq!(request["budgets"]["items"]["minimum"], 1);
+        assert!(request["settings"].is_null() && request["query"].is_object());
     }
 }

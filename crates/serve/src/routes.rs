@@ -21,7 +21,7 @@ use axum::Json;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use treenav_judge::checked;
-use treenav_navigator::{Navigator, NavigatorConfig, Strategy};
+use treenav_navigator::{Navigator, NavigatorConfig};
 use treenav_prune::{input, PruneOptions, Pruner};
 use treenav_tree::filter::Filter;
 
@@ -113,62 +113,31 @@ fn out_of_range(field: &str) -> impl Fn(checked::OutOfRange) -> ApiError + '_ {
 }
 
 /// The navigator a request asks for: the tree's own, or one reconfigured
-/// with the request's settings.
+/// with the request's settings (each checked where it enters, an error
+/// naming it).
 fn navigator_for(served: &Navigator, req: &RetrieveRequest) -> Result<Option<Navigator>, ApiError> {
-    let overrides = req.top.is_some()
-        || req.shortlist.is_some()
-        || req.per_document.is_some()
-        || req.strategy.is_some()
-        || req.budgets.is_some()
-        || req.judge_budget.is_some();
-    if !overrides {
+    if req.settings.is_empty() {
         return Ok(None);
     }
-    let mut config: NavigatorConfig = served.config().settings().clone();
-    let top = match req.top {
-        Some(top) => checked::count("top", top, 1..=1000).map_err(out_of_range("top"))?,
-        None => served.config().returned_passages(),
-    };
-    let shortlist = match req.shortlist {
-        Some(m) => checked::count("shortlist", m, 0..=top).map_err(out_of_range("shortlist"))?,
-        None => served.config().shortlist().min(top),
-    };
-    config = config.returned_passages(top).shortlist(shortlist);
-    if let Some(n) = req.per_document {
-        let n =
-            checked::count("per_document", n, 0..=1000).map_err(out_of_range("per_document"))?;
-        config = config.per_document(n);
-    }
-    if let Some(name) = &req.strategy {
-        let strategy = name
-            .parse::<Strategy>()
-            .map_err(|e| ApiError::bad_field("strategy", e.to_string()))?;
-        config = config.strategy(strategy);
-    }
-    if let Some(budgets) = &req.budgets {
-        for &k in budgets {
-            checked::count("budgets", k, 1..=100_000).map_err(out_of_range("budgets"))?;
-        }
-        if budgets.len() > 64 {
-            return Err(ApiError::bad_field("budgets", "at most 64 levels"));
-        }
-        config = config.retention_budgets(budgets.iter().copied());
-    }
-    if let Some(budget) = req.judge_budget {
-        config = config.judge_budget(budget);
-    }
-    let field = if req.judge_budget.is_some() {
-        "judge_budget"
-    } else {
-        "config"
-    };
+    let config: NavigatorConfig = served.config().settings().clone();
     let config = config
-        .check()
-        .map_err(|e| ApiError::bad_field(field, e.to_string()))?;
+        .with_settings(&req.settings)
+        .and_then(NavigatorConfig::check)
+        .map_err(setting_error)?;
     served
         .reconfigured(config)
         .map(Some)
         .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// A setting's error names it as the request did.
+fn setting_error(e: treenav_navigator::Error) -> ApiError {
+    match e {
+        treenav_navigator::Error::Setting { ref name, .. } => {
+            ApiError::bad_field(name, e.to_string())
+        }
+        other => ApiError::bad_request(other.to_string()),
+    }
 }
 
 fn navigation_error(e: treenav_navigator::Error) -> ApiError {

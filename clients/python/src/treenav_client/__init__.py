@@ -364,6 +364,7 @@ class TreenavClient:
         per_document: Optional[int] = None,
         filter: Optional[Dict[str, Any]] = None,
         trace: bool = False,
+        **settings: Any,
     ) -> Retrieval:
         """Ranked passages for ``query`` from the tree named ``tree``
         (``top`` of them unless the tree holds fewer: ``exhausted``).
@@ -371,8 +372,16 @@ class TreenavClient:
         ``filter`` keeps the documents whose metadata passes, e.g.
         ``{"source": "wiki", "year": {"gte": 2019}, "tenant": {"in": ["a", "b"]}}``
         (operators ``eq``, ``ne``, ``in``, ``gt``, ``gte``, ``lt``, ``lte``;
-        all must hold): nothing else is judged or returned."""
-        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, filter, trace)
+        all must hold): nothing else is judged or returned.
+
+        Any other navigator setting goes by its name in ``settings`` (each
+        ``treenav query`` flag with ``_``: ``explore_budget=50``,
+        ``always_judge=True``, …; :meth:`settings` lists them with their
+        ranges and defaults, as the server reads them); a name the server
+        does not know is a 400 naming it."""
+        settings.update(top=top, shortlist=shortlist, strategy=strategy, budgets=budgets,
+                        judge_budget=judge_budget, per_document=per_document)
+        body = _retrieve_body(tree, query, filter, trace, settings)
         return _parsed(Retrieval.from_json, self._request("POST", "/v1/retrieve", body))
 
     async def aretrieve(
@@ -388,11 +397,14 @@ class TreenavClient:
         per_document: Optional[int] = None,
         filter: Optional[Dict[str, Any]] = None,
         trace: bool = False,
+        **settings: Any,
     ) -> Retrieval:
         """:meth:`retrieve` for asyncio, never blocking the event loop: over
         httpx's async client when the ``[async]`` extra is installed, else on
         a worker thread. The same deadline, retries and errors."""
-        body = _retrieve_body(tree, query, top, shortlist, strategy, budgets, judge_budget, per_document, filter, trace)
+        settings.update(top=top, shortlist=shortlist, strategy=strategy, budgets=budgets,
+                        judge_budget=judge_budget, per_document=per_document)
+        body = _retrieve_body(tree, query, filter, trace, settings)
         return _parsed(Retrieval.from_json, await self._arequest("POST", "/v1/retrieve", body))
 
     def retrieve_many(
@@ -471,6 +483,18 @@ class TreenavClient:
             if value is not None:
                 body[key] = value
         return _parsed(Pruned.from_json, self._request("POST", "/v1/prune", body))
+
+    def settings(self) -> Dict[str, Dict[str, Any]]:
+        """The navigator settings a retrieve request takes, by name, each
+        with its ``description``, ``type``, range and ``default``: read from
+        the server's OpenAPI document (the navigator's own list), so a
+        setting the server has is here with no new client."""
+        doc = self._request("GET", "/openapi.json")
+        try:
+            properties = doc["components"]["schemas"]["RetrieveRequest"]["properties"]
+        except (KeyError, TypeError) as e:
+            raise TreenavError(200, "bad_response", f"the OpenAPI document has no RetrieveRequest: {e}") from None
+        return {k: v for k, v in properties.items() if k not in ("tree", "query", "filter", "trace")}
 
     def trees(self) -> List[TreeInfo]:
         """The served trees."""
@@ -666,27 +690,17 @@ async def _ahttpx_once(client: Any, method: str, url: str, body: Any, headers: D
 def _retrieve_body(
     tree: str,
     query: str,
-    top: Optional[int],
-    shortlist: Optional[int],
-    strategy: Optional[str],
-    budgets: Optional[Sequence[int]],
-    judge_budget: Optional[int],
-    per_document: Optional[int],
     filter: Optional[Dict[str, Any]],
     trace: bool,
+    settings: Dict[str, Any],
 ) -> Dict[str, Any]:
+    """A retrieve request: the settings given (not ``None``) by name."""
     body: Dict[str, Any] = {"tree": tree, "query": query, "trace": trace}
-    for key, value in (
-        ("top", top),
-        ("shortlist", shortlist),
-        ("strategy", strategy),
-        ("budgets", None if budgets is None else list(budgets)),
-        ("judge_budget", judge_budget),
-        ("per_document", per_document),
-        ("filter", None if filter is None else dict(filter)),
-    ):
+    if filter is not None:
+        body["filter"] = dict(filter)
+    for key, value in settings.items():
         if value is not None:
-            body[key] = value
+            body[key] = list(value) if isinstance(value, (list, tuple)) else value
     return body
 
 
@@ -756,22 +770,15 @@ def _check_length(status: int, declared: Optional[str], raw: bytes) -> None:
 #: The most requests one ``POST /v1/retrieve/batch`` carries.
 MAX_BATCH = 64
 
-_RETRIEVE_OPTIONS = ("top", "shortlist", "strategy", "budgets", "judge_budget", "per_document", "filter", "trace")
-
-
 def _batch_bodies(tree: str, queries: Sequence[str], options: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The batch calls for ``queries``, 64 at most in each."""
-    unknown = sorted(set(options) - set(_RETRIEVE_OPTIONS))
-    if unknown:
-        raise TypeError(f"retrieve_many() got unexpected keyword(s): {', '.join(unknown)}")
+    """The batch calls for ``queries``, 64 at most in each; ``options`` are
+    :meth:`TreenavClient.retrieve`'s keywords (a name the server does not
+    know is its 400, naming it)."""
     if isinstance(queries, str):
         raise TypeError("retrieve_many() takes a list of queries, not one string")
-    get = options.get
-    requests = [
-        _retrieve_body(tree, q, get("top"), get("shortlist"), get("strategy"), get("budgets"),
-                       get("judge_budget"), get("per_document"), get("filter"), bool(get("trace", False)))
-        for q in queries
-    ]
+    settings = dict(options)
+    filter, trace = settings.pop("filter", None), bool(settings.pop("trace", False))
+    requests = [_retrieve_body(tree, q, filter, trace, settings) for q in queries]
     return [{"requests": requests[i:i + MAX_BATCH]} for i in range(0, len(requests), MAX_BATCH)]
 
 

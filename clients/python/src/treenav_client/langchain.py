@@ -25,9 +25,10 @@ class TreenavRetriever(BaseRetriever):
     ``TreenavRetriever(tree="docs", base_url="http://127.0.0.1:8080", k=4)``:
     the same keywords as ``TreenavLlamaRetriever``. ``k`` (or ``top``, or
     ``search_kwargs={"k": …}``) passages come back; ``search_kwargs`` also
-    takes ``strategy``, ``judge_budget``, ``per_document`` and ``filter``
-    (``{"source": "wiki", "year": {"gte": 2019}}``: only documents whose
-    metadata passes are judged or returned).
+    takes ``filter`` (``{"source": "wiki", "year": {"gte": 2019}}``: only
+    documents whose metadata passes are judged or returned) and any
+    navigator setting by its name (``strategy``, ``judge_budget``,
+    ``explore_budget``, …: ``TreenavClient.settings()`` lists them).
 
     ``metadata`` holds the document's own metadata fields as they are, then
     ours under ``treenav_``: the passage and document ids, the title, the

@@ -43,27 +43,23 @@ def our_keys(metadata: Dict[str, Any]) -> List[str]:
 
 def request_options(given: Dict[str, Any], search_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """The retrieve call's keywords from a retriever's settings and its
-    framework's per-call options (``k``, ``filter``, ``strategy``,
-    ``judge_budget``, ``per_document``); an unknown option, or a filter
-    that cannot be said in treenav's grammar, is a :class:`TreenavError`,
+    framework's per-call options: ``k`` (or ``top``), ``filter`` (or
+    ``filters``), and any navigator setting by its name (``strategy``,
+    ``judge_budget``, ``explore_budget``, …: :meth:`TreenavClient.settings`
+    lists them). A name the server does not know is its 400, and a filter
+    that cannot be said in treenav's grammar a :class:`TreenavError`:
     never silently ignored."""
-    from . import TreenavError
-
     merged = {**{k: v for k, v in given.items() if v is not None}, **search_kwargs}
-    known = {"k", "top", "strategy", "judge_budget", "per_document", "filter", "filters"}
-    unknown = sorted(set(merged) - known)
-    if unknown:
-        raise TreenavError(0, "bad_option", f"unknown retriever option(s): {', '.join(unknown)}")
     out: Dict[str, Any] = {}
-    given_filter = merged.get("filter", merged.get("filters"))
+    given_filter = merged.pop("filter", merged.pop("filters", None))
+    merged.pop("filters", None)
     if given_filter is not None:
         out["filter"] = to_filter(given_filter)
-    k = merged.get("k", merged.get("top"))
-    if k is not None:
-        out["top"] = int(k)
-    for key in ("strategy", "judge_budget", "per_document"):
-        if merged.get(key) is not None:
-            out[key] = merged[key]
+    k = merged.pop("k", None)
+    top = merged.pop("top", None)
+    if k is not None or top is not None:
+        out["top"] = int(k if k is not None else top)
+    out.update({key: value for key, value in merged.items() if value is not None})
     return out
 
 

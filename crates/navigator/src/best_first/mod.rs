@@ -57,6 +57,7 @@ mod search;
 use search::Search;
 
 use settings::BestFirstConfig;
+pub(crate) use settings::{BestFirstConfig as Settings, SETTINGS};
 
 pub(crate) const PROFILE: crate::StrategyProfile = crate::StrategyProfile {
     name: "best-first",

@@ -244,7 +244,7 @@ impl<'a> Search<'a> {
     pub(super) fn sure_lead(&self, ranked: &[(NodeId, f64)]) -> Option<f64> {
         self.fitted?;
         let logits = ranked.iter().map(|(_, p)| logit(*p));
-        crate::fusion::lead(logits).filter(|lead| *lead >= self.cfg.skip_judge_gap)
+        crate::fusion::lead(logits).filter(|lead| *lead >= self.cfg.skip_gap())
     }
 
     /// The judged passages with their fused scores, best first.

@@ -1,12 +1,40 @@
-//! The `best-first` strategy's settings and their checks.
+//! The `best-first` strategy's settings, listed with their help and
+//! ranges (see [`crate::settings`]), and the rule between them and the
+//! navigator's.
 
-use crate::Result;
+use crate::settings::{infinity_as_null, Kind, Setting};
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use treenav_judge::checked;
 
+/// The settings of `best-first`, as flags and requests name them.
+pub(crate) const SETTINGS: &[Setting] = &[
+    Setting::count("judge_budget", "Candidates shown to the judge per query, calibration references and the shortlist rerank included.", 1, 100_000),
+    Setting::count("slate_size", "Candidates per judge call.", 2, 200),
+    Setting::count("rounds", "Sequential rounds the budget is spread over.", 1, 100),
+    Setting::switch("neighbours", "Follow the tree's neighbour lists."),
+    Setting::switch("clusters", "Use the clusters too (evidence up, cluster siblings); measured to add nothing over the neighbour lists."),
+    Setting::switch("cards", "Judge cluster cards too."),
+    Setting::number("path_weight", "Path relevance weight α (own score vs the parent's path score).", 0.0, 1.0),
+    Setting::number("neighbour_weight", "A neighbour's priority is this times its source's score.", 0.0, 1.0),
+    Setting::number("sibling_weight", "A judged document's other passages get at least this times its score as priority.", 0.0, 1.0),
+    Setting::switch("adaptive_split", "Split each round between the lexical list and the graph by how well each scored in the last round (off: alternate one for one, as GAR does)."),
+    Setting::number("fusion", "Order the judged passages by the judge's score fused with the search's evidence (BM25 rank, judged neighbours), weight on the logit scale (0: the judge's score alone).", 0.0, 20.0),
+    Setting::count("explore_budget", "The cascade's first stage: vectors the embedding judge scores per query (BM25's list, a descent of the clusters by centroid, the neighbour lists); with the embedding judge the only stage; 0 turns it off.", 0, 100_000),
+    Setting::number("explore_fusion", "The exploration's final order: the embedding judge's score fused with BM25's rank and the judged neighbours (weight on the logit scale; 0: the embedding alone).", 0.0, 20.0),
+    Setting::number("explore_weight", "Cascade: how much the exploration's score counts beside the judge's in the final order (weight on the logit scale).", 0.0, 20.0),
+    Setting::switch("passage_evidence", "The exploration's centred fusion counts each judged passage's own BM25 rank among the judged (a fitted fusion always does)."),
+    Setting::switch("fitted_fusion", "The exploration's final order from the fusion fitted for the tree's embedder, where there is one (docs/calibration.md); off: the centred fusion with explore_fusion."),
+    Setting::of("skip_judge_gap", "Cascade: do not call the judge when the exploration is sure, its best passage leading the second best by this many logits or more (the fitted fusion's calibrated P).", Kind::Gap { max: 100.0 }),
+    Setting::switch("always_judge", "Cascade: call the judge on every query, however sure the exploration is (skip_judge_gap off)."),
+    Setting::switch("keep_evidence", "Keep each explored passage's evidence in the retrieval.").library_only(),
+    Setting::switch("tfidf_vectors", "Let the embedding judge use a TF-IDF tree's vectors.").library_only(),
+    Setting::switch("widen", "Judge past judge_budget when it leaves fewer than top passages, until there are top."),
+];
+
 /// Settings of the `best-first` strategy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(default)]
 pub struct BestFirstConfig {
     /// Candidates shown to the judge per query, counting calibration
     /// references and the final shortlist rerank.
@@ -87,7 +115,11 @@ pub struct BestFirstConfig {
     /// sentence-split XQuAD 0.919 → 0.917 with 63% of its queries not
     /// judged, SciFact test 0.688 → 0.690 (6%), SQuAD dev 0.898 → 0.898
     /// (32%) (docs/calibration.md).
+    #[serde(with = "infinity_as_null")]
     pub skip_judge_gap: f64,
+    /// The cascade asks its judge on every query, however sure the
+    /// exploration is (as `skip_judge_gap` at infinity). Off by default.
+    pub always_judge: bool,
     /// Keep each explored passage's [`crate::fusion::Evidence`] in
     /// [`crate::Retrieval::evidence`] (what `treenav bench --evidence`
     /// writes to fit the fusion). Off by default.
@@ -147,6 +179,7 @@ impl Default for BestFirstConfig {
             passage_evidence: true,
             fitted_fusion: true,
             skip_judge_gap: 2.0,
+            always_judge: false,
             keep_evidence: false,
             tfidf_vectors: false,
             widen: true,
@@ -155,36 +188,37 @@ impl Default for BestFirstConfig {
 }
 
 impl BestFirstConfig {
-    /// Checks every setting; `shortlist` is the navigator's (the judge
-    /// budget must exceed it when the strategy spends the budget, which
-    /// pays for the shortlist's rerank).
+    /// Checks the rule between these settings and the navigator's (each
+    /// setting's own range is checked from the list): the judge budget
+    /// must exceed the shortlist when the strategy spends the budget,
+    /// which pays for the shortlist's rerank.
     pub(crate) fn check(&self, shortlist: usize, spends_budget: bool) -> Result<()> {
-        // The judge budget is a best-first setting: a levels walk with a
-        // large shortlist is not refused over it.
-        let budgets = match spends_budget {
-            true => shortlist.max(1) + 1..=100_000,
-            false => 1..=100_000,
-        };
-        // The floor follows the shortlist (the CLI's default 5, a
-        // server's own --shortlist): the message says which.
-        let name = format!("judge_budget (above the shortlist, {shortlist})");
-        checked::count(&name, self.judge_budget, budgets)?;
-        checked::count("slate_size", self.slate_size, 2..=200)?;
-        checked::count("rounds", self.rounds, 1..=100)?;
-        for (name, w) in [
-            ("path_weight", self.path_weight),
-            ("neighbour_weight", self.neighbour_weight),
-            ("sibling_weight", self.sibling_weight),
-        ] {
-            checked::within(name, w, 0.0..=1.0)?;
+        // JSON has no NaN or −∞: they would read as ∞ (never skip).
+        if self.skip_judge_gap.is_nan() || self.skip_judge_gap == f64::NEG_INFINITY {
+            return Err(Error::Setting {
+                name: "skip_judge_gap".into(),
+                problem: format!("must be a number in [0, 100] or infinity, got {}", self.skip_judge_gap),
+            });
         }
-        checked::within("fusion", self.fusion, 0.0..=20.0)?;
-        checked::within("explore_fusion", self.explore_fusion, 0.0..=20.0)?;
-        checked::within("explore_weight", self.explore_weight, 0.0..=20.0)?;
-        checked::count("explore_budget", self.explore_budget, 0..=100_000)?;
-        if self.skip_judge_gap != f64::INFINITY {
-            checked::within("skip_judge_gap", self.skip_judge_gap, 0.0..=100.0)?;
+        // A levels walk with a large shortlist is not refused over it.
+        if !spends_budget {
+            return Ok(());
         }
-        Ok(())
+        checked::count("judge_budget", self.judge_budget, shortlist.max(1) + 1..=100_000)
+            .map(drop)
+            .map_err(|e| Error::Setting {
+                name: "judge_budget".into(),
+                // The floor follows the shortlist (the CLI's default 5, a
+                // server's own --shortlist): the message says which.
+                problem: format!("(above the shortlist, {shortlist}) must be {}, got {}", e.range, e.value),
+            })
+    }
+
+    /// The lead at which the cascade skips its judge (infinity: never).
+    pub(crate) fn skip_gap(&self) -> f64 {
+        match self.always_judge {
+            true => f64::INFINITY,
+            false => self.skip_judge_gap,
+        }
     }
 }
