@@ -1625,3 +1625,47 @@ fn bench_with_a_tree_not_built_yet_says_how_to_build_it() {
     assert!(said.contains("build it first (`treenav build"), "{said}");
     assert!(said.contains("leave out --tree"), "{said}");
 }
+
+/// Every public navigator setting is a flag of `query`, `bench` and
+/// `serve`, named from the one list with its help; the library's own are
+/// not; the earlier spellings still run.
+#[test]
+fn every_navigator_setting_is_a_flag_from_the_one_list() {
+    let defaults =
+        serde_json::to_value(treenav::navigator::NavigatorConfig::default()).expect("json");
+    for command in ["query", "bench", "serve"] {
+        let o = treenav(&[command, "--help"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let help = text(&o.stdout);
+        for (_, setting) in treenav::navigator::settings::all() {
+            let flag = format!("--{}", setting.flag(&defaults[setting.name]));
+            let listed = help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n"));
+            let first_words: String = setting.help.chars().take(30).collect();
+            match setting.public {
+                true => assert!(listed && help.contains(&first_words), "{command}: {flag}"),
+                false => assert!(!listed, "{command}: {flag}"),
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("sample.tree");
+    let o = treenav(&["build", "-o", out.to_str().expect("utf8 path")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let tree = out.to_str().expect("utf8 path");
+    let o = treenav(&[
+        "query",
+        tree,
+        "Tesla",
+        "--alternate",
+        "--fallback",
+        "--no-clusters",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = treenav(&["query", tree, "Tesla", "--explore-budget", "200000"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("--explore-budget must be in 0..=100000, got 200000"),
+        "{}",
+        text(&o.stderr)
+    );
+}
