@@ -59,6 +59,10 @@ pub enum Problem {
     /// A TSV record cannot be parsed (e.g. invalid UTF-8 in a field).
     #[error("malformed TSV: {0}")]
     Tsv(String),
+    /// A record of a benchmark's queries or relevance judgements is bad
+    /// (said in full: the field and what it must be).
+    #[error("{0}")]
+    Judgement(String),
 }
 
 /// Errors of loading a corpus.

@@ -16,6 +16,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use treenav_corpus::Problem;
 use treenav_corpus::{squad_passage_id, Corpus, Format, LoadOptions};
 
 /// What a query's gold names.
@@ -98,9 +99,11 @@ impl Default for DatasetOptions {
 /// Reads a data set file: a regular file only (never a FIFO or a device).
 fn read(path: &Path) -> Result<Vec<u8>> {
     let kind = treenav_files::Kind::new("data set file", 64 << 30);
-    treenav_files::read(path, &kind).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e.into_io(),
+    treenav_files::read(path, &kind).map_err(|e| {
+        Error::Corpus(treenav_corpus::Error::Io {
+            path: path.to_path_buf(),
+            source: e.into_io(),
+        })
     })
 }
 
@@ -268,16 +271,22 @@ fn stem(path: &Path) -> String {
         .unwrap_or_else(|| "dataset".into())
 }
 
+/// A bad record of a dataset file, at a 1-based line.
+fn record(path: &Path, line: usize, problem: Problem) -> Error {
+    Error::Corpus(treenav_corpus::Error::Record {
+        path: path.to_path_buf(),
+        line,
+        problem,
+    })
+}
+
 /// Non-blank lines with their 1-based numbers; invalid UTF-8 is an error.
 fn text_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(usize, String)>> {
     let mut out = Vec::new();
     for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let line = std::str::from_utf8(raw).map_err(|e| Error::Record {
-            path: path.to_path_buf(),
-            line: i + 1,
-            problem: format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-        })?;
+        let line = std::str::from_utf8(raw)
+            .map_err(|e| record(path, i + 1, Problem::InvalidUtf8(e.valid_up_to())))?;
         if !line.trim().is_empty() {
             out.push((i + 1, line.to_string()));
         }
@@ -360,11 +369,7 @@ fn beir_queries(path: &Path) -> Result<BeirQueries> {
     let mut texts: HashMap<String, (usize, String)> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
     for (line, text) in text_lines(path, &read(path)?)? {
-        let bad = |problem: String| Error::Record {
-            path: path.to_path_buf(),
-            line,
-            problem,
-        };
+        let bad = |problem: String| record(path, line, Problem::Judgement(problem));
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| bad(format!("malformed JSON: {e}")))?;
         let id = match value.get("_id") {
@@ -411,11 +416,7 @@ fn beir_qrels(
         {
             continue;
         }
-        let bad = |problem: String| Error::Record {
-            path: path.to_path_buf(),
-            line,
-            problem,
-        };
+        let bad = |problem: String| record(path, line, Problem::Judgement(problem));
         if cols.len() < 3 {
             return Err(bad(format!(
                 "expected 3 tab-separated columns (query-id, corpus-id, score), found {}",

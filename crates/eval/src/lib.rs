@@ -40,23 +40,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Errors of evaluation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
         /// The path.
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
-    },
-    /// A record of a dataset file is bad.
-    #[error("{}:{line}: {problem}", path.display())]
-    Record {
-        /// The file.
-        path: PathBuf,
-        /// The 1-based line.
-        line: usize,
-        /// What is wrong.
-        problem: String,
     },
     /// A dataset file or folder is unusable as a whole.
     #[error("{}: {problem}", path.display())]
@@ -66,7 +56,8 @@ pub enum Error {
         /// What is wrong.
         problem: String,
     },
-    /// The corpus could not be loaded.
+    /// The corpus, or a file of the dataset, could not be read (a
+    /// record's error names its file, line and field).
     #[error(transparent)]
     Corpus(#[from] treenav_corpus::Error),
     /// A score file (`--score-file`) is unusable.

@@ -53,7 +53,7 @@ pub(crate) fn per_query(outcomes: &[Outcome], golds: &[Gold], c: &Collection) ->
 
 /// Writes `text` to `path` through a temporary file and a rename.
 pub(crate) fn write_atomically(path: &Path, text: impl AsRef<[u8]>) -> Result<()> {
-    treenav_files::atomic::write(path, text.as_ref()).map_err(|source| Error::Io {
+    treenav_files::atomic::write(path, text.as_ref()).map_err(|source| Error::Write {
         path: path.to_path_buf(),
         source,
     })
