@@ -153,26 +153,15 @@ pub async fn tree_with(
     branching: Option<usize>,
     embedder: &treenav::tree::EmbedderOptions,
 ) -> std::sync::Arc<treenav::tree::Tree> {
-    use treenav::build::{build_tree, TreeParams};
-    use treenav::build::{Summarizer, SummarizerOptions};
-    use treenav::tree::{Embedder, NoProgress};
+    use treenav::build::{build_extractive, TreeParams};
     let mut params = TreeParams::default();
     if let Some(b) = branching {
         params = params.branching(b);
     }
     let params = params.check().expect("params");
-    let embedder = Embedder::new(embedder, params.seed()).expect("embedder");
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
-    let tree = build_tree(
-        corpus,
-        "sample",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await
-    .expect("tree");
+    let tree = build_extractive(corpus, "sample", &params, embedder)
+        .await
+        .expect("tree");
     std::sync::Arc::new(tree)
 }
 

@@ -42,8 +42,8 @@ pub mod update;
 
 pub use error::{Error, Result, TreeError};
 pub use full::{
-    build_tree, default_clusters, embedding_texts, passage_label, Clustering, EmbeddingTexts,
-    TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
+    build_extractive, build_tree, default_clusters, embedding_texts, passage_label, Clustering,
+    EmbeddingTexts, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
 };
 pub use shard::{shard_file, Plan, ShardSpec};
 /// The clustering a build runs (k-means levels, near-duplicate lists).

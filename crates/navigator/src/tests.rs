@@ -5,12 +5,11 @@
 use crate::{BestFirstConfig, Error, Navigator, NavigatorConfig, OnJudgeError, Route, Strategy};
 use std::collections::HashSet;
 use std::sync::Arc;
-use treenav_builder::{build_tree, TreeParams};
-use treenav_builder::{Summarizer, SummarizerOptions};
+use treenav_builder::{build_extractive, TreeParams};
 use treenav_corpus::{load_str, Format, LoadOptions};
 use treenav_judge::probability::{logit, sigmoid};
 use treenav_judge::{Candidate, Decide, Limits, Scripted};
-use treenav_tree::{Embedder, EmbedderOptions, NoProgress, Tree};
+use treenav_tree::{EmbedderOptions, Tree};
 
 const TOPICS: [&str; 4] = [
     "Insulin lowers blood glucose in diabetic patients.",
@@ -45,18 +44,9 @@ pub(crate) async fn tree_of(jsonl: &str, branching: usize) -> Arc<Tree> {
         .branching(branching)
         .check()
         .expect("params");
-    let embedder = Embedder::new(&EmbedderOptions::default(), params.seed()).expect("embedder");
-    let summarizer = Summarizer::new(&SummarizerOptions::Extractive).expect("summarizer");
-    let tree = build_tree(
-        corpus,
-        "notes",
-        &params,
-        &embedder,
-        &summarizer,
-        &NoProgress,
-    )
-    .await
-    .expect("tree");
+    let tree = build_extractive(corpus, "notes", &params, &EmbedderOptions::default())
+        .await
+        .expect("tree");
     Arc::new(tree)
 }
 

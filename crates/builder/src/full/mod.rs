@@ -295,6 +295,20 @@ fn flat_tree(
     Ok((root, near))
 }
 
+/// [`build_tree`] with extractive summaries (offline) and the embedder
+/// `embedder` describes, quietly: the small trees of examples and tests.
+pub async fn build_extractive(
+    corpus: Corpus,
+    source: &str,
+    params: &ValidTreeParams,
+    embedder: &treenav_tree::embed::EmbedderOptions,
+) -> Result<Tree> {
+    let embedder = Embedder::new(embedder, params.seed())?;
+    let summarizer = Summarizer::new(&treenav_summary::SummarizerOptions::Extractive)?;
+    let progress = treenav_embed::NoProgress;
+    build_tree(corpus, source, params, &embedder, &summarizer, &progress).await
+}
+
 /// Builds a tree from a corpus: embeds each document's title and lead,
 /// clusters with k-means into levels that respect the branching limit,
 /// summarises each cluster and assembles the arena.
