@@ -318,7 +318,10 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         .iter()
         .filter_map(|(id, e)| Some((*id, e.stages?)))
         .collect();
-    let model = treenav::navigator::fusion::fitted_cascade_for(&embedder, "cross-encoder");
+    let model = treenav::navigator::fusion::fitted_cascade_for(
+        &embedder,
+        treenav::judge::BackendKind::CrossEncoder,
+    );
     match model {
         // The fitted cascade: the score is the exploration's P of the place
         // the model put the passage in among the judged ones (`probability`

@@ -20,6 +20,12 @@ pub trait Decide: Send + Sync + std::fmt::Debug {
     /// The backend kind (`lexical`, `systemone`, `cross-encoder`, …).
     fn kind(&self) -> &'static str;
 
+    /// Which of treenav's backends decides, to branch on (`None` for a
+    /// decider of another making, such as [`Scripted`]).
+    fn backend(&self) -> Option<crate::BackendKind> {
+        None
+    }
+
     /// What one call may hold. Callers that need one call per list (the
     /// [`crate::Session`]) plan their batches within these.
     fn limits(&self) -> Limits;
@@ -103,6 +109,9 @@ impl Decide for Judge {
     fn kind(&self) -> &'static str {
         Judge::kind(self)
     }
+    fn backend(&self) -> Option<crate::BackendKind> {
+        Some(self.backend_kind())
+    }
     fn limits(&self) -> Limits {
         Judge::limits(self)
     }
@@ -133,6 +142,9 @@ impl From<Judge> for Arc<dyn Decide> {
 impl<D: Decide + ?Sized> Decide for Arc<D> {
     fn kind(&self) -> &'static str {
         (**self).kind()
+    }
+    fn backend(&self) -> Option<crate::BackendKind> {
+        (**self).backend()
     }
     fn limits(&self) -> Limits {
         (**self).limits()
@@ -189,6 +201,9 @@ macro_rules! or_fallback {
 impl<A: Decide, B: Decide> Decide for WithFallback<A, B> {
     fn kind(&self) -> &'static str {
         self.primary.kind()
+    }
+    fn backend(&self) -> Option<crate::BackendKind> {
+        self.primary.backend()
     }
     fn limits(&self) -> Limits {
         self.primary.limits()

@@ -236,6 +236,11 @@ impl Judge {
         self.inner.kind
     }
 
+    /// Which backend decides.
+    pub fn backend_kind(&self) -> crate::BackendKind {
+        self.inner.options.backend.backend_kind()
+    }
+
     /// Whether the backend scores each candidate alone (a cross-encoder):
     /// its scores are then comparable across calls without calibration
     /// references.

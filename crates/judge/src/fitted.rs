@@ -28,10 +28,10 @@ pub enum JudgeKind {
 }
 
 impl JudgeKind {
-    /// The fitted identity of a backend kind, if a cascade was fitted for it.
-    pub fn of(kind: &str) -> Option<JudgeKind> {
+    /// The fitted identity of a backend, if a cascade was fitted for it.
+    pub fn of(kind: crate::BackendKind) -> Option<JudgeKind> {
         match kind {
-            "cross-encoder" => Some(JudgeKind::CrossEncoder),
+            crate::BackendKind::CrossEncoder => Some(JudgeKind::CrossEncoder),
             _ => None,
         }
     }
@@ -244,10 +244,10 @@ mod tests {
         assert_eq!(Embedder::of("tfidf(v1)"), None);
         assert_eq!(Embedder::of("openai(model=bge-small-en)"), None);
         assert_eq!(
-            JudgeKind::of("cross-encoder"),
+            JudgeKind::of(crate::BackendKind::CrossEncoder),
             Some(JudgeKind::CrossEncoder)
         );
-        assert_eq!(JudgeKind::of("embedding"), None);
+        assert_eq!(JudgeKind::of(crate::BackendKind::Embedding), None);
     }
 
     #[test]

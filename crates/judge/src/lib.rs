@@ -50,9 +50,10 @@ pub mod session;
 
 pub use backend::{
     bm25_scores, cross_encoder_cancelled_calls, default_model_dir, default_ort_library,
-    onnx_runtime_build, BackendOptions, CorpusStats, CrossEncoderOptions, EmbeddingOptions,
-    LexicalOptions, Limits, LlmProbe, LogprobsApi, OpenaiDecisionsOptions, OpenaiLogprobsOptions,
-    Profile, ScoredPair, Similarities, SystemoneOptions, VectorSource, PROFILES,
+    onnx_runtime_build, BackendKind, BackendOptions, CorpusStats, CrossEncoderOptions,
+    EmbeddingOptions, LexicalOptions, Limits, LlmProbe, LogprobsApi, OpenaiDecisionsOptions,
+    OpenaiLogprobsOptions, Profile, ScoredPair, Similarities, SystemoneOptions, VectorSource,
+    PROFILES,
 };
 pub use checkup::{checkup, Checkup, CHECKUP_QUERY};
 pub use decide::{Decide, Script, Scripted, WithFallback};

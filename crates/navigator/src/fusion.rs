@@ -38,8 +38,8 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
-use treenav_judge::fitted;
 use treenav_judge::probability::{logit, sigmoid};
+use treenav_judge::{fitted, BackendKind};
 use treenav_tree::lexical::DocumentIndex;
 use treenav_tree::{NodeId, NodeKind, Tree};
 
@@ -394,7 +394,7 @@ pub fn lead(logits: impl IntoIterator<Item = f64>) -> Option<f64> {
 /// The cascade's fitted model for a tree's embedder (its recorded
 /// description) and a judge kind, if one was fitted ([`fitted::cascade`];
 /// others keep the exploration as a centred prior, [`add_prior`]).
-pub fn fitted_cascade_for(embedder: &str, judge: &str) -> Option<FittedCascade> {
+pub fn fitted_cascade_for(embedder: &str, judge: BackendKind) -> Option<FittedCascade> {
     let embedder = fitted::Embedder::of(embedder)?;
     fitted::cascade(embedder, fitted::JudgeKind::of(judge)?).map(FittedCascade)
 }
@@ -691,7 +691,7 @@ mod tests {
         assert!((sa.explored - logit(0.8)).abs() < 1e-12);
         assert!(sb.reached && (sb.judged.unwrap_or(0.0) - logit(0.9)).abs() < 1e-12);
         assert!(!sc.reached && (sc.explored - logit(0.2)).abs() < 1e-12);
-        assert!(fitted_cascade_for("tfidf(v1)", "cross-encoder").is_none());
+        assert!(fitted_cascade_for("tfidf(v1)", BackendKind::CrossEncoder).is_none());
     }
 
     /// The fitted cascade moves only the judged passages, among the places

@@ -135,7 +135,8 @@ impl Navigator {
         let judge_is_embedding = judge_is_embedding && vectors.is_some();
         let cascade = vectors
             .as_ref()
-            .and_then(|v| v.fitted_cascade(judge.kind()));
+            .zip(judge.backend())
+            .and_then(|(v, kind)| v.fitted_cascade(kind));
         let mut navigator = Navigator {
             tree,
             judge,

@@ -123,7 +123,7 @@ impl TreeVectors {
 
     /// The cascade's model fitted for this tree's embedder and the judge
     /// of `kind`, if any.
-    pub(crate) fn fitted_cascade(&self, kind: &str) -> Option<FittedCascade> {
+    pub(crate) fn fitted_cascade(&self, kind: treenav_judge::BackendKind) -> Option<FittedCascade> {
         crate::fusion::fitted_cascade_for(self.queries.describe(), kind)
     }
 

@@ -128,7 +128,9 @@ impl PruneConfig {
         let fitted = self.judge.backend.kind();
         match named {
             None => Ok(self.judge.clone()),
-            Some(judge) if judge.backend.kind() == fitted => Ok(judge),
+            Some(judge) if judge.backend.backend_kind() == self.judge.backend.backend_kind() => {
+                Ok(judge)
+            }
             Some(judge) => Err(Error::Config(format!(
                 "{}: its threshold was fitted with the {fitted} judge; --judge {} scores on another scale",
                 path.display(),

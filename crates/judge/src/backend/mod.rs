@@ -149,7 +149,30 @@ macro_rules! backends {
         /// Every backend's profile, in the order `--judge` lists them.
         pub const PROFILES: &[Profile] = &[$( $module::PROFILE, )*];
 
+        /// Which backend a judge runs: the identity code branches on (its
+        /// name is the `kind` of [`BackendOptions`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum BackendKind {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl BackendKind {
+            /// Its name in config, `--judge` and traces.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( BackendKind::$variant => $module::PROFILE.kind, )*
+                }
+            }
+        }
+
         impl BackendOptions {
+            /// Which backend these options configure.
+            pub fn backend_kind(&self) -> BackendKind {
+                match self {
+                    $( BackendOptions::$variant(_) => BackendKind::$variant, )*
+                }
+            }
+
             /// The profile of the backend these options configure: name,
             /// default limits, list price (declared in the backend's file).
             pub fn profile(&self) -> Profile {
