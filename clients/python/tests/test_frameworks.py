@@ -68,8 +68,15 @@ def test_both_retrievers_take_the_same_keywords_k_and_options(server: str) -> No
     assert len(docs) == 3 and len({d.metadata["treenav_document_id"] for d in docs}) == 3
     with pytest.raises(TreenavError):
         TreenavRetriever(tree="sample", base_url=server, search_kwargs={"filter": ["a"]}).invoke(QUESTION)
-    with pytest.raises(TreenavError):
+    with pytest.raises(TreenavError) as e:
         TreenavRetriever(tree="sample", base_url=server, search_kwargs={"kk": 3}).invoke(QUESTION)
+    assert e.value.status == 400 and e.value.field == "kk"
+    # Any navigator setting goes through by its name; its range is the server's.
+    lc = TreenavRetriever(tree="sample", base_url=server, k=2, search_kwargs={"explore_budget": 50, "always_judge": True})
+    assert len(lc.invoke(QUESTION)) == 2
+    with pytest.raises(TreenavError) as e:
+        TreenavRetriever(tree="sample", base_url=server, search_kwargs={"explore_budget": -1}).invoke(QUESTION)
+    assert e.value.field == "explore_budget"
 
     li = TreenavLlamaRetriever(tree="sample", base_url=server, similarity_top_k=3)
     nodes = li.retrieve(QUESTION)
