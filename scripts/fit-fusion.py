@@ -25,17 +25,19 @@ training set, so the form is chosen by its worst collection, not its mean.
     python3 scripts/fit-fusion.py --cascade TRAIN.jsonl [...] [--test TEST.jsonl ...] [--write PATH]
 
 fits the cascade's model instead (the `cascade` entry of fitted.json): files from the same bench with a judge
-after the exploration (`--judge cross-encoder --judge-budgets N`), whose lines also carry what
-both stages said (`explored`, `reached`, `judged`). A logistic regression over the passages the
-judge judged, P = σ(bias + explored · zₑ + (judged + judged_gap · g) · zⱼ + gap · g), g the
-query's gap (the judge's best logit less its second best: how sure the judge is of its top).
-The model orders only the judged passages among the places the exploration gave them; each
-takes the exploration's P at its new place, and nothing the judge did not read moves.
-Prints per file the same measures for the exploration alone, the judge's order (the judge's
-logit with the exploration's centred as a prior, what runs without a fitted model) and the
+after the exploration (`--judge cross-encoder --judge-budgets N --always-judge`), whose lines also carry
+what both stages said (`explored`, `reached`, `judged`) and the query's form (`question`). The model
+orders the judged passages by zₑ + α · zⱼ, the judge's weight α = judged + judged_gap · g +
+judged_question · q (g the query's gap: the judge's best logit less its second best; q 1 for a
+question), among the places the exploration gave them; each takes the exploration's P at its new
+place, and nothing the judge did not read moves. α is searched on a grid (`GRID`) for the weights
+whose worst training file loses least nDCG@10 against the better of the two stages alone (the
+exploration's order; the judge's order in the same places); a leave-one-collection-out table comes
+first. Prints per file the same measures for the exploration alone, the judge's order and the
 fitted cascade.
 """
 import collections
+import itertools
 import json
 import math
 import sys
@@ -158,7 +160,7 @@ def measure(queries, score):
 
 
 def load_stages(path):
-    """One file's passages as (zₑ, reached, zⱼ or None, relevant), by query."""
+    """One file's passages as (zₑ, reached, zⱼ or None, relevant, question), by query."""
 
     def item(row):
         judged = row["judged"]
@@ -167,61 +169,64 @@ def load_stages(path):
             bool(row["reached"]),
             None if judged is None else float(judged),
             1.0 if row["relevant"] else 0.0,
+            bool(row["question"]),
         )
 
-    return by_query(path, item, " (a file from a bench with a judge after the exploration?)")
+    return by_query(path, item, " (a file from a bench with a judge after the exploration, treenav 0.76 or later?)")
 
 
 def exploration(v):
-    return [sigmoid(ze) if reached else None for ze, reached, _, _ in v]
+    return [sigmoid(item[0]) if item[1] else None for item in v]
 
 
-def judge_first(v):
-    """The judge's passages alone, by the judge's logit plus the exploration's, centred."""
-    known = sorted(ze for ze, _, zj, _ in v if zj is not None)
-    mean = sum(known) / len(known) if known else 0.0
-    return [None if zj is None else sigmoid(zj + (ze - mean)) for ze, _, zj, _ in v]
-
-
-CASCADE = ["bias", "explored", "judged", "judged_gap", "gap"]  # `FittedCascade`'s fields
+# `FittedCascade`'s fields. The model orders the judged passages only (each takes the
+# exploration's P at its new place), so only the judge's weight against the exploration's
+# counts: `explored` is 1, `bias` and `gap` 0, and the judge's weight per logit
+# judged + judged_gap · g + judged_question · q is searched on `GRID`.
+CASCADE = ["bias", "explored", "judged", "judged_gap", "judged_question", "gap"]
+GRID = {
+    "judged": [0.0, 0.05, 0.1],
+    "judged_gap": [0.0, 0.03, 0.05, 0.08],
+    "judged_question": [0.0, 0.2, 0.3, 0.4, 0.5, 0.7],
+}
+JUDGE_ONLY = {"judged": 1e3, "judged_gap": 0.0, "judged_question": 0.0}
 
 
 def judge_gap(v):
     """The judge's best logit less its second best over one query's judged passages."""
-    z = sorted((zj for _, _, zj, _ in v if zj is not None), reverse=True)
+    z = sorted((item[2] for item in v if item[2] is not None), reverse=True)
     return z[0] - z[1] if len(z) > 1 else 0.0
 
 
-def cascade_features(ze, zj, g):
-    return [1.0, ze, zj, zj * g, g]
-
-
 def cascade(w):
-    """The judged passages ordered by the fitted model, in the exploration's slots for them."""
+    """The judged passages ordered by the judge's weight `w` (a dict of `GRID`'s names) times
+    its logit plus the exploration's, in the exploration's slots for them."""
 
     def score(v):
         g = judge_gap(v)
-        out = [sigmoid(ze) for ze, _, _, _ in v]
+        out = [sigmoid(item[0]) for item in v]
         judged = [i for i, item in enumerate(v) if item[2] is not None]
         slots = sorted((v[i][0] for i in judged), reverse=True)
-        model = {i: sum(a * b for a, b in zip(w, cascade_features(v[i][0], v[i][2], g))) for i in judged}
-        for i, ze in zip(sorted(judged, key=lambda i: -model[i]), slots):
+        question = bool(v and v[0][4])
+        alpha = w["judged"] + w["judged_gap"] * g + (w["judged_question"] if question else 0.0)
+        model = {i: v[i][0] + alpha * v[i][2] for i in judged}
+        for i, ze in zip(sorted(judged, key=lambda i: (-model[i], i)), slots):
             out[i] = sigmoid(ze)
         return out
 
     return score
 
 
-def measure_stages(queries, score):
+def measure_stages(queries, score, numbers=False):
     """`measure` where a passage scored None is not in the list (its gold still counts)."""
     listed = collections.OrderedDict()
     for q, v in queries.items():
         listed[q] = [(s, item[3]) for s, item in zip(score(v), v) if s is not None]
     ideal = {q: sum(item[3] for item in v) for q, v in queries.items()}
-    return measure_with_ideal(listed, ideal)
+    return measure_with_ideal(listed, ideal, numbers)
 
 
-def measure_with_ideal(listed, ideal):
+def measure_with_ideal(listed, ideal, numbers=False):
     pairs, p1, ndcg = [], 0.0, 0.0
     for q, order in listed.items():
         order = sorted(order, key=lambda t: -t[0])
@@ -235,28 +240,66 @@ def measure_with_ideal(listed, ideal):
         bins[min(9, int(s * 10))].append((s, y))
     ece = sum(abs(sum(s for s, _ in b) - sum(y for _, y in b)) for b in bins.values()) / max(1, len(pairs))
     n = max(1, len(listed))
+    if numbers:
+        return p1 / n, ndcg / n
     return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
+
+
+def regret(queries, w):
+    """nDCG@10 of the cascade with weights `w` less the better of its two stages alone (the
+    exploration; the judge's order in the same places), and the cascade's (P@1, nDCG@10)."""
+    p1, nd = measure_stages(queries, cascade(w), numbers=True)
+    alone = max(measure_stages(queries, exploration, numbers=True)[1],
+                measure_stages(queries, cascade(JUDGE_ONLY), numbers=True)[1])
+    return nd - alone, (p1, nd)
+
+
+def grid():
+    names = list(GRID)
+    for values in itertools.product(*(GRID[n] for n in names)):
+        yield dict(zip(names, values))
+
+
+def choose(sets):
+    """The grid's weights whose worst set loses least against the better stage alone; ties go
+    to the smaller weights (fewer, smaller say generalises)."""
+    return max(grid(), key=lambda w: (round(min(regret(q, w)[0] for q in sets), 4),
+                                      -sum(w.values())))
+
+
+def loco_cascade(train, sets):
+    """Leave one collection out: the weights chosen on the others, measured on the one left out."""
+    print("Leave one collection out: weights chosen on the others, measured on the one left out")
+    print("| held out | exploration alone P@1 / nDCG@10 | judge's order | chosen on the others | cascade | against the better stage |")
+    print("|---|---|---|---|---|---|")
+    for i, path in enumerate(train):
+        w = choose([s for j, s in enumerate(sets) if j != i])
+        loss, (p1, nd) = regret(sets[i], w)
+        e = measure_stages(sets[i], exploration, numbers=True)
+        j = measure_stages(sets[i], cascade(JUDGE_ONLY), numbers=True)
+        print(f"| {path} | {e[0]:.3f} / {e[1]:.3f} | {j[0]:.3f} / {j[1]:.3f} | "
+              + ", ".join(f"{n} {v}" for n, v in w.items()) + f" | {p1:.3f} / {nd:.3f} | {loss:+.3f} |")
 
 
 def main_cascade(train, test, write=None):
     sets = [load_stages(p) for p in train]
-    rows = [
-        [(cascade_features(ze, zj, judge_gap(v)), y) for v in q.values() for ze, _, zj, y in v if zj is not None]
-        for q in sets
-    ]
-    w = newton(rows)
-    print("fitted cascade: " + ", ".join(f"{n} {v:.4f}" for n, v in zip(CASCADE, w)))
+    if len(sets) > 1:
+        loco_cascade(train, sets)
+    chosen = choose(sets)
+    w = {"bias": 0.0, "explored": 1.0, **chosen, "gap": 0.0}
+    print("fitted cascade: " + ", ".join(f"{n} {w[n]:.4f}" for n in CASCADE))
     if write:
-        write_entry(write, "cascade", dict(zip(CASCADE, w)), judge="cross-encoder")
+        write_entry(write, "cascade", {n: w[n] for n in CASCADE}, judge="cross-encoder")
     for path, queries in list(zip(train, sets)) + [(p, load_stages(p)) for p in test]:
         items = [i for v in queries.values() for i in v]
         judged = sum(1 for i in items if i[2] is not None)
         unreached = sum(1 for i in items if not i[1])
-        print(f"{path} ({len(queries)} queries, {judged} judged, {unreached} the exploration did not reach"
+        questions = sum(1 for v in queries.values() if v and v[0][4])
+        print(f"{path} ({len(queries)} queries, {questions} questions, {judged} judged, {unreached} the exploration did not reach"
               f"{', not in the fit' if path in test else ''})")
         print(f"  exploration alone: {measure_stages(queries, exploration)}")
-        print(f"  judge's order:     {measure_stages(queries, judge_first)}")
-        print(f"  fitted cascade:    {measure_stages(queries, cascade(w))}")
+        print(f"  judge's order:     {measure_stages(queries, cascade(JUDGE_ONLY))}")
+        print(f"  fitted cascade:    {measure_stages(queries, cascade(chosen))}")
 
 
 def query_context(rows):

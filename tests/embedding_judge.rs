@@ -282,19 +282,17 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
     let folder = tempfile::tempdir().expect("tempdir");
     let tree = notes_tree(folder.path()).await;
     let embedder = tree.meta().embedder.clone();
-    let found = cascade(
-        tree,
-        BestFirstConfig {
-            judge_budget: 2,
-            keep_evidence: true,
-            // Both stages on every query, as when fitting the cascade.
-            skip_judge_gap: f64::INFINITY,
-            ..BestFirstConfig::default()
-        },
-    )
-    .retrieve("how many days of paid leave do employees get")
-    .await
-    .expect("retrieve");
+    // Both stages on every query, as when fitting the cascade.
+    let both = BestFirstConfig {
+        judge_budget: 2,
+        keep_evidence: true,
+        skip_judge_gap: f64::INFINITY,
+        ..BestFirstConfig::default()
+    };
+    let found = cascade(tree.clone(), both.clone())
+        .retrieve("how many days of paid leave do employees get")
+        .await
+        .expect("retrieve");
     assert_eq!(found.passages[0].document_id, "vacation");
     let stages: Vec<_> = found
         .evidence
@@ -307,6 +305,8 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         "both stages' part of every passage"
     );
     assert!(stages.iter().all(|s| s.reached), "{stages:?}");
+    // The query's form, which the fitted cascade weighs, is a question's.
+    assert!(stages.iter().all(|s| s.question), "{stages:?}");
     let judged: Vec<f64> = stages.iter().filter_map(|s| s.judged).collect();
     assert!(
         judged.len() >= 2 && judged.len() < NOTES.len(),
@@ -353,4 +353,11 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
                 .any(|z| (z - treenav::judge::probability::logit(top.probability)).abs() < 1e-9))
         }
     }
+    // A statement is not a question: the judge gets less say there.
+    let found = cascade(tree, both)
+        .retrieve("employees get 25 days of paid leave.")
+        .await
+        .expect("retrieve");
+    let said = found.evidence.iter().filter_map(|(_, e)| e.stages);
+    assert!(said.clone().count() > 0 && said.clone().all(|s| !s.question));
 }

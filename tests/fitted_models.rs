@@ -44,6 +44,27 @@ fn evidence() -> String {
     out
 }
 
+/// `python3 scripts/fit-fusion.py ARGS`' standard output, which must
+/// succeed; `None` (said once) where there is no python3 outside CI.
+fn fit(args: &[&std::ffi::OsStr]) -> Option<String> {
+    let out = match std::process::Command::new("python3")
+        .arg("scripts/fit-fusion.py")
+        .args(args)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) if !support::in_ci() => {
+            eprintln!("SKIPPED: no python3 to run scripts/fit-fusion.py ({e})");
+            return None;
+        }
+        Err(e) => panic!("python3: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    Some(stdout)
+}
+
 #[test]
 fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -51,26 +72,9 @@ fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
     std::fs::write(&table, include_str!("../crates/judge/src/fitted.json")).expect("copy");
     let ev = folder.path().join("ev.jsonl");
     std::fs::write(&ev, evidence()).expect("evidence");
-    let out = match std::process::Command::new("python3")
-        .arg("scripts/fit-fusion.py")
-        .arg(&ev)
-        .arg("--write")
-        .arg(&table)
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) if !support::in_ci() => {
-            eprintln!("SKIPPED: no python3 to run scripts/fit-fusion.py ({e})");
-            return;
-        }
-        Err(e) => panic!("python3: {e}"),
+    let Some(stdout) = fit(&[ev.as_os_str(), "--write".as_ref(), table.as_os_str()]) else {
+        return;
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // "fitted: bias 0.1234, judge 1.2345, ..." — the printed weights.
     let printed: Vec<f64> = stdout
         .lines()
@@ -126,4 +130,100 @@ fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
         .map(|e| e.expect("entry").file_name())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
+}
+
+/// Cascade evidence lines, made up: `queries` queries of 10 judged
+/// passages, the first relevant. Each stage puts one of the first two
+/// passages first — the judge by 16 logits, the exploration by 1 — and the
+/// rest below: in a question the judge's first is the relevant one, in a
+/// claim the exploration's. The gaps are the same in both: only the
+/// query's form tells them apart.
+fn cascade_evidence(question: bool, queries: usize) -> String {
+    let mut out = String::new();
+    for q in 0..queries {
+        for p in 0..10 {
+            let (first, second) = if question { (0, 1) } else { (1, 0) };
+            let judged = match p {
+                _ if p == first => 12.0,
+                _ if p == second => -4.0,
+                _ => -4.0 - p as f64,
+            };
+            let explored = match p {
+                _ if p == second => 1.0,
+                _ if p == first => 0.0,
+                _ => -(p as f64),
+            };
+            let line = serde_json::json!({
+                "query": format!("{}{q}", if question { "q" } else { "c" }),
+                "passage": q * 100 + p,
+                "relevant": p == 0,
+                "explored": explored,
+                "reached": true,
+                "judged": judged,
+                "question": question,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn the_cascade_script_writes_the_weights_it_prints_and_trusts_the_judge_on_questions() {
+    let folder = tempfile::tempdir().expect("tempdir");
+    let table = folder.path().join("fitted.json");
+    std::fs::write(&table, include_str!("../crates/judge/src/fitted.json")).expect("copy");
+    let (asked, claimed) = (folder.path().join("q.jsonl"), folder.path().join("c.jsonl"));
+    std::fs::write(&asked, cascade_evidence(true, 20)).expect("evidence");
+    std::fs::write(&claimed, cascade_evidence(false, 20)).expect("evidence");
+    let args = [
+        "--cascade".as_ref(),
+        asked.as_os_str(),
+        claimed.as_os_str(),
+        "--write".as_ref(),
+        table.as_os_str(),
+    ];
+    let Some(stdout) = fit(&args) else {
+        return;
+    };
+    assert!(stdout.contains("| held out |"), "the LOCO table: {stdout}");
+    let printed: Vec<f64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("fitted cascade: "))
+        .expect("the fitted line")
+        .split(", ")
+        .map(|part| {
+            part.rsplit(' ')
+                .next()
+                .expect("a value")
+                .parse()
+                .expect("a number")
+        })
+        .collect();
+    let text = std::fs::read_to_string(&table).expect("the written table");
+    let written = Models::read(&text).expect("the written table reads");
+    let c = written
+        .cascade(Embedder::BgeSmallEn, JudgeKind::CrossEncoder)
+        .expect("the cascade");
+    let read = [
+        c.bias,
+        c.explored,
+        c.judged,
+        c.judged_gap,
+        c.judged_question,
+        c.gap,
+    ];
+    assert_eq!(printed, read, "{stdout}");
+    // Where the judge is right (questions) it gets the say, where it is
+    // wrong (claims) it does not.
+    assert!(
+        c.judged_question > 0.0 && c.judged + c.judged_gap < c.judged_question,
+        "{c:?}"
+    );
+    assert_eq!(
+        written.fusion(Embedder::BgeSmallEn),
+        fitted::fusion(Embedder::BgeSmallEn),
+        "the fusion untouched"
+    );
 }

@@ -82,8 +82,10 @@ pub struct Fusion {
 }
 
 /// The weights of the cascade's model: `bias + explored · zₑ + (judged +
-/// judged_gap · g) · zⱼ + gap · g` for a passage the judge judged, g the
-/// query's judge gap (the navigator's `FittedCascade::order` applies it).
+/// judged_gap · g + judged_question · q) · zⱼ + gap · g` for a passage the
+/// judge judged, g the query's judge gap, q 1 when the query is a question
+/// (the navigator's `FittedCascade::order` applies it; only the order it
+/// gives the judged passages counts).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cascade {
@@ -95,6 +97,8 @@ pub struct Cascade {
     pub judged: f64,
     /// The weight of the judge's logit times the query's gap.
     pub judged_gap: f64,
+    /// The weight of the judge's logit added when the query is a question.
+    pub judged_question: f64,
     /// The weight of the query's gap.
     pub gap: f64,
 }

@@ -323,14 +323,19 @@ pub struct Stages {
     pub reached: bool,
     /// `logit(P)` of the judge's P(yes), when the judge judged it.
     pub judged: Option<f64>,
+    /// Of the query: whether it is a question
+    /// ([`crate::query_form::is_question`]).
+    pub question: bool,
 }
 
-/// A logistic model of P(relevant) over both stages of a cascade, fitted
-/// on labelled training queries (`scripts/fit-fusion.py --cascade`):
-/// `bias + explored · zₑ + (judged + judged_gap · g) · zⱼ + gap · g` for a
+/// The cascade's order over both stages, fitted on labelled training
+/// queries (`scripts/fit-fusion.py --cascade`): `bias + explored · zₑ +
+/// (judged + judged_gap · g + judged_question · q) · zⱼ + gap · g` for a
 /// passage the judge judged, `g` the query's [`judge_gap`] (the judge
-/// counts more where it singles out its best passage). The model only
-/// orders the judged passages among the places the exploration gave them
+/// counts more where it singles out its best passage) and `q` 1 for a
+/// question ([`Stages::question`]: the judge counts more where the query
+/// has the form it learned from). The model only orders the judged
+/// passages among the places the exploration gave them
 /// ([`FittedCascade::order`]): nothing the judge did not read moves, and
 /// every score stays the exploration's calibrated P. Its weights are
 /// [`fitted::Cascade`] (`crates/judge/src/fitted.json`).
@@ -342,7 +347,9 @@ impl FittedCascade {
     /// query whose judge gap is `gap`.
     fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
         let (w, z) = (&self.0, s.judged?);
-        Some(w.bias + w.explored * s.explored + (w.judged + w.judged_gap * gap) * z + w.gap * gap)
+        let question = if s.question { w.judged_question } else { 0.0 };
+        let judge = w.judged + w.judged_gap * gap + question;
+        Some(w.bias + w.explored * s.explored + judge * z + w.gap * gap)
     }
 
     /// The final scores of one query's passages: every passage keeps the
@@ -400,8 +407,13 @@ pub fn fitted_cascade_for(embedder: &str, judge: BackendKind) -> Option<FittedCa
 }
 
 /// What both stages said of each passage either judged (`explored`: the
-/// exploration's final P by passage; `judged`: the judge's P), by node.
-pub fn stages(explored: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> Vec<(NodeId, Stages)> {
+/// exploration's final P by passage; `judged`: the judge's P), by node, in
+/// a query that is a `question` or not.
+pub fn stages(
+    explored: &HashMap<NodeId, f64>,
+    judged: &[(NodeId, f64)],
+    question: bool,
+) -> Vec<(NodeId, Stages)> {
     let floor = explored
         .values()
         .map(|p| logit(*p))
@@ -415,6 +427,7 @@ pub fn stages(explored: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> Vec<
                 explored: logit(*e),
                 reached: true,
                 judged: by_judge.get(p).map(|j| logit(*j)),
+                question,
             };
             (*p, s)
         })
@@ -428,6 +441,7 @@ pub fn stages(explored: &HashMap<NodeId, f64>, judged: &[(NodeId, f64)]) -> Vec<
                     explored: floor,
                     reached: false,
                     judged: Some(logit(*j)),
+                    question,
                 };
                 (*p, s)
             }),
@@ -684,7 +698,7 @@ mod tests {
     fn both_stages_evidence_covers_what_either_judged() {
         let (a, b, c) = (NodeId(1), NodeId(2), NodeId(3));
         let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.2)].into();
-        let all = stages(&explored, &[(b, 0.9), (c, 0.6)]);
+        let all = stages(&explored, &[(b, 0.9), (c, 0.6)], false);
         assert_eq!(all.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [a, b, c]);
         let (sa, sb, sc) = (all[0].1, all[1].1, all[2].1);
         assert!(sa.reached && sa.judged.is_none());
@@ -701,18 +715,20 @@ mod tests {
     fn the_cascade_reorders_the_judged_passages_in_the_explorations_places() {
         let (a, b, c, d) = (NodeId(1), NodeId(2), NodeId(3), NodeId(4));
         let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.6), (d, 0.3)].into();
-        let all = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)]);
+        let all = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)], false);
         let gap = judge_gap(&all);
         assert!((gap - (logit(0.99) - logit(0.5))).abs() < 1e-12);
-        let model = |judged: f64, judged_gap: f64| {
+        let with = |judged: f64, judged_gap: f64, judged_question: f64| {
             FittedCascade(fitted::Cascade {
                 bias: -0.5,
                 explored: 0.8,
                 judged,
                 judged_gap,
+                judged_question,
                 gap: 0.1,
             })
         };
+        let model = |judged: f64, judged_gap: f64| with(judged, judged_gap, 0.0);
         let scores =
             |m: FittedCascade| -> Vec<f64> { m.order(&all).iter().map(|(_, p)| *p).collect() };
         // The judge trusted: d takes b's place and P, b d's; c (unreached)
@@ -725,7 +741,7 @@ mod tests {
         // The judge weighed by its gap alone: its sure top still moves up...
         assert_eq!(scores(model(0.0, 1.0)), moved);
         // ...but not when it is unsure (a gap of zero).
-        let unsure = stages(&explored, &[(b, 0.5), (d, 0.5)]);
+        let unsure = stages(&explored, &[(b, 0.5), (d, 0.5)], false);
         assert_eq!(judge_gap(&unsure), 0.0);
         let p: Vec<f64> = model(0.0, 1.0)
             .order(&unsure)
@@ -734,6 +750,18 @@ mod tests {
             .collect();
         assert_eq!(p, [0.8, 0.6, 0.3].map(|p| sigmoid(logit(p))));
         assert_eq!(judge_gap(&[]), 0.0);
+        // The judge weighed by the query's form alone: it moves its top up
+        // in a question, and leaves a claim's order to the exploration.
+        let asked = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)], true);
+        let by_form = |all: &[(NodeId, Stages)]| -> Vec<f64> {
+            with(0.0, 0.0, 2.0)
+                .order(all)
+                .iter()
+                .map(|(_, p)| *p)
+                .collect()
+        };
+        assert_eq!(by_form(&asked), moved);
+        assert_eq!(by_form(&all), kept);
     }
 
     #[tokio::test]

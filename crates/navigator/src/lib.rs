@@ -71,6 +71,7 @@ mod config;
 mod filter_tests;
 pub mod fusion;
 mod navigate;
+pub mod query_form;
 mod scope;
 mod semantic;
 pub mod settings;

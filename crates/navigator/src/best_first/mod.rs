@@ -361,7 +361,8 @@ impl Navigator {
         if model.is_none() && !second.cfg.keep_evidence {
             return (centred(second), evidence);
         }
-        let stages = crate::fusion::stages(&prior, &second.judged_passages());
+        let question = crate::query_form::is_question(second.query);
+        let stages = crate::fusion::stages(&prior, &second.judged_passages(), question);
         if second.cfg.keep_evidence {
             let by_node: HashMap<NodeId, Stages> = stages.iter().copied().collect();
             for (id, e) in &mut evidence {
