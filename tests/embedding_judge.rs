@@ -327,6 +327,8 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         // the model put the passage in among the judged ones (`probability`
         // stays the judge's own).
         Some(model) => {
+            // The trace says how much the judge counted in this query.
+            assert_eq!(found.trace.judge_weight, Some(model.judge_weight(&all)));
             let (_, p) = model
                 .order(&all)
                 .into_iter()
@@ -348,6 +350,7 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         }
         // No model: the judge's own P of a passage it read.
         None => {
+            assert_eq!(found.trace.judge_weight, None);
             assert!(judged
                 .iter()
                 .any(|z| (z - treenav::judge::probability::logit(top.probability)).abs() < 1e-9))

@@ -156,8 +156,11 @@ fn print_text(
             t.usage.vectors_scored
         ),
         (Some(e), Some(j), None) => out!(o,
-            "cascade: the embedding judge explored ({e} budget, {} vectors scored), the judge spent {j}",
-            t.usage.vectors_scored
+            "cascade: the embedding judge explored ({e} budget, {} vectors scored), the judge spent {j}{}",
+            t.usage.vectors_scored,
+            t.judge_weight.map_or(String::new(), |w| format!(
+                " and reordered what it read, one of its logits worth {w:.2} of the exploration's (more when it is sure, and on a question)"
+            ))
         ),
         (Some(e), None, None) => out!(o,
             "the embedding judge: {} vectors scored (budget {e}), the query embedded once",

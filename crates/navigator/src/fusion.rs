@@ -347,9 +347,25 @@ impl FittedCascade {
     /// query whose judge gap is `gap`.
     fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
         let (w, z) = (&self.0, s.judged?);
-        let question = if s.question { w.judged_question } else { 0.0 };
-        let judge = w.judged + w.judged_gap * gap + question;
-        Some(w.bias + w.explored * s.explored + judge * z + w.gap * gap)
+        Some(w.bias + w.explored * s.explored + self.say(gap, s.question) * z + w.gap * gap)
+    }
+
+    /// How much one logit of the judge counts against one of the
+    /// exploration's in a query with these stages (its gap and form).
+    pub fn judge_weight(&self, stages: &[(NodeId, Stages)]) -> f64 {
+        let question = stages.first().is_some_and(|(_, s)| s.question);
+        let say = self.say(judge_gap(stages), question);
+        match self.0.explored > 0.0 {
+            true => say / self.0.explored,
+            false => f64::INFINITY,
+        }
+    }
+
+    /// The judge's logit's weight in a query with this gap and form.
+    fn say(&self, gap: f64, question: bool) -> f64 {
+        let w = &self.0;
+        let form = if question { w.judged_question } else { 0.0 };
+        w.judged + w.judged_gap * gap + form
     }
 
     /// The final scores of one query's passages: every passage keeps the
@@ -762,6 +778,12 @@ mod tests {
         };
         assert_eq!(by_form(&asked), moved);
         assert_eq!(by_form(&all), kept);
+        // What the trace reports: the judge's weight per logit against the
+        // exploration's (0.8 here).
+        assert!((with(0.0, 0.0, 2.0).judge_weight(&asked) - 2.5).abs() < 1e-12);
+        assert_eq!(with(0.0, 0.0, 2.0).judge_weight(&all), 0.0);
+        let by_gap = model(0.4, 0.1).judge_weight(&all);
+        assert!((by_gap - (0.4 + 0.1 * gap) / 0.8).abs() < 1e-12);
     }
 
     #[tokio::test]

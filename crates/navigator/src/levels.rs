@@ -301,6 +301,7 @@ impl Navigator {
                 judge_budget: None,
                 explore_budget: None,
                 judge_skipped: None,
+                judge_weight: None,
                 neighbourhoods: false,
                 levels: walk.levels,
                 rounds: Vec::new(),

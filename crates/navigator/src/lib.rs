@@ -401,6 +401,11 @@ pub struct Trace {
     /// many logits (at least `skip_judge_gap`). `None` when the judge ran,
     /// or there was no second stage.
     pub judge_skipped: Option<f64>,
+    /// Best-first, cascade with a fitted model: how much one logit of the
+    /// judge counted against one of the exploration's in this query (it
+    /// grows with the judge's gap and when the query is a question,
+    /// [`fusion::FittedCascade::judge_weight`]). `None` otherwise.
+    pub judge_weight: Option<f64>,
     /// Best-first: whether the tree's neighbour lists were followed (off
     /// for trees built without them).
     pub neighbourhoods: bool,

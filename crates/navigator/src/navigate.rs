@@ -337,6 +337,7 @@ impl Navigator {
                 judge_budget: None,
                 explore_budget: None,
                 judge_skipped: None,
+                judge_weight: None,
                 neighbourhoods: false,
                 levels: Vec::new(),
                 rounds: Vec::new(),

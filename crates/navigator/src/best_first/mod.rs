@@ -280,10 +280,10 @@ impl Navigator {
         mut explored: Option<Search<'_>>,
     ) -> Result<Retrieval> {
         let r = self.config.returned_passages();
-        let (mut passages, evidence) = match explored.as_mut() {
+        let (mut passages, evidence, judge_weight) = match explored.as_mut() {
             Some(first) => self.cascade_order(&mut search, first),
-            None if search.stage == STAGE_EXPLORE => (search.fused(), search.kept_evidence()),
-            None => (search.fused(), Vec::new()),
+            None if search.stage == STAGE_EXPLORE => (search.fused(), search.kept_evidence(), None),
+            None => (search.fused(), Vec::new(), None),
         };
         passages.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.collapse(&mut passages);
@@ -325,6 +325,7 @@ impl Navigator {
                 judge_budget: (search.stage == STAGE_JUDGE).then_some(search.budget),
                 explore_budget,
                 judge_skipped: None,
+                judge_weight,
                 neighbourhoods: search.neighbours,
                 levels: Vec::new(),
                 rounds,
@@ -344,12 +345,13 @@ impl Navigator {
     /// those passages, by as much as its scores proved worth, and every
     /// score stays the exploration's. Otherwise the judge's passages alone,
     /// the exploration a centred prior on them. With the exploration's kept
-    /// evidence (and both stages' part of it).
+    /// evidence (and both stages' part of it), and the judge's weight
+    /// against the exploration where a fitted model set it.
     fn cascade_order(
         &self,
         second: &mut Search<'_>,
         first: &mut Search<'_>,
-    ) -> (Vec<(NodeId, f64)>, KeptEvidence) {
+    ) -> (Vec<(NodeId, f64)>, KeptEvidence, Option<f64>) {
         let prior = first.fused_map();
         let mut evidence = first.kept_evidence();
         let model = self.cascade.filter(|_| second.cfg.fitted_fusion);
@@ -359,7 +361,7 @@ impl Navigator {
             passages
         };
         if model.is_none() && !second.cfg.keep_evidence {
-            return (centred(second), evidence);
+            return (centred(second), evidence, None);
         }
         let question = crate::query_form::is_question(second.query);
         let stages = crate::fusion::stages(&prior, &second.judged_passages(), question);
@@ -377,9 +379,10 @@ impl Navigator {
             }));
         }
         let Some(model) = model else {
-            return (centred(second), evidence);
+            return (centred(second), evidence, None);
         };
-        (model.order(&stages), evidence)
+        let weight = model.judge_weight(&stages);
+        (model.order(&stages), evidence, Some(weight))
     }
 
     fn is_passage(&self, id: NodeId) -> bool {
