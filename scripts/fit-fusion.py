@@ -245,47 +245,54 @@ def measure_with_ideal(listed, ideal, numbers=False):
     return f"ECE {ece:.3f}, P@1 {p1 / n:.3f}, P nDCG@10 (judged) {ndcg / n:.3f}"
 
 
-def regret(queries, w):
-    """nDCG@10 of the cascade with weights `w` less the better of its two stages alone (the
-    exploration; the judge's order in the same places), and the cascade's (P@1, nDCG@10)."""
-    p1, nd = measure_stages(queries, cascade(w), numbers=True)
-    alone = max(measure_stages(queries, exploration, numbers=True)[1],
-                measure_stages(queries, cascade(JUDGE_ONLY), numbers=True)[1])
-    return nd - alone, (p1, nd)
-
-
 def grid():
     names = list(GRID)
     for values in itertools.product(*(GRID[n] for n in names)):
         yield dict(zip(names, values))
 
 
-def choose(sets):
-    """The grid's weights whose worst set loses least against the better stage alone; ties go
-    to the smaller weights (fewer, smaller say generalises)."""
-    return max(grid(), key=lambda w: (round(min(regret(q, w)[0] for q in sets), 4),
-                                      -sum(w.values())))
+def regrets(queries, weights):
+    """For each weights in `weights`: nDCG@10 of the cascade less the better of its two stages
+    alone (the exploration; the judge's order in the same places), and its (P@1, nDCG@10).
+    The two stages alone are measured once."""
+    alone = max(measure_stages(queries, exploration, numbers=True)[1],
+                measure_stages(queries, cascade(JUDGE_ONLY), numbers=True)[1])
+    out = []
+    for w in weights:
+        p1, nd = measure_stages(queries, cascade(w), numbers=True)
+        out.append((nd - alone, (p1, nd)))
+    return out
 
 
-def loco_cascade(train, sets):
+def choose(weights, table, sets):
+    """The index in `weights` whose worst set (of the `sets` indices into `table`, one row of
+    `regrets` per set) loses least against the better stage alone; ties go to the smaller
+    weights (fewer, smaller say generalises)."""
+    return max(range(len(weights)), key=lambda k: (round(min(table[i][k][0] for i in sets), 4),
+                                                   -sum(weights[k].values())))
+
+
+def loco_cascade(train, sets, weights, table):
     """Leave one collection out: the weights chosen on the others, measured on the one left out."""
     print("Leave one collection out: weights chosen on the others, measured on the one left out")
     print("| held out | exploration alone P@1 / nDCG@10 | judge's order | chosen on the others | cascade | against the better stage |")
     print("|---|---|---|---|---|---|")
     for i, path in enumerate(train):
-        w = choose([s for j, s in enumerate(sets) if j != i])
-        loss, (p1, nd) = regret(sets[i], w)
+        k = choose(weights, table, [j for j in range(len(train)) if j != i])
+        loss, (p1, nd) = table[i][k]
         e = measure_stages(sets[i], exploration, numbers=True)
         j = measure_stages(sets[i], cascade(JUDGE_ONLY), numbers=True)
         print(f"| {path} | {e[0]:.3f} / {e[1]:.3f} | {j[0]:.3f} / {j[1]:.3f} | "
-              + ", ".join(f"{n} {v}" for n, v in w.items()) + f" | {p1:.3f} / {nd:.3f} | {loss:+.3f} |")
+              + ", ".join(f"{n} {v}" for n, v in weights[k].items()) + f" | {p1:.3f} / {nd:.3f} | {loss:+.3f} |")
 
 
 def main_cascade(train, test, write=None):
     sets = [load_stages(p) for p in train]
+    weights = list(grid())
+    table = [regrets(q, weights) for q in sets]
     if len(sets) > 1:
-        loco_cascade(train, sets)
-    chosen = choose(sets)
+        loco_cascade(train, sets, weights, table)
+    chosen = weights[choose(weights, table, range(len(sets)))]
     w = {"bias": 0.0, "explored": 1.0, **chosen, "gap": 0.0}
     print("fitted cascade: " + ", ".join(f"{n} {w[n]:.4f}" for n in CASCADE))
     if write:

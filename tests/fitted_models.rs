@@ -65,6 +65,21 @@ fn fit(args: &[&std::ffi::OsStr]) -> Option<String> {
     Some(stdout)
 }
 
+/// The weights the script printed on its line starting with `prefix`
+/// ("fitted: bias 0.1234, judge 1.2345, ...").
+fn printed(stdout: &str, prefix: &str) -> Vec<f64> {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .expect("the fitted line")
+        .split(", ")
+        .map(|part| {
+            let value = part.rsplit(' ').next().expect("a value");
+            value.parse().expect("a number")
+        })
+        .collect()
+}
+
 #[test]
 fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
     let folder = tempfile::tempdir().expect("tempdir");
@@ -75,17 +90,7 @@ fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
     let Some(stdout) = fit(&[ev.as_os_str(), "--write".as_ref(), table.as_os_str()]) else {
         return;
     };
-    // "fitted: bias 0.1234, judge 1.2345, ..." — the printed weights.
-    let printed: Vec<f64> = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("fitted: "))
-        .expect("the fitted line")
-        .split(", ")
-        .map(|part| {
-            let value = part.rsplit(' ').next().expect("a value");
-            value.parse().expect("a number")
-        })
-        .collect();
+    let printed = printed(&stdout, "fitted: ");
     let text = std::fs::read_to_string(&table).expect("the written table");
     let written = Models::read(&text).expect("the written table reads");
     let f = written.fusion(Embedder::BgeSmallEn).expect("the fusion");
@@ -188,19 +193,7 @@ fn the_cascade_script_writes_the_weights_it_prints_and_trusts_the_judge_on_quest
         return;
     };
     assert!(stdout.contains("| held out |"), "the LOCO table: {stdout}");
-    let printed: Vec<f64> = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("fitted cascade: "))
-        .expect("the fitted line")
-        .split(", ")
-        .map(|part| {
-            part.rsplit(' ')
-                .next()
-                .expect("a value")
-                .parse()
-                .expect("a number")
-        })
-        .collect();
+    let printed = printed(&stdout, "fitted cascade: ");
     let text = std::fs::read_to_string(&table).expect("the written table");
     let written = Models::read(&text).expect("the written table reads");
     let c = written
