@@ -28,8 +28,8 @@ fits the cascade's model instead (the `cascade` entry of fitted.json): files fro
 after the exploration (`--judge cross-encoder --judge-budgets N --always-judge`), whose lines also carry
 what both stages said (`explored`, `reached`, `judged`) and the query's form (`question`). The model
 orders the judged passages by zₑ + α · zⱼ, the judge's weight α = judged + judged_gap · g +
-judged_question · q (g the query's gap: the judge's best logit less its second best; q 1 for a
-question), among the places the exploration gave them; each takes the exploration's P at its new
+judged_question · q + judged_short · s (g the query's gap: the judge's best logit less its second
+best; q 1 for a question; s 1 when the passages the judge read are sentence-sized), among the places the exploration gave them; each takes the exploration's P at its new
 place, and nothing the judge did not read moves. α is searched on a grid (`GRID`) for the weights
 whose worst training file loses least nDCG@10 against the better of the two stages alone (the
 exploration's order; the judge's order in the same places); a leave-one-collection-out table comes
@@ -160,7 +160,7 @@ def measure(queries, score):
 
 
 def load_stages(path):
-    """One file's passages as (zₑ, reached, zⱼ or None, relevant, question), by query."""
+    """One file's passages as (zₑ, reached, zⱼ or None, relevant, question, short), by query."""
 
     def item(row):
         judged = row["judged"]
@@ -170,9 +170,10 @@ def load_stages(path):
             None if judged is None else float(judged),
             1.0 if row["relevant"] else 0.0,
             bool(row["question"]),
+            bool(row["short"]),
         )
 
-    return by_query(path, item, " (a file from a bench with a judge after the exploration, treenav 0.76 or later?)")
+    return by_query(path, item, " (a file from a bench with a judge after the exploration, treenav 0.77 or later?)")
 
 
 def exploration(v):
@@ -182,14 +183,15 @@ def exploration(v):
 # `FittedCascade`'s fields. The model orders the judged passages only (each takes the
 # exploration's P at its new place), so only the judge's weight against the exploration's
 # counts: `explored` is 1, `bias` and `gap` 0, and the judge's weight per logit
-# judged + judged_gap · g + judged_question · q is searched on `GRID`.
-CASCADE = ["bias", "explored", "judged", "judged_gap", "judged_question", "gap"]
+# judged + judged_gap · g + judged_question · q + judged_short · s is searched on `GRID`.
+CASCADE = ["bias", "explored", "judged", "judged_gap", "judged_question", "judged_short", "gap"]
 GRID = {
     "judged": [0.0, 0.05, 0.1],
     "judged_gap": [0.0, 0.03, 0.05, 0.08],
     "judged_question": [0.0, 0.2, 0.3, 0.4, 0.5, 0.7],
+    "judged_short": [0.0, 0.5, 1.0, 1.5, 2.0, 3.0],
 }
-JUDGE_ONLY = {"judged": 1e3, "judged_gap": 0.0, "judged_question": 0.0}
+JUDGE_ONLY = {"judged": 1e3, "judged_gap": 0.0, "judged_question": 0.0, "judged_short": 0.0}
 
 
 def judge_gap(v):
@@ -207,8 +209,9 @@ def cascade(w):
         out = [sigmoid(item[0]) for item in v]
         judged = [i for i, item in enumerate(v) if item[2] is not None]
         slots = sorted((v[i][0] for i in judged), reverse=True)
-        question = bool(v and v[0][4])
-        alpha = w["judged"] + w["judged_gap"] * g + (w["judged_question"] if question else 0.0)
+        question, short = (v[0][4], v[0][5]) if v else (False, False)
+        alpha = (w["judged"] + w["judged_gap"] * g + (w["judged_question"] if question else 0.0)
+                 + (w["judged_short"] if short else 0.0))
         model = {i: v[i][0] + alpha * v[i][2] for i in judged}
         for i, ze in zip(sorted(judged, key=lambda i: (-model[i], i)), slots):
             out[i] = sigmoid(ze)
@@ -302,7 +305,9 @@ def main_cascade(train, test, write=None):
         judged = sum(1 for i in items if i[2] is not None)
         unreached = sum(1 for i in items if not i[1])
         questions = sum(1 for v in queries.values() if v and v[0][4])
-        print(f"{path} ({len(queries)} queries, {questions} questions, {judged} judged, {unreached} the exploration did not reach"
+        short = sum(1 for v in queries.values() if v and v[0][5])
+        print(f"{path} ({len(queries)} queries, {questions} questions, {short} over sentence-sized passages, {judged} judged,"
+              f" {unreached} the exploration did not reach"
               f"{', not in the fit' if path in test else ''})")
         print(f"  exploration alone: {measure_stages(queries, exploration)}")
         print(f"  judge's order:     {measure_stages(queries, cascade(JUDGE_ONLY))}")

@@ -231,7 +231,8 @@ fn cascade(tree: treenav::tree::Tree, best_first: BestFirstConfig) -> Navigator 
 }
 
 /// Where the exploration is sure (its best passage leads by at least
-/// `skip_judge_gap` logits) the cascade does not call its judge: the
+/// `skip_judge_gap` logits, times the judge's say over sentences) the
+/// cascade does not call its judge: the
 /// exploration's answer, the lead in the trace, no judge call; at an
 /// infinite gap the judge always runs.
 #[cfg(feature = "cross-encoder")]
@@ -269,6 +270,29 @@ async fn a_sure_exploration_skips_the_cascades_judge() {
     assert_eq!(unsure.trace.judge_skipped, None);
     assert_eq!(unsure.trace.judge_budget, Some(4));
     assert!(unsure.trace.usage.calls > alone.trace.usage.calls);
+    // Over these one-sentence notes the fitted cascade gives a question's
+    // judge more say than the exploration (a logit of its own outweighs
+    // one of the exploration's): the lead must reach the gap times that say.
+    let model = treenav::navigator::fusion::fitted_cascade_for(
+        &tree.meta().embedder,
+        treenav::judge::BackendKind::CrossEncoder,
+    );
+    let form = treenav::navigator::query_form::Form {
+        question: true,
+        short: true,
+    };
+    if let Some(say) = model.map(|m| m.judge_say(form)).filter(|s| *s > 1.0) {
+        let below = cascade(tree.clone(), at(lead / say + 0.01))
+            .retrieve(query)
+            .await
+            .expect("retrieve");
+        assert_eq!(below.trace.judge_skipped, None, "scaled by {say}");
+        let past = cascade(tree.clone(), at((lead / say - 0.01).max(0.0)))
+            .retrieve(query)
+            .await
+            .expect("retrieve");
+        assert_eq!(past.trace.judge_skipped, Some(lead), "scaled by {say}");
+    }
     let always = cascade(tree, at(f64::INFINITY)).retrieve(query).await;
     assert_eq!(always.expect("retrieve").trace.judge_skipped, None);
 }
@@ -305,8 +329,12 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         "both stages' part of every passage"
     );
     assert!(stages.iter().all(|s| s.reached), "{stages:?}");
-    // The query's form, which the fitted cascade weighs, is a question's.
-    assert!(stages.iter().all(|s| s.question), "{stages:?}");
+    // The query's form, which the fitted cascade weighs, is a question's,
+    // and these one-sentence notes are sentence-sized.
+    assert!(
+        stages.iter().all(|s| s.form.question && s.form.short),
+        "{stages:?}"
+    );
     let judged: Vec<f64> = stages.iter().filter_map(|s| s.judged).collect();
     assert!(
         judged.len() >= 2 && judged.len() < NOTES.len(),
@@ -362,5 +390,5 @@ async fn the_cascade_keeps_what_both_stages_said_of_each_passage() {
         .await
         .expect("retrieve");
     let said = found.evidence.iter().filter_map(|(_, e)| e.stages);
-    assert!(said.clone().count() > 0 && said.clone().all(|s| !s.question));
+    assert!(said.clone().count() > 0 && said.clone().all(|s| !s.form.question));
 }

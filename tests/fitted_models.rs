@@ -140,14 +140,15 @@ fn the_fusion_script_writes_the_weights_it_prints_and_nothing_else() {
 /// Cascade evidence lines, made up: `queries` queries of 10 judged
 /// passages, the first relevant. Each stage puts one of the first two
 /// passages first — the judge by 16 logits, the exploration by 1 — and the
-/// rest below: in a question the judge's first is the relevant one, in a
-/// claim the exploration's. The gaps are the same in both: only the
-/// query's form tells them apart.
-fn cascade_evidence(question: bool, queries: usize) -> String {
+/// rest below: in a question, or over sentence-sized passages (`short`),
+/// the judge's first is the relevant one, in a claim over paragraphs the
+/// exploration's. The gaps are the same in all: only the query's form and
+/// its passages' size tell them apart.
+fn cascade_evidence(question: bool, short: bool, queries: usize) -> String {
     let mut out = String::new();
     for q in 0..queries {
         for p in 0..10 {
-            let (first, second) = if question { (0, 1) } else { (1, 0) };
+            let (first, second) = if question || short { (0, 1) } else { (1, 0) };
             let judged = match p {
                 _ if p == first => 12.0,
                 _ if p == second => -4.0,
@@ -159,13 +160,14 @@ fn cascade_evidence(question: bool, queries: usize) -> String {
                 _ => -(p as f64),
             };
             let line = serde_json::json!({
-                "query": format!("{}{q}", if question { "q" } else { "c" }),
+                "query": format!("{}{}{q}", if question { "q" } else { "c" }, if short { "s" } else { "p" }),
                 "passage": q * 100 + p,
                 "relevant": p == 0,
                 "explored": explored,
                 "reached": true,
                 "judged": judged,
                 "question": question,
+                "short": short,
             });
             out.push_str(&line.to_string());
             out.push('\n');
@@ -175,17 +177,21 @@ fn cascade_evidence(question: bool, queries: usize) -> String {
 }
 
 #[test]
-fn the_cascade_script_writes_the_weights_it_prints_and_trusts_the_judge_on_questions() {
+fn the_cascade_script_writes_the_weights_it_prints_and_trusts_the_judge_on_questions_and_sentences()
+{
     let folder = tempfile::tempdir().expect("tempdir");
     let table = folder.path().join("fitted.json");
     std::fs::write(&table, include_str!("../crates/judge/src/fitted.json")).expect("copy");
     let (asked, claimed) = (folder.path().join("q.jsonl"), folder.path().join("c.jsonl"));
-    std::fs::write(&asked, cascade_evidence(true, 20)).expect("evidence");
-    std::fs::write(&claimed, cascade_evidence(false, 20)).expect("evidence");
+    let sentences = folder.path().join("s.jsonl");
+    std::fs::write(&asked, cascade_evidence(true, false, 20)).expect("evidence");
+    std::fs::write(&claimed, cascade_evidence(false, false, 20)).expect("evidence");
+    std::fs::write(&sentences, cascade_evidence(false, true, 20)).expect("evidence");
     let args = [
         "--cascade".as_ref(),
         asked.as_os_str(),
         claimed.as_os_str(),
+        sentences.as_os_str(),
         "--write".as_ref(),
         table.as_os_str(),
     ];
@@ -205,13 +211,18 @@ fn the_cascade_script_writes_the_weights_it_prints_and_trusts_the_judge_on_quest
         c.judged,
         c.judged_gap,
         c.judged_question,
+        c.judged_short,
         c.gap,
     ];
     assert_eq!(printed, read, "{stdout}");
-    // Where the judge is right (questions) it gets the say, where it is
-    // wrong (claims) it does not.
+    // Where the judge is right (questions, sentences) it gets the say,
+    // where it is wrong (claims over paragraphs) it does not.
     assert!(
         c.judged_question > 0.0 && c.judged + c.judged_gap < c.judged_question,
+        "{c:?}"
+    );
+    assert!(
+        c.judged_short > 0.0 && c.judged + c.judged_gap < c.judged_short,
         "{c:?}"
     );
     assert_eq!(

@@ -8,7 +8,8 @@
 //! "lexical_agreement"}`, relevance as the bench counts it
 //! (for document-level gold, any passage of a gold document). In a cascade
 //! (a judge after the exploration) each line also carries what both stages
-//! said (`"explored", "reached", "judged"` and the query's form, `"question"`,
+//! said (`"explored", "reached", "judged"`, the query's form, `"question"`,
+//! and whether the passages the judge read are sentence-sized, `"short"`,
 //! [`treenav_navigator::fusion::Stages`]),
 //! and a passage only the judge reached has a line of its own with zero
 //! parts (`"reached": false`): what `fit-fusion.py --cascade` fits.

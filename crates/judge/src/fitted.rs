@@ -82,9 +82,10 @@ pub struct Fusion {
 }
 
 /// The weights of the cascade's model: `bias + explored · zₑ + (judged +
-/// judged_gap · g + judged_question · q) · zⱼ + gap · g` for a passage the
-/// judge judged, g the query's judge gap, q 1 when the query is a question
-/// (the navigator's `FittedCascade::order` applies it; only the order it
+/// judged_gap · g + judged_question · q + judged_short · s) · zⱼ + gap · g`
+/// for a passage the judge judged, g the query's judge gap, q 1 when the
+/// query is a question, s 1 when the passages the judge read are
+/// sentence-sized (the navigator's `FittedCascade::order` applies it; only the order it
 /// gives the judged passages counts).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,6 +100,9 @@ pub struct Cascade {
     pub judged_gap: f64,
     /// The weight of the judge's logit added when the query is a question.
     pub judged_question: f64,
+    /// The weight of the judge's logit added when the passages it read are
+    /// sentence-sized.
+    pub judged_short: f64,
     /// The weight of the query's gap.
     pub gap: f64,
 }

@@ -36,6 +36,7 @@
 //! passages it judged, and the bench to `rerank`'s judged list, so a gain is
 //! attributed to navigation or to fusion honestly.
 
+use crate::query_form::Form;
 use serde::Serialize;
 use std::collections::HashMap;
 use treenav_judge::probability::{logit, sigmoid};
@@ -323,18 +324,20 @@ pub struct Stages {
     pub reached: bool,
     /// `logit(P)` of the judge's P(yes), when the judge judged it.
     pub judged: Option<f64>,
-    /// Of the query: whether it is a question
-    /// ([`crate::query_form::is_question`]).
-    pub question: bool,
+    /// Of the query: its form and its passages' size.
+    #[serde(flatten)]
+    pub form: Form,
 }
 
 /// The cascade's order over both stages, fitted on labelled training
 /// queries (`scripts/fit-fusion.py --cascade`): `bias + explored · zₑ +
-/// (judged + judged_gap · g + judged_question · q) · zⱼ + gap · g` for a
-/// passage the judge judged, `g` the query's [`judge_gap`] (the judge
-/// counts more where it singles out its best passage) and `q` 1 for a
-/// question ([`Stages::question`]: the judge counts more where the query
-/// has the form it learned from). The model only orders the judged
+/// (judged + judged_gap · g + judged_question · q + judged_short · s) · zⱼ
+/// + gap · g` for a passage the judge judged, `g` the query's
+/// [`judge_gap`] (the judge counts more where it singles out its best
+/// passage), `q` 1 for a question ([`Stages::question`]: the judge counts
+/// more where the query has the form it learned from) and `s` 1 where the
+/// passages it read are sentence-sized ([`Stages::short`]: a reader of the
+/// pair tells sentences apart better than one vector each). The model only orders the judged
 /// passages among the places the exploration gave them
 /// ([`FittedCascade::order`]): nothing the judge did not read moves, and
 /// every score stays the exploration's calibrated P. Its weights are
@@ -347,25 +350,42 @@ impl FittedCascade {
     /// query whose judge gap is `gap`.
     fn logit(&self, s: &Stages, gap: f64) -> Option<f64> {
         let (w, z) = (&self.0, s.judged?);
-        Some(w.bias + w.explored * s.explored + self.say(gap, s.question) * z + w.gap * gap)
+        Some(w.bias + w.explored * s.explored + self.say(gap, s.form) * z + w.gap * gap)
     }
 
     /// How much one logit of the judge counts against one of the
     /// exploration's in a query with these stages (its gap and form).
     pub fn judge_weight(&self, stages: &[(NodeId, Stages)]) -> f64 {
-        let question = stages.first().is_some_and(|(_, s)| s.question);
-        let say = self.say(judge_gap(stages), question);
+        let form = stages.first().map(|(_, s)| s.form).unwrap_or_default();
+        let say = self.say(judge_gap(stages), form);
         match self.0.explored > 0.0 {
             true => say / self.0.explored,
             false => f64::INFINITY,
         }
     }
 
-    /// The judge's logit's weight in a query with this gap and form.
-    fn say(&self, gap: f64, question: bool) -> f64 {
+    /// How much one logit of the judge counts against one of the
+    /// exploration's before it has judged (its gap unknown, so 0) in a
+    /// query of this form: how far the exploration's lead must reach
+    /// before the judge could not overturn it (the skip's scale).
+    pub fn judge_say(&self, form: Form) -> f64 {
+        match self.0.explored > 0.0 {
+            true => self.say(0.0, form) / self.0.explored,
+            false => f64::INFINITY,
+        }
+    }
+
+    /// The judge's logit's weight in a query with this gap, form and
+    /// passages (the query's parts of `s`).
+    fn say(&self, gap: f64, form: Form) -> f64 {
         let w = &self.0;
-        let form = if question { w.judged_question } else { 0.0 };
-        w.judged + w.judged_gap * gap + form
+        let question = if form.question {
+            w.judged_question
+        } else {
+            0.0
+        };
+        let short = if form.short { w.judged_short } else { 0.0 };
+        w.judged + w.judged_gap * gap + question + short
     }
 
     /// The final scores of one query's passages: every passage keeps the
@@ -424,11 +444,11 @@ pub fn fitted_cascade_for(embedder: &str, judge: BackendKind) -> Option<FittedCa
 
 /// What both stages said of each passage either judged (`explored`: the
 /// exploration's final P by passage; `judged`: the judge's P), by node, in
-/// a query that is a `question` or not.
+/// a query of this `form`.
 pub fn stages(
     explored: &HashMap<NodeId, f64>,
     judged: &[(NodeId, f64)],
-    question: bool,
+    form: Form,
 ) -> Vec<(NodeId, Stages)> {
     let floor = explored
         .values()
@@ -443,7 +463,7 @@ pub fn stages(
                 explored: logit(*e),
                 reached: true,
                 judged: by_judge.get(p).map(|j| logit(*j)),
-                question,
+                form,
             };
             (*p, s)
         })
@@ -457,7 +477,7 @@ pub fn stages(
                     explored: floor,
                     reached: false,
                     judged: Some(logit(*j)),
-                    question,
+                    form,
                 };
                 (*p, s)
             }),
@@ -714,7 +734,7 @@ mod tests {
     fn both_stages_evidence_covers_what_either_judged() {
         let (a, b, c) = (NodeId(1), NodeId(2), NodeId(3));
         let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.2)].into();
-        let all = stages(&explored, &[(b, 0.9), (c, 0.6)], false);
+        let all = stages(&explored, &[(b, 0.9), (c, 0.6)], Form::default());
         assert_eq!(all.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [a, b, c]);
         let (sa, sb, sc) = (all[0].1, all[1].1, all[2].1);
         assert!(sa.reached && sa.judged.is_none());
@@ -731,57 +751,65 @@ mod tests {
     fn the_cascade_reorders_the_judged_passages_in_the_explorations_places() {
         let (a, b, c, d) = (NodeId(1), NodeId(2), NodeId(3), NodeId(4));
         let explored: HashMap<NodeId, f64> = [(a, 0.8), (b, 0.6), (d, 0.3)].into();
-        let all = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)], false);
+        let all = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)], Form::default());
         let gap = judge_gap(&all);
         assert!((gap - (logit(0.99) - logit(0.5))).abs() < 1e-12);
-        let with = |judged: f64, judged_gap: f64, judged_question: f64| {
+        let with = |judged: f64, judged_gap: f64, judged_question: f64, judged_short: f64| {
             FittedCascade(fitted::Cascade {
                 bias: -0.5,
                 explored: 0.8,
                 judged,
                 judged_gap,
                 judged_question,
+                judged_short,
                 gap: 0.1,
             })
         };
-        let model = |judged: f64, judged_gap: f64| with(judged, judged_gap, 0.0);
-        let scores =
-            |m: FittedCascade| -> Vec<f64> { m.order(&all).iter().map(|(_, p)| *p).collect() };
+        let model = |judged: f64, judged_gap: f64| with(judged, judged_gap, 0.0, 0.0);
+        let order = |m: FittedCascade, all: &[(NodeId, Stages)]| -> Vec<f64> {
+            m.order(all).iter().map(|(_, p)| *p).collect()
+        };
         // The judge trusted: d takes b's place and P, b d's; c (unreached)
         // keeps the floor's place, a (not judged) its own.
-        let moved = scores(model(2.0, 0.0));
+        let moved = order(model(2.0, 0.0), &all);
         assert_eq!(moved, [0.8, 0.3, 0.3, 0.6].map(|p| sigmoid(logit(p))));
         // The judge ignored: the exploration's order and scores come back.
-        let kept = scores(model(0.0, 0.0));
+        let kept = order(model(0.0, 0.0), &all);
         assert_eq!(kept, [0.8, 0.6, 0.3, 0.3].map(|p| sigmoid(logit(p))));
         // The judge weighed by its gap alone: its sure top still moves up...
-        assert_eq!(scores(model(0.0, 1.0)), moved);
+        assert_eq!(order(model(0.0, 1.0), &all), moved);
         // ...but not when it is unsure (a gap of zero).
-        let unsure = stages(&explored, &[(b, 0.5), (d, 0.5)], false);
+        let unsure = stages(&explored, &[(b, 0.5), (d, 0.5)], Form::default());
         assert_eq!(judge_gap(&unsure), 0.0);
-        let p: Vec<f64> = model(0.0, 1.0)
-            .order(&unsure)
-            .iter()
-            .map(|(_, p)| *p)
-            .collect();
+        let p = order(model(0.0, 1.0), &unsure);
         assert_eq!(p, [0.8, 0.6, 0.3].map(|p| sigmoid(logit(p))));
         assert_eq!(judge_gap(&[]), 0.0);
         // The judge weighed by the query's form alone: it moves its top up
         // in a question, and leaves a claim's order to the exploration.
-        let asked = stages(&explored, &[(b, 0.5), (c, 0.2), (d, 0.99)], true);
-        let by_form = |all: &[(NodeId, Stages)]| -> Vec<f64> {
-            with(0.0, 0.0, 2.0)
-                .order(all)
-                .iter()
-                .map(|(_, p)| *p)
-                .collect()
-        };
-        assert_eq!(by_form(&asked), moved);
-        assert_eq!(by_form(&all), kept);
+        let judged = [(b, 0.5), (c, 0.2), (d, 0.99)];
+        let form = |question: bool, short: bool| Form { question, short };
+        let asked = stages(&explored, &judged, form(true, false));
+        let by_form = with(0.0, 0.0, 2.0, 0.0);
+        assert_eq!(order(by_form, &asked), moved);
+        assert_eq!(order(by_form, &all), kept);
+        // And by the size of the passages it read alone: it moves its top
+        // up over sentences, a statement's as well, and not over paragraphs.
+        let over_sentences = stages(&explored, &judged, form(false, true));
+        let by_size = with(0.0, 0.0, 0.0, 2.0);
+        assert_eq!(order(by_size, &over_sentences), moved);
+        assert_eq!(order(by_size, &asked), kept);
+        // Both: their weights add.
+        let both = stages(&explored, &[(b, 0.5), (d, 0.99)], form(true, true));
+        let added = with(0.1, 0.0, 0.3, 0.4);
+        assert!((added.judge_weight(&both) - 0.8 / 0.8).abs() < 1e-12);
+        // Before judging (the skip's scale) the gap does not count yet.
+        let by_all = with(0.1, 1.0, 0.3, 0.4);
+        assert!((by_all.judge_say(form(true, true)) - 1.0).abs() < 1e-12);
+        assert!((by_all.judge_say(form(false, false)) - 0.125).abs() < 1e-12);
         // What the trace reports: the judge's weight per logit against the
         // exploration's (0.8 here).
-        assert!((with(0.0, 0.0, 2.0).judge_weight(&asked) - 2.5).abs() < 1e-12);
-        assert_eq!(with(0.0, 0.0, 2.0).judge_weight(&all), 0.0);
+        assert!((by_form.judge_weight(&asked) - 2.5).abs() < 1e-12);
+        assert_eq!(by_form.judge_weight(&all), 0.0);
         let by_gap = model(0.4, 0.1).judge_weight(&all);
         assert!((by_gap - (0.4 + 0.1 * gap) / 0.8).abs() < 1e-12);
     }

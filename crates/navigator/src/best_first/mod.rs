@@ -46,6 +46,7 @@
 
 use crate::fusion::{Evidence, Stages};
 use crate::navigate::{Navigator, Scope};
+use crate::query_form::Form;
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, Route, Trace};
 use std::collections::{HashMap, HashSet};
@@ -251,7 +252,9 @@ impl Navigator {
             return self.conclude(first, None).await;
         }
         let ranked = first.ranked();
-        if let Some(lead) = first.sure_lead(&ranked) {
+        let sure = first.sure_lead(&ranked);
+        // Only a lead past the gap reads the passages' sizes.
+        if let Some(lead) = sure.filter(|l| *l >= cfg.skip_gap() * self.skip_scale(query, &ranked, cfg)) {
             let mut found = self.conclude(first, None).await?;
             found.trace.judge_skipped = Some(lead);
             return Ok(found);
@@ -363,8 +366,8 @@ impl Navigator {
         if model.is_none() && !second.cfg.keep_evidence {
             return (centred(second), evidence, None);
         }
-        let question = crate::query_form::is_question(second.query);
-        let stages = crate::fusion::stages(&prior, &second.judged_passages(), question);
+        let judged = second.judged_passages();
+        let stages = crate::fusion::stages(&prior, &judged, self.form(second.query, &judged));
         if second.cfg.keep_evidence {
             let by_node: HashMap<NodeId, Stages> = stages.iter().copied().collect();
             for (id, e) in &mut evidence {
@@ -383,6 +386,36 @@ impl Navigator {
         };
         let weight = model.judge_weight(&stages);
         (model.order(&stages), evidence, Some(weight))
+    }
+
+    /// How many times `skip_judge_gap` the exploration's lead must be for
+    /// the cascade to skip its judge: the judge's say per logit against
+    /// the exploration's in this query's form (the passages it would read:
+    /// the exploration's best `judge_budget`), at least 1. Where the
+    /// fitted model gives the judge the order (over sentences, 2.3 logits
+    /// of the exploration's a logit of its own), a lead of 2 is one the
+    /// judge overturns; on paragraphs it stays 1. Without a fitted
+    /// cascade, 1.
+    fn skip_scale(&self, query: &str, ranked: &[(NodeId, f64)], cfg: &BestFirstConfig) -> f64 {
+        let Some(model) = self.cascade.filter(|_| cfg.fitted_fusion) else {
+            return 1.0;
+        };
+        let read: Vec<(NodeId, f64)> = ranked.iter().take(cfg.judge_budget).copied().collect();
+        model.judge_say(self.form(query, &read)).max(1.0)
+    }
+
+    /// What the cascade's model reads of a query besides the scores: its
+    /// form and whether the passages its judge read are sentence-sized (a
+    /// passage whose text cannot be read does not count).
+    fn form(&self, query: &str, judged: &[(NodeId, f64)]) -> Form {
+        let words = judged.iter().filter_map(|(id, _)| {
+            let text = self.tree.passage_text(*id).ok()?;
+            Some(text.split_whitespace().count())
+        });
+        Form {
+            question: crate::query_form::is_question(query),
+            short: crate::query_form::sentence_sized(words),
+        }
     }
 
     fn is_passage(&self, id: NodeId) -> bool {

@@ -25,7 +25,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
     Setting::number("explore_weight", "Cascade: how much the exploration's score counts beside the judge's in the final order (weight on the logit scale).", 0.0, 20.0),
     Setting::switch("passage_evidence", "The exploration's centred fusion counts each judged passage's own BM25 rank among the judged (a fitted fusion always does)."),
     Setting::switch("fitted_fusion", "The exploration's final order from the fusion fitted for the tree's embedder, where there is one (docs/calibration.md); off: the centred fusion with explore_fusion."),
-    Setting::of("skip_judge_gap", "Cascade: do not call the judge when the exploration is sure, its best passage leading the second best by this many logits or more (the fitted fusion's calibrated P).", Kind::Gap { max: 100.0 }),
+    Setting::of("skip_judge_gap", "Cascade: do not call the judge when the exploration is sure, its best passage leading the second best by this many logits or more (the fitted fusion's calibrated P; times the judge's say in a fitted cascade where that is above 1: over sentence-sized passages).", Kind::Gap { max: 100.0 }),
     Setting::switch("always_judge", "Cascade: call the judge on every query, however sure the exploration is (skip_judge_gap off)."),
     Setting::switch("keep_evidence", "Keep each explored passage's evidence in the retrieval.").library_only(),
     Setting::switch("tfidf_vectors", "Let the embedding judge use a TF-IDF tree's vectors.").library_only(),
