@@ -159,7 +159,7 @@ fn print_text(
             "cascade: the embedding judge explored ({e} budget, {} vectors scored), the judge spent {j}{}",
             t.usage.vectors_scored,
             t.judge_weight.map_or(String::new(), |w| format!(
-                " and reordered what it read, one of its logits worth {w:.2} of the exploration's (more when it is sure, and on a question)"
+                " and reordered what it read, one of its logits worth {w:.2} of the exploration's (more on a question, most over sentence-sized passages)"
             ))
         ),
         (Some(e), None, None) => out!(o,
