@@ -18,7 +18,6 @@
 //! verb ("who", "how", "is", "does", …). Natural Questions' queries
 //! mostly lack the mark ("who got the first nobel prize in physics") and
 //! open with the word.
-
 //!
 //! Sentence-sized passages ([`sentence_sized`]): a corpus imported
 //! pre-chunked (each sentence a document under its article's title). On

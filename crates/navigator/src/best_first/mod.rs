@@ -392,9 +392,9 @@ impl Navigator {
     /// the cascade to skip its judge: the judge's say per logit against
     /// the exploration's in this query's form (the passages it would read:
     /// the exploration's best `judge_budget`), at least 1. Where the
-    /// fitted model gives the judge the order (over sentences, 2.3 logits
-    /// of the exploration's a logit of its own), a lead of 2 is one the
-    /// judge overturns; on paragraphs it stays 1. Without a fitted
+    /// fitted model gives the judge the order (over sentences one judge
+    /// logit counts 2.3 of the exploration's), a lead of 2 is one the
+    /// judge overturns; on paragraphs the scale stays 1. Without a fitted
     /// cascade, 1.
     fn skip_scale(&self, query: &str, ranked: &[(NodeId, f64)], cfg: &BestFirstConfig) -> f64 {
         let Some(model) = self.cascade.filter(|_| cfg.fitted_fusion) else {
