@@ -26,11 +26,12 @@ training set, so the form is chosen by its worst collection, not its mean.
 
 fits the cascade's model instead (the `cascade` entry of fitted.json): files from the same bench with a judge
 after the exploration (`--judge cross-encoder --judge-budgets N --always-judge`), whose lines also carry
-what both stages said (`explored`, `reached`, `judged`) and the query's form (`question`). The model
-orders the judged passages by zₑ + α · zⱼ, the judge's weight α = judged + judged_gap · g +
-judged_question · q + judged_short · s (g the query's gap: the judge's best logit less its second
-best; q 1 for a question; s 1 when the passages the judge read are sentence-sized), among the places the exploration gave them; each takes the exploration's P at its new
-place, and nothing the judge did not read moves. α is searched on a grid (`GRID`) for the weights
+what both stages said (`explored`, `reached`, `judged`), the query's form (`question`) and whether the
+passages the judge read are sentence-sized (`short`). The model orders the judged passages by
+zₑ + α · zⱼ, the judge's weight α = judged + judged_gap · g + judged_question · q + judged_short · s
+(g the query's gap: the judge's best logit less its second best; q 1 for a question; s 1 over
+sentence-sized passages), among the places the exploration gave them; each takes the exploration's
+P at its new place, and nothing the judge did not read moves. α is searched on a grid (`GRID`) for the weights
 whose worst training file loses least nDCG@10 against the better of the two stages alone (the
 exploration's order; the judge's order in the same places); a leave-one-collection-out table comes
 first. Prints per file the same measures for the exploration alone, the judge's order and the
@@ -254,12 +255,16 @@ def grid():
         yield dict(zip(names, values))
 
 
-def regrets(queries, weights):
+def stages_alone(queries):
+    """(P@1, nDCG@10) of the exploration alone and of the judge's order in the same places."""
+    return (measure_stages(queries, exploration, numbers=True),
+            measure_stages(queries, cascade(JUDGE_ONLY), numbers=True))
+
+
+def regrets(queries, alone, weights):
     """For each weights in `weights`: nDCG@10 of the cascade less the better of its two stages
-    alone (the exploration; the judge's order in the same places), and its (P@1, nDCG@10).
-    The two stages alone are measured once."""
-    alone = max(measure_stages(queries, exploration, numbers=True)[1],
-                measure_stages(queries, cascade(JUDGE_ONLY), numbers=True)[1])
+    alone (`alone`, from `stages_alone`), and its (P@1, nDCG@10)."""
+    alone = max(nd for _, nd in alone)
     out = []
     for w in weights:
         p1, nd = measure_stages(queries, cascade(w), numbers=True)
@@ -275,7 +280,7 @@ def choose(weights, table, sets):
                                                    -sum(weights[k].values())))
 
 
-def loco_cascade(train, sets, weights, table):
+def loco_cascade(train, alone, weights, table):
     """Leave one collection out: the weights chosen on the others, measured on the one left out."""
     print("Leave one collection out: weights chosen on the others, measured on the one left out")
     print("| held out | exploration alone P@1 / nDCG@10 | judge's order | chosen on the others | cascade | against the better stage |")
@@ -283,8 +288,7 @@ def loco_cascade(train, sets, weights, table):
     for i, path in enumerate(train):
         k = choose(weights, table, [j for j in range(len(train)) if j != i])
         loss, (p1, nd) = table[i][k]
-        e = measure_stages(sets[i], exploration, numbers=True)
-        j = measure_stages(sets[i], cascade(JUDGE_ONLY), numbers=True)
+        e, j = alone[i]
         print(f"| {path} | {e[0]:.3f} / {e[1]:.3f} | {j[0]:.3f} / {j[1]:.3f} | "
               + ", ".join(f"{n} {v}" for n, v in weights[k].items()) + f" | {p1:.3f} / {nd:.3f} | {loss:+.3f} |")
 
@@ -292,9 +296,10 @@ def loco_cascade(train, sets, weights, table):
 def main_cascade(train, test, write=None):
     sets = [load_stages(p) for p in train]
     weights = list(grid())
-    table = [regrets(q, weights) for q in sets]
+    alone = [stages_alone(q) for q in sets]
+    table = [regrets(q, a, weights) for q, a in zip(sets, alone)]
     if len(sets) > 1:
-        loco_cascade(train, sets, weights, table)
+        loco_cascade(train, alone, weights, table)
     chosen = weights[choose(weights, table, range(len(sets)))]
     w = {"bias": 0.0, "explored": 1.0, **chosen, "gap": 0.0}
     print("fitted cascade: " + ", ".join(f"{n} {w[n]:.4f}" for n in CASCADE))

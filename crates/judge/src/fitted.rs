@@ -85,8 +85,8 @@ pub struct Fusion {
 /// judged_gap · g + judged_question · q + judged_short · s) · zⱼ + gap · g`
 /// for a passage the judge judged, g the query's judge gap, q 1 when the
 /// query is a question, s 1 when the passages the judge read are
-/// sentence-sized (the navigator's `FittedCascade::order` applies it; only the order it
-/// gives the judged passages counts).
+/// sentence-sized (the navigator's `FittedCascade::order` applies it;
+/// only the order it gives the judged passages counts).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cascade {

@@ -334,11 +334,11 @@ pub struct Stages {
 /// (judged + judged_gap · g + judged_question · q + judged_short · s) · zⱼ
 /// + gap · g` for a passage the judge judged, `g` the query's
 /// [`judge_gap`] (the judge counts more where it singles out its best
-/// passage), `q` 1 for a question ([`Stages::question`]: the judge counts
+/// passage), `q` 1 for a question ([`Form::question`]: the judge counts
 /// more where the query has the form it learned from) and `s` 1 where the
-/// passages it read are sentence-sized ([`Stages::short`]: a reader of the
-/// pair tells sentences apart better than one vector each). The model only orders the judged
-/// passages among the places the exploration gave them
+/// passages it read are sentence-sized ([`Form::short`]: a reader of the
+/// pair tells sentences apart better than one vector each). The model only
+/// orders the judged passages among the places the exploration gave them
 /// ([`FittedCascade::order`]): nothing the judge did not read moves, and
 /// every score stays the exploration's calibrated P. Its weights are
 /// [`fitted::Cascade`] (`crates/judge/src/fitted.json`).
@@ -357,11 +357,7 @@ impl FittedCascade {
     /// exploration's in a query with these stages (its gap and form).
     pub fn judge_weight(&self, stages: &[(NodeId, Stages)]) -> f64 {
         let form = stages.first().map(|(_, s)| s.form).unwrap_or_default();
-        let say = self.say(judge_gap(stages), form);
-        match self.0.explored > 0.0 {
-            true => say / self.0.explored,
-            false => f64::INFINITY,
-        }
+        self.per_explored(self.say(judge_gap(stages), form))
     }
 
     /// How much one logit of the judge counts against one of the
@@ -369,14 +365,19 @@ impl FittedCascade {
     /// query of this form: how far the exploration's lead must reach
     /// before the judge could not overturn it (the skip's scale).
     pub fn judge_say(&self, form: Form) -> f64 {
+        self.per_explored(self.say(0.0, form))
+    }
+
+    /// A weight of the judge's logit against the exploration's (infinite
+    /// when the exploration's logit does not count).
+    fn per_explored(&self, say: f64) -> f64 {
         match self.0.explored > 0.0 {
-            true => self.say(0.0, form) / self.0.explored,
+            true => say / self.0.explored,
             false => f64::INFINITY,
         }
     }
 
-    /// The judge's logit's weight in a query with this gap, form and
-    /// passages (the query's parts of `s`).
+    /// The judge's logit's weight in a query with this gap and form.
     fn say(&self, gap: f64, form: Form) -> f64 {
         let w = &self.0;
         let question = if form.question {

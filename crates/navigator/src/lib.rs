@@ -402,8 +402,8 @@ pub struct Trace {
     /// or there was no second stage.
     pub judge_skipped: Option<f64>,
     /// Best-first, cascade with a fitted model: how much one logit of the
-    /// judge counted against one of the exploration's in this query (it
-    /// grows with the judge's gap and when the query is a question,
+    /// judge counted against one of the exploration's in this query (by
+    /// the judge's gap, the query's form and its passages' size,
     /// [`fusion::FittedCascade::judge_weight`]). `None` otherwise.
     pub judge_weight: Option<f64>,
     /// Best-first: whether the tree's neighbour lists were followed (off
