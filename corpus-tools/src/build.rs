@@ -50,6 +50,11 @@ pub struct BuildArgs {
     /// corpus and every setting come from the plan.
     #[arg(long, value_name = "I/N", requires = "plan")]
     shard: Option<String>,
+    /// Build part I of N (I counts from 0): a complete tree over the
+    /// documents whose id hashes to I (xxh3-64 of the id, mod N), for a
+    /// corpus served in parts (`treenav-ray serve`, docs/scale.md).
+    #[arg(long, value_name = "I/N", conflicts_with = "plan")]
+    part: Option<String>,
     /// Force the input format instead of detecting it.
     #[arg(long, value_parser = ["beir", "squad", "passages-jsonl", "passages-tsv", "files"])]
     format: Option<String>,
@@ -454,6 +459,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
         return run_shard(&args, shard);
     }
     // Check everything before any work.
+    let part: Option<corpus::Part> = args.part.as_deref().map(str::parse).transpose()?;
     let params = tree_params(&args)?;
     let embedder = tree::Embedder::new(&embedder_options(&args)?, params.seed())?;
     let summarizer_options = summarizer_options(&args)?;
@@ -469,7 +475,17 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
         skip_bad: args.skip_bad,
         passage_words: args.passage_words,
     };
-    let loaded = load_corpus(args.input.as_deref(), forced, &options, args.json)?;
+    let mut loaded = load_corpus(args.input.as_deref(), forced, &options, args.json)?;
+    if let Some(part) = part {
+        loaded.corpus = loaded.corpus.into_part(part)?;
+        if !args.json {
+            eprintln!(
+                "part {part}: {} documents, {} passages",
+                loaded.corpus.documents.len(),
+                loaded.corpus.passage_count()
+            );
+        }
+    }
     let runtime = runtime()?;
     let bars = progress::Bars::new(args.json);
     if let Some(dir) = &args.plan {

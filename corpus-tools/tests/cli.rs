@@ -1669,3 +1669,80 @@ fn every_navigator_setting_is_a_flag_from_the_one_list() {
         text(&o.stderr)
     );
 }
+
+/// `build --part I/N`: each part a complete tree over the documents whose
+/// id hashes to I; the parts hold the corpus once; a bad part or one that
+/// holds nothing is refused before anything is written.
+#[test]
+fn parts_of_a_corpus_build_complete_trees_that_hold_it_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut documents = 0;
+    for i in 0..3 {
+        let out = dir.path().join(format!("part-{i}.tree"));
+        let part = format!("{i}/3");
+        let path = out.to_str().expect("utf8 path");
+        let o = treenav(&["build", "--part", &part, "--embedder", "tfidf", "-o", path]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(&format!("part {part}: ")),
+            "{}",
+            text(&o.stderr)
+        );
+        let o = treenav(&["inspect", "--json", path]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("inspect --json");
+        let n = v["documents"].as_u64().expect("documents");
+        assert!((1..48).contains(&n), "part {part}: {n} documents");
+        documents += n;
+        let o = treenav(&["query", path, "Nikola Tesla", "--top", "1"]);
+        assert!(
+            o.status.success(),
+            "part {part} answers: {}",
+            text(&o.stderr)
+        );
+    }
+    assert_eq!(documents, 48, "the three parts hold the 48 documents once");
+
+    let out = dir.path().join("bad.tree");
+    let path = out.to_str().expect("utf8 path");
+    for (bad, says) in [("3/3", "must be below 3"), ("a/b", "INDEX/COUNT")] {
+        let o = treenav(&["build", "--part", bad, "--embedder", "tfidf", "-o", path]);
+        assert!(
+            !o.status.success() && text(&o.stderr).contains(says),
+            "{bad}: {}",
+            text(&o.stderr)
+        );
+    }
+    let corpus = dir.path().join("one.jsonl");
+    std::fs::write(
+        &corpus,
+        "{\"_id\": \"d1\", \"title\": \"T\", \"text\": \"One document.\"}\n",
+    )
+    .expect("write");
+    let corpus = corpus.to_str().expect("utf8 path");
+    let mut refused = 0;
+    for i in 0..2 {
+        let out = dir.path().join(format!("one-{i}.tree"));
+        let part = format!("{i}/2");
+        let path = out.to_str().expect("utf8 path");
+        let o = treenav(&[
+            "build",
+            corpus,
+            "--part",
+            &part,
+            "--embedder",
+            "tfidf",
+            "-o",
+            path,
+        ]);
+        if !o.status.success() {
+            assert!(
+                text(&o.stderr).contains("use fewer parts"),
+                "{}",
+                text(&o.stderr)
+            );
+            assert!(!out.exists(), "nothing written for a refused part");
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 1, "one of two parts holds the one document");
+}

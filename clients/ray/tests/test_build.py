@@ -11,13 +11,10 @@ it with all of them."""
 
 import json
 import os
-import socket
 import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
-import ray
 
 from treenav_ray import BgeSmall, build
 
@@ -25,35 +22,6 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "samples" / "xquad-sample.json"
 TREENAV = os.environ.get("TREENAV_BIN", "treenav")
 SIDE_FILES = ["", ".texts", ".lexical", ".vectors", ".passage-vectors"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    port = free_port()
-    # The cluster asks for the token conftest.py made.
-    assert os.environ.get("RAY_AUTH_MODE") == "token", "conftest.py sets the token"
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    common = ["--num-cpus", "1", "--object-store-memory", str(200 * 1024 * 1024), "--disable-usage-stats"]
-    head = ["ray", "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-            "--include-dashboard", "false", *common]
-    worker = ["ray", "start", "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1", *common]
-    try:
-        for command in (head, worker):
-            done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
-            assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr[-800:]}"
-        ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
-        nodes = [n for n in ray.nodes() if n["Alive"]]
-        assert len(nodes) == 2, f"a head and a worker, got {len(nodes)} nodes"
-        yield
-    finally:
-        ray.shutdown()
-        subprocess.run(["ray", "stop", "--force"], capture_output=True, env=env, timeout=180)
 
 
 def run(*args: str) -> None:

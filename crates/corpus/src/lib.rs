@@ -27,9 +27,11 @@
 pub mod chunk;
 mod error;
 mod load;
+pub mod part;
 
 pub use error::{Error, Problem, Result};
 pub use load::{load, load_bytes, load_str, squad, squad_passage_id, Format, LoadOptions};
+pub use part::Part;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -234,7 +236,7 @@ impl std::fmt::Display for Fingerprint {
 mod tests {
     use super::*;
 
-    fn corpus(texts: &[(&str, &str)]) -> Corpus {
+    pub(crate) fn corpus(texts: &[(&str, &str)]) -> Corpus {
         let documents = texts
             .iter()
             .map(|(id, text)| Document {

@@ -1,0 +1,163 @@
+"""A tree built in three parts, served as one on Ray Serve against a real
+local Ray cluster (conftest.py's head and worker on 127.0.0.1): every
+part a deployment running ``treenav serve`` over its tree, the router
+merging their answers by score. The merge alone (no Ray) is tested too.
+
+Needs ``TREENAV_BIN`` and ``ray[serve]``; ``corpus-tools/tests/ray_build.rs``
+runs it."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import free_port
+from treenav_ray.parts import merge_retrievals, part_of
+
+TREENAV = os.environ.get("TREENAV_BIN", "treenav")
+PARTS = 3
+TESLA = "Where did Tesla work after leaving Edison's company?"
+
+
+def treenav(*args: str) -> str:
+    done = subprocess.run([TREENAV, *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def call(url: str, body=None, headers=None, method=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    """The bundled sample in three parts, and whole (TF-IDF: built in a second)."""
+    folder = tmp_path_factory.mktemp("parts")
+    common = ["--embedder", "tfidf", "--branching", "4"]
+    trees = []
+    for i in range(PARTS):
+        tree = folder / f"part-{i}.tree"
+        treenav("build", "--part", f"{i}/{PARTS}", *common, "-o", str(tree))
+        trees.append(tree)
+    treenav("build", *common, "-o", str(folder / "whole.tree"))
+    return trees
+
+
+@pytest.fixture(scope="module")
+def served(cluster, parts):
+    from ray import serve
+
+    from treenav_ray.serve import run
+
+    url = run([str(t) for t in parts], "sample", port=free_port(), treenav=TREENAV)
+    yield url
+    serve.shutdown()
+
+
+def query_part(tree: Path, question: str, top: int):
+    out = json.loads(treenav("query", str(tree), question, "--top", str(top), "--json"))
+    return out["passages"]
+
+
+def test_the_parts_hold_the_sample_once_and_are_served_as_one_tree(served, parts):
+    status, trees = call(served + "/v1/trees")
+    assert status == 200, trees
+    (tree,) = trees["trees"]
+    assert tree["name"] == "sample" and len(tree["parts"]) == PARTS
+    assert (tree["documents"], tree["passages"]) == (48, 96), tree
+    assert all(p["documents"] > 0 for p in tree["parts"])
+    status, ready = call(served + "/readyz")
+    assert status == 200 and ready["ready"], ready
+
+
+def test_a_query_asks_every_part_and_merges_their_passages_by_score(served, parts):
+    status, got = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA, "top": 8})
+    assert status == 200, got
+    # What each part answers alone, merged by score by hand.
+    alone = [(-p["score"], i, r, p["id"]) for i, t in enumerate(parts)
+             for r, p in enumerate(query_part(t, TESLA, 8))]
+    expected = [t[3] for t in sorted(alone)[:8]]
+    assert [p["id"] for p in got["passages"]] == expected
+    assert got["passages"][0]["title"] == "Nikola Tesla"
+    scores = [p["score"] for p in got["passages"]]
+    assert scores == sorted(scores, reverse=True)
+    assert len({part_of(p["document_id"], PARTS) for p in got["passages"]}) > 1, "one part answered"
+    assert got["exhausted"] is False and len(got["part_generations"]) == PARTS
+
+
+def test_filters_settings_and_batches_pass_through_to_every_part(served):
+    url = served + "/v1/retrieve"
+    # Each part judges the filter (the sample's documents carry no metadata).
+    status, bad = call(url, {"tree": "sample", "query": TESLA, "filter": {"lang": "de"}})
+    assert status == 400 and bad["error"]["field"] == "filter", bad
+    assert "part 0: " in bad["error"]["message"] and "no metadata" in bad["error"]["message"], bad
+    status, bad = call(url, {"tree": "sample", "query": TESLA, "top": 0})
+    assert status == 400 and bad["error"]["message"].startswith("part 0: "), bad
+    assert bad["error"].get("field") == "top", bad
+    questions = [TESLA, "What is the capital of Normandy?"]
+    status, batch = call(url + "/batch", {"requests": [{"tree": "sample", "query": q, "top": 4} for q in questions]})
+    assert status == 200, batch
+    for question, item in zip(questions, batch["results"]):
+        _, alone = call(url, {"tree": "sample", "query": question, "top": 4})
+        assert [p["id"] for p in item["passages"]] == [p["id"] for p in alone["passages"]]
+
+
+def test_a_cross_site_request_and_a_write_are_refused(served):
+    status, body = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA},
+                        headers={"Origin": "https://evil.example", "content-type": "application/json"})
+    assert status == 403 and body["error"]["code"] == "origin_not_allowed", body
+    status, body = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA},
+                        headers={"Host": "evil.example"})
+    assert status == 403 and body["error"]["code"] == "host_not_allowed", body
+    status, body = call(served + "/v1/trees/sample/documents", [{"id": "x", "text": "y"}],
+                        headers={"content-type": "application/json"})
+    assert status == 501 and body["error"]["code"] == "read_only_in_parts", body
+
+
+def test_a_part_whose_server_dies_is_replaced(served, parts):
+    """Ray Serve's health check finds the dead `treenav serve` and starts
+    another replica of that part; the tree answers whole again."""
+    pids = subprocess.run(["pgrep", "-f", f"serve --tree sample={parts[1]}"],
+                          capture_output=True, text=True).stdout.split()
+    assert len(pids) == 1, pids
+    os.kill(int(pids[0]), signal.SIGKILL)
+    deadline, answer = time.monotonic() + 120, None
+    while time.monotonic() < deadline:
+        status, answer = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA, "top": 8})
+        if status == 200:
+            break
+        time.sleep(2)
+    assert status == 200, answer
+    assert answer["passages"][0]["title"] == "Nikola Tesla"
+
+
+def test_the_merge_keeps_the_best_scores_of_all_parts():
+    a = {"passages": [{"id": "a1", "score": 0.9}, {"id": "a2", "score": 0.2}], "exhausted": False,
+         "usage": {"calls": 2, "latency_ms": 5.0}, "candidates_judged": 10, "generation": 1}
+    b = {"passages": [{"id": "b1", "score": 0.5}, {"id": "b2", "score": 0.2}], "exhausted": True,
+         "usage": {"calls": 3, "latency_ms": 9.0}, "candidates_judged": 7, "generation": 0}
+    merged = merge_retrievals([a, b], top=3)
+    # Ties keep the parts' order: a2 (part 0) before b2.
+    assert [p["id"] for p in merged["passages"]] == ["a1", "b1", "a2"]
+    assert merged["usage"] == {"calls": 5, "latency_ms": 9.0}
+    assert merged["candidates_judged"] == 17 and merged["part_generations"] == [1, 0]
+    assert not merged["exhausted"]
+    # No `top` asked: as many as the longest part's list (the server's default).
+    assert [p["id"] for p in merge_retrievals([a, b], top=None)["passages"]] == ["a1", "b1"]
+    assert merge_retrievals([a, b], top=5)["exhausted"], "four passages for five"
+    # treenav_corpus::Part::of pins xxh3-64("doc-7") = 4062204581482224284.
+    assert part_of("doc-7", 3) == 4062204581482224284 % 3
+    with pytest.raises(ValueError):
+        part_of("doc-7", 0)

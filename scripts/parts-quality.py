@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""What serving a corpus in parts costs in quality: one tree against the same
+corpus built in parts and merged by score, on a BEIR folder's queries.
+
+    python3 scripts/parts-quality.py DATASET --whole T.tree --part P0.tree --part P1.tree … [--split test] [--top 10]
+
+Starts one `treenav serve` (`$TREENAV_BIN`, default `treenav`) holding the whole tree and every
+part, asks each the same queries with the default settings (`/v1/retrieve/batch`), merges the
+parts' answers exactly as `treenav-ray serve`'s router does (`treenav_ray.parts.merge_retrievals`)
+and prints document nDCG@10 and Hit@1 of both (a document is relevant when the qrels say so;
+passages count once per document, at their first place).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "ray" / "src"))
+from treenav_ray.parts import merge_retrievals  # noqa: E402
+
+BATCH = 64
+
+
+def load(dataset: Path, split: str):
+    gold = {}
+    qrels = dataset / "qrels" / f"{split}.tsv"
+    for n, line in enumerate(qrels.read_text().splitlines()[1:], 2):
+        fields = line.split("\t")
+        if len(fields) != 3:
+            sys.exit(f"{qrels}:{n}: expected query-id, corpus-id, score")
+        if int(fields[2]) > 0:
+            gold.setdefault(fields[0], set()).add(fields[1])
+    queries = {}
+    for line in (dataset / "queries.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        if q["_id"] in gold:
+            queries[q["_id"]] = q["text"]
+    return queries, gold
+
+
+def start(trees):
+    binary = os.environ.get("TREENAV_BIN", "treenav")
+    command = [binary, "serve", "--addr", "127.0.0.1:0", "--max-concurrent", "4"]
+    for name, path in trees.items():
+        command += ["--tree", f"{name}={path}"]
+    env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))  # no line per request
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+    for line in process.stdout:
+        found = re.search(r"listening on (http://\S+)", line)
+        if found:
+            return process, found.group(1)
+    sys.exit(f"`{' '.join(command)}` did not start")
+
+
+def retrieve(url, tree, texts, top):
+    body = json.dumps({"requests": [{"tree": tree, "query": t, "top": top} for t in texts]}).encode()
+    request = urllib.request.Request(url + "/v1/retrieve/batch", data=body,
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=600) as reply:
+        results = json.loads(reply.read())["results"]
+    for r in results:
+        if "error" in r:
+            sys.exit(f"{tree}: {r['error']}")
+    return results
+
+
+def measure(answer, relevant, k=10):
+    documents = []
+    for p in answer["passages"]:
+        if p["document_id"] not in documents:
+            documents.append(p["document_id"])
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(documents[:k]) if d in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal, float(bool(documents) and documents[0] in relevant)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset", type=Path, help="a BEIR folder (queries.jsonl, qrels/SPLIT.tsv)")
+    p.add_argument("--whole", required=True, help="the tree over the whole corpus")
+    p.add_argument("--part", action="append", required=True, help="a part's tree, once per part")
+    p.add_argument("--split", default="test")
+    p.add_argument("--top", type=int, default=20, help="passages asked of each (default 20)")
+    args = p.parse_args()
+    queries, gold = load(args.dataset, args.split)
+    trees = {"whole": args.whole, **{f"part{i}": t for i, t in enumerate(args.part)}}
+    process, url = start(trees)
+    try:
+        ids, texts = list(queries), list(queries.values())
+        sums = {"whole": [0.0, 0.0], "parts": [0.0, 0.0]}
+        for at in range(0, len(ids), BATCH):
+            chunk = texts[at:at + BATCH]
+            whole = retrieve(url, "whole", chunk, args.top)
+            each = [retrieve(url, f"part{i}", chunk, args.top) for i in range(len(args.part))]
+            for j, qid in enumerate(ids[at:at + BATCH]):
+                merged = merge_retrievals([answers[j] for answers in each], args.top)
+                for name, answer in (("whole", whole[j]), ("parts", merged)):
+                    nd, hit = measure(answer, gold[qid])
+                    sums[name][0] += nd
+                    sums[name][1] += hit
+        n = len(ids)
+        for name, (nd, hit) in sums.items():
+            print(f"{name}: {n} queries, nDCG@10 {nd / n:.4f}, Hit@1 {hit / n:.4f}")
+        print(f"parts − whole: nDCG@10 {(sums['parts'][0] - sums['whole'][0]) / n * 100:+.2f} points, "
+              f"Hit@1 {(sums['parts'][1] - sums['whole'][1]) / n * 100:+.2f}")
+    finally:
+        process.terminate()
+
+
+if __name__ == "__main__":
+    main()
