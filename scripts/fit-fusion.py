@@ -63,7 +63,11 @@ def by_query(path, item, hint=""):
     """A file's lines as item(row) lists by query; item returns None to skip a line.
     A line that does not parse stops the script naming file, line and field."""
     queries = collections.OrderedDict()
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror} (an evidence file of `treenav bench --evidence`)")
+    with f:
         for n, line in enumerate(f, 1):
             try:
                 row = json.loads(line)
@@ -402,6 +406,9 @@ def main_loco(paths):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
     args = sys.argv[1:]
     write = None
     if "--write" in args:
