@@ -23,6 +23,7 @@ from treenav_ray.parts import merge_retrievals, part_of
 TREENAV = os.environ.get("TREENAV_BIN", "treenav")
 PARTS = 3
 TESLA = "Where did Tesla work after leaving Edison's company?"
+SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "xquad-sample.json"
 
 
 def treenav(*args: str) -> str:
@@ -42,16 +43,16 @@ def call(url: str, body=None, headers=None, method=None):
 
 
 @pytest.fixture(scope="module")
-def parts(tmp_path_factory):
-    """The bundled sample in three parts, and whole (TF-IDF: built in a second)."""
+def parts(cluster, tmp_path_factory):
+    """The bundled sample in three parts built as Ray tasks (TF-IDF: a
+    second each), and part 0 again in this process."""
+    from treenav_ray import build_parts
+
     folder = tmp_path_factory.mktemp("parts")
     common = ["--embedder", "tfidf", "--branching", "4"]
-    trees = []
-    for i in range(PARTS):
-        tree = folder / f"part-{i}.tree"
-        treenav("build", "--part", f"{i}/{PARTS}", *common, "-o", str(tree))
-        trees.append(tree)
-    treenav("build", *common, "-o", str(folder / "whole.tree"))
+    trees = build_parts(SAMPLE, folder, parts=PARTS, treenav=TREENAV, build_args=common)
+    assert trees == [folder / f"part-{i}.tree" for i in range(PARTS)]
+    treenav("build", str(SAMPLE), "--part", f"0/{PARTS}", *common, "-o", str(folder / "local.tree"))
     return trees
 
 
@@ -78,6 +79,16 @@ def test_the_parts_hold_the_sample_once_and_are_served_as_one_tree(served, parts
     assert tree["name"] == "sample" and len(tree["parts"]) == PARTS
     assert (tree["documents"], tree["passages"]) == (48, 96), tree
     assert all(p["documents"] > 0 for p in tree["parts"])
+    # A part built on the cluster is the one built here, byte for byte; a
+    # rerun keeps the parts built.
+    local = parts[0].with_name("local.tree")
+    assert parts[0].read_bytes() == local.read_bytes()
+    from treenav_ray import build_parts
+
+    before = [t.stat().st_mtime_ns for t in parts]
+    again = build_parts(SAMPLE, parts[0].parent, parts=PARTS, treenav=TREENAV,
+                        build_args=["--embedder", "tfidf", "--branching", "4"])
+    assert [t.stat().st_mtime_ns for t in again] == before
     status, ready = call(served + "/readyz")
     assert status == 200 and ready["ready"], ready
 

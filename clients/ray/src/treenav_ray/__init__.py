@@ -16,9 +16,13 @@ with the two parts that grow with the corpus spread over the cluster:
 The tree is byte for byte the one ``treenav build --embedder bge-small
 --embeddings documents.npy --passage-embeddings passages.npy`` makes from
 the same vectors.
+
+``build_parts()`` builds a corpus too large for one machine's tree in parts
+(``treenav build --part I/N`` as Ray tasks); ``treenav-ray serve``
+(``treenav_ray.serve``) serves them as one tree on Ray Serve.
 """
 
-from .driver import BuildReport, build, embed_texts
+from .driver import BuildReport, build, build_parts, embed_texts
 from .embed import BgeSmall
 
-__all__ = ["BgeSmall", "BuildReport", "build", "embed_texts"]
+__all__ = ["BgeSmall", "BuildReport", "build", "build_parts", "embed_texts"]

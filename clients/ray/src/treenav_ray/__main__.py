@@ -26,9 +26,12 @@ def main(argv=None) -> int:
     b.add_argument("--branching", type=int, default=None, help="as `treenav build --branching`")
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     _serve_parser(sub)
+    _parts_parser(sub)
     args = p.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "build-parts":
+        return _build_parts(args)
 
     import ray
 
@@ -44,6 +47,32 @@ def main(argv=None) -> int:
     else:
         steps = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
         print(f"wrote {report.tree}: {report.documents} document rows, {report.passages} passages, {report.shards} shards ({steps})")
+    return 0
+
+
+def _parts_parser(sub) -> None:
+    b = sub.add_parser("build-parts", help="build a corpus in parts (`treenav build --part I/N` as Ray tasks)")
+    b.add_argument("corpus", help="the corpus, as `treenav build` reads it (a path every node sees)")
+    b.add_argument("-o", "--output", required=True, help="the folder of the parts (part-I.tree), every node sees it")
+    b.add_argument("--parts", type=int, required=True, help="how many parts")
+    b.add_argument("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS, else a local one)")
+    b.add_argument("--treenav", default="treenav", help="the treenav binary on every node (default: on PATH)")
+    b.add_argument("--build-arg", action="append", default=[], metavar="ARG",
+                   help="passed to each `treenav build` (repeat: --build-arg=--embedder --build-arg=bge-small)")
+
+
+def _build_parts(args) -> int:
+    import ray
+
+    from .driver import build_parts
+
+    if not 1 <= args.parts <= 4096:
+        sys.exit(f"--parts must be in 1..=4096, got {args.parts}")
+    ray.init(address=args.address, log_to_driver=False)
+    trees = build_parts(args.corpus, args.output, parts=args.parts, treenav=args.treenav,
+                        build_args=args.build_arg)
+    print("built " + " ".join(str(t) for t in trees))
+    print("serve them: treenav-ray serve " + " ".join(f"--part {t}" for t in trees) + " --name NAME")
     return 0
 
 

@@ -288,6 +288,50 @@ def build(
     return report
 
 
+def _part_task(command: List[str]) -> str:
+    return _run(command).strip()
+
+
+def build_parts(
+    corpus: os.PathLike,
+    out_dir: os.PathLike,
+    *,
+    parts: int,
+    treenav: str = "treenav",
+    build_args: Sequence[str] = (),
+) -> List[Path]:
+    """Builds a corpus in ``parts`` parts, each a Ray task running ``treenav
+    build CORPUS --part I/N`` (a complete tree over the documents whose id
+    hashes to I) into ``out_dir/part-I.tree``; returns their paths, in order.
+    A part already built by the same command from the same corpus files is
+    kept (``part-I.tree.key``); a task whose worker dies is retried."""
+    import ray
+
+    if not 1 <= parts <= 4096:
+        raise ValueError(f"parts must be in 1..=4096, got {parts}")
+    corpus, out = Path(corpus).resolve(), Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    task = ray.remote(num_cpus=1, max_retries=3)(_part_task)
+    trees, pending = [], []
+    for i in range(parts):
+        tree = out / f"part-{i}.tree"
+        command = [treenav, "build", str(corpus), "--part", f"{i}/{parts}", *build_args, "-o", str(tree)]
+        key, stamp = _plan_key(command, corpus, []), out / f"part-{i}.tree.key"
+        trees.append(tree)
+        try:
+            if tree.is_file() and stamp.read_text() == key:
+                continue
+        except OSError:
+            pass
+        pending.append((task.remote(command), stamp, key))
+    for ref, stamp, key in pending:
+        ray.get(ref)
+        partial = stamp.with_name(stamp.name + ".partial")
+        partial.write_text(key)
+        os.replace(partial, stamp)
+    return trees
+
+
 def remove_work(work: os.PathLike) -> None:
     """Deletes a work folder (texts, vectors, plan and shards)."""
     shutil.rmtree(work, ignore_errors=True)
