@@ -32,9 +32,15 @@ def treenav(*args: str) -> str:
     return done.stdout
 
 
-def call(url: str, body=None, headers=None, method=None):
+TOKEN = "a-token-for-the-parts-test-0123456789"
+
+
+def call(url: str, body=None, headers=None, method=None, token=TOKEN):
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    headers = dict(headers or {})
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=60) as reply:
             return reply.status, json.loads(reply.read())
@@ -62,7 +68,10 @@ def served(cluster, parts):
 
     from treenav_ray.serve import run
 
-    url = run([str(t) for t in parts], "sample", port=free_port(), treenav=TREENAV)
+    token = parts[0].with_name("token")
+    token.write_text(TOKEN + "\n")
+    url = run([str(t) for t in parts], "sample", port=free_port(), treenav=TREENAV,
+              serve_args=["--auth-token-file", str(token)])
     yield url
     serve.shutdown()
 
@@ -125,7 +134,7 @@ def test_filters_settings_and_batches_pass_through_to_every_part(served):
         assert [p["id"] for p in item["passages"]] == [p["id"] for p in alone["passages"]]
 
 
-def test_a_cross_site_request_and_a_write_are_refused(served):
+def test_a_cross_site_request_a_write_and_a_missing_token_are_refused(served):
     status, body = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA},
                         headers={"Origin": "https://evil.example", "content-type": "application/json"})
     assert status == 403 and body["error"]["code"] == "origin_not_allowed", body
@@ -135,6 +144,10 @@ def test_a_cross_site_request_and_a_write_are_refused(served):
     status, body = call(served + "/v1/trees/sample/documents", [{"id": "x", "text": "y"}],
                         headers={"content-type": "application/json"})
     assert status == 501 and body["error"]["code"] == "read_only_in_parts", body
+    # The parts check the token the router passes on.
+    for token in (None, "a-wrong-token-0123456789"):
+        status, body = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA}, token=token)
+        assert status == 401 and body["error"]["message"].startswith("part 0"), body
 
 
 def test_a_part_whose_server_dies_is_replaced(served, parts):

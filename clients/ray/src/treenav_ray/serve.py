@@ -75,13 +75,17 @@ class TreePart:
             f"(exit {self.process.poll()}; its stderr is in this replica's log)"
         )
 
-    async def forward(self, method: str, path: str, body: Optional[bytes]) -> Tuple[int, Dict[str, Any]]:
-        """The part's (status, JSON body) for one request."""
+    async def forward(self, method: str, path: str, body: Optional[bytes],
+                      authorization: Optional[str] = None) -> Tuple[int, Dict[str, Any]]:
+        """The part's (status, JSON body) for one request (``authorization``:
+        the client's header, passed on: the parts check tokens)."""
         import aiohttp
 
         if self.session is None:
             self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=PART_TIMEOUT))
         headers = {"content-type": "application/json"} if body is not None else {}
+        if authorization is not None:
+            headers["authorization"] = authorization
         try:
             async with self.session.request(method, self.base + path, data=body, headers=headers) as reply:
                 raw = await reply.content.read(MAX_PART_REPLY + 1)
@@ -126,8 +130,8 @@ class Router:
         self.allow_hosts = tuple(allow_hosts)
         self.allow_origins = tuple(allow_origins)
 
-    async def _all(self, method: str, path: str, body: Optional[bytes]):
-        calls = [part.forward.remote(method, path, body) for part in self.parts]
+    async def _all(self, method: str, path: str, body: Optional[bytes], auth: Optional[str] = None):
+        calls = [part.forward.remote(method, path, body, auth) for part in self.parts]
         return await asyncio.gather(*calls)
 
     def _refused(self, request) -> Optional[Tuple[int, Dict[str, Any]]]:
@@ -154,10 +158,12 @@ class Router:
             body = await request.body()
             if len(body) > MAX_BODY:
                 return JSONResponse(_error("body_too_large", f"over {MAX_BODY} bytes"), status_code=413)
-        status, answer = await self._route(request.method, request.url.path, body)
+        auth = request.headers.get("authorization")
+        status, answer = await self._route(request.method, request.url.path, body, auth)
         return JSONResponse(answer, status_code=status)
 
-    async def _route(self, method: str, path: str, body: Optional[bytes]) -> Tuple[int, Dict[str, Any]]:
+    async def _route(self, method: str, path: str, body: Optional[bytes],
+                     auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
         if (method, path) == ("GET", "/healthz"):
             return 200, {"status": "ok", "parts": len(self.parts)}
         if (method, path) == ("GET", "/readyz"):
@@ -165,14 +171,14 @@ class Router:
             ready = all(status == 200 for status, _ in answers)
             return (200 if ready else 503), {"ready": ready, "parts": [a for _, a in answers]}
         if (method, path) == ("GET", "/v1/trees"):
-            answers = await self._all("GET", path, None)
+            answers = await self._all("GET", path, None, auth)
             return first_error(answers) or (200, merge_trees([a for _, a in answers]))
         if (method, path) == ("POST", "/v1/retrieve"):
-            return await self._retrieve(body)
+            return await self._retrieve(body, auth)
         if (method, path) == ("POST", "/v1/retrieve/batch"):
-            return await self._batch(body)
+            return await self._batch(body, auth)
         if (method, path) in (("POST", "/v1/prune"), ("GET", "/openapi.json")):
-            return await self.parts[0].forward.remote(method, path, body)
+            return await self.parts[0].forward.remote(method, path, body, auth)
         if path.startswith("/v1/trees/") or path.startswith("/v1/admin/"):
             return 501, _error(
                 "read_only_in_parts",
@@ -181,15 +187,15 @@ class Router:
             )
         return 404, _error("not_found", f"no route {method} {path}")
 
-    async def _retrieve(self, body: Optional[bytes]) -> Tuple[int, Dict[str, Any]]:
-        answers = await self._all("POST", "/v1/retrieve", body)
+    async def _retrieve(self, body: Optional[bytes], auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
+        answers = await self._all("POST", "/v1/retrieve", body, auth)
         error = first_error(answers)
         if error:
             return error
         return 200, merge_retrievals([a for _, a in answers], _top(body))
 
-    async def _batch(self, body: Optional[bytes]) -> Tuple[int, Dict[str, Any]]:
-        answers = await self._all("POST", "/v1/retrieve/batch", body)
+    async def _batch(self, body: Optional[bytes], auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
+        answers = await self._all("POST", "/v1/retrieve/batch", body, auth)
         error = first_error(answers)
         if error:
             return error
