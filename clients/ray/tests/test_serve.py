@@ -185,3 +185,16 @@ def test_the_merge_keeps_the_best_scores_of_all_parts():
     assert part_of("doc-7", 3) == 4062204581482224284 % 3
     with pytest.raises(ValueError):
         part_of("doc-7", 0)
+
+
+def test_the_command_line_refuses_bad_numbers_before_starting_ray():
+    from treenav_ray.__main__ import main
+
+    for argv, says in [
+        (["serve", "--part", "p.tree", "--name", "n", "--replicas", "0"], "--replicas must be in 1..=1024"),
+        (["serve", "--part", "p.tree", "--name", "n", "--port", "70000"], "--port must be in 1..=65535"),
+        (["build-parts", "c.jsonl", "-o", "out", "--parts", "0"], "--parts must be in 1..=4096"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert says in str(stop.value), (argv, stop.value)
