@@ -25,6 +25,7 @@ import re
 import select
 import signal
 import subprocess
+import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -53,6 +54,8 @@ class TreePart:
         command = [treenav, "serve", "--tree", f"{name}={tree}", "--addr", "127.0.0.1:0", *serve_args]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         self.base = self._wait_listening(command)
+        # Whatever else it prints is read, so a full pipe never stops it.
+        threading.Thread(target=self.process.stdout.read, daemon=True).start()
         self.session = None
 
     def _wait_listening(self, command: List[str]) -> str:
