@@ -6,8 +6,8 @@ corpus built in parts and merged by score, on a BEIR folder's queries.
 
 Starts one `treenav serve` (`$TREENAV_BIN`, default `treenav`) holding the whole tree and every
 part, asks each the same queries with the default settings (`/v1/retrieve/batch`), merges the
-parts' answers exactly as `treenav-ray serve`'s router does (`treenav_ray.parts.merge_retrievals`)
-and prints document nDCG@10 and Hit@1 of both (a document is relevant when the qrels say so;
+parts' answers exactly as `treenav-ray serve`'s router does (each part given its share of the
+exploration's budget, `share_budget`; merged by `merge_retrievals`) and prints document nDCG@10 and Hit@1 of both (a document is relevant when the qrels say so;
 passages count once per document, at their first place).
 """
 import argparse
@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "ray" / "src"))
-from treenav_ray.parts import merge_retrievals  # noqa: E402
+from treenav_ray.parts import SHARED_BUDGET, merge_retrievals, setting_default, share_budget  # noqa: E402
 
 BATCH = 64
 
@@ -57,8 +57,11 @@ def start(trees):
     sys.exit(f"`{' '.join(command)}` did not start")
 
 
-def retrieve(url, tree, texts, top):
-    body = json.dumps({"requests": [{"tree": tree, "query": t, "top": top} for t in texts]}).encode()
+def retrieve(url, tree, texts, top, parts=1, budget=None):
+    requests = [{"tree": tree, "query": t, "top": top} for t in texts]
+    if budget is not None:  # as the router asks a part: the budget shared
+        requests = [share_budget(r, parts, budget) for r in requests]
+    body = json.dumps({"requests": requests}).encode()
     request = urllib.request.Request(url + "/v1/retrieve/batch", data=body,
                                      headers={"content-type": "application/json"})
     with urllib.request.urlopen(request, timeout=600) as reply:
@@ -90,13 +93,16 @@ def main():
     queries, gold = load(args.dataset, args.split)
     trees = {"whole": args.whole, **{f"part{i}": t for i, t in enumerate(args.part)}}
     process, url = start(trees)
+    with urllib.request.urlopen(url + "/openapi.json", timeout=60) as reply:
+        budget = setting_default(json.loads(reply.read()), SHARED_BUDGET)
     try:
         ids, texts = list(queries), list(queries.values())
         sums = {"whole": [0.0, 0.0], "parts": [0.0, 0.0]}
         for at in range(0, len(ids), BATCH):
             chunk = texts[at:at + BATCH]
             whole = retrieve(url, "whole", chunk, args.top)
-            each = [retrieve(url, f"part{i}", chunk, args.top) for i in range(len(args.part))]
+            n = len(args.part)
+            each = [retrieve(url, f"part{i}", chunk, args.top, n, budget) for i in range(n)]
             for j, qid in enumerate(ids[at:at + BATCH]):
                 merged = merge_retrievals([answers[j] for answers in each], args.top)
                 for name, answer in (("whole", whole[j]), ("parts", merged)):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import free_port
-from treenav_ray.parts import merge_retrievals, part_of
+from treenav_ray.parts import merge_retrievals, part_of, setting_default, share_budget
 
 TREENAV = os.environ.get("TREENAV_BIN", "treenav")
 PARTS = 3
@@ -76,8 +76,9 @@ def served(cluster, parts):
     serve.shutdown()
 
 
-def query_part(tree: Path, question: str, top: int):
-    out = json.loads(treenav("query", str(tree), question, "--top", str(top), "--json"))
+def query_part(tree: Path, question: str, top: int, budget: int):
+    out = json.loads(treenav("query", str(tree), question, "--top", str(top), "--json",
+                             "--explore-budget", str(budget)))
     return out["passages"]
 
 
@@ -105,11 +106,18 @@ def test_the_parts_hold_the_sample_once_and_are_served_as_one_tree(served, parts
 def test_a_query_asks_every_part_and_merges_their_passages_by_score(served, parts):
     status, got = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA, "top": 8})
     assert status == 200, got
-    # What each part answers alone, merged by score by hand.
+    # What each part answers alone with its share of the exploration's
+    # budget (the default 300 over 3 parts), merged by score by hand.
     alone = [(-p["score"], i, r, p["id"]) for i, t in enumerate(parts)
-             for r, p in enumerate(query_part(t, TESLA, 8))]
+             for r, p in enumerate(query_part(t, TESLA, 8, 100))]
     expected = [t[3] for t in sorted(alone)[:8]]
     assert [p["id"] for p in got["passages"]] == expected
+    # A budget the request gives is shared the same way (7 → 3 each).
+    status, small = call(served + "/v1/retrieve", {"tree": "sample", "query": TESLA, "top": 8, "explore_budget": 7})
+    assert status == 200, small
+    alone = [(-p["score"], i, r, p["id"]) for i, t in enumerate(parts)
+             for r, p in enumerate(query_part(t, TESLA, 8, 3))]
+    assert [p["id"] for p in small["passages"]] == [t[3] for t in sorted(alone)[:8]]
     assert got["passages"][0]["title"] == "Nikola Tesla"
     scores = [p["score"] for p in got["passages"]]
     assert scores == sorted(scores, reverse=True)
@@ -181,6 +189,15 @@ def test_the_merge_keeps_the_best_scores_of_all_parts():
     # No `top` asked: as many as the longest part's list (the server's default).
     assert [p["id"] for p in merge_retrievals([a, b], top=None)["passages"]] == ["a1", "b1"]
     assert merge_retrievals([a, b], top=5)["exhausted"], "four passages for five"
+    # The exploration's budget is shared, rounded up; what is no count goes as given.
+    assert share_budget({"query": "q"}, 3, 300)["explore_budget"] == 100
+    assert share_budget({"explore_budget": 7}, 3, 300)["explore_budget"] == 3
+    assert share_budget({"explore_budget": 0}, 3, 300)["explore_budget"] == 0
+    for odd in ("7", -1, True, None):
+        assert share_budget({"explore_budget": odd}, 3, 300) == {"explore_budget": odd}
+    openapi = {"components": {"schemas": {"R": {"properties": {"explore_budget": {"type": "integer", "default": 300}}}}}}
+    assert setting_default(openapi, "explore_budget") == 300
+    assert setting_default(openapi, "judge_budget") is None
     # treenav_corpus::Part::of pins xxh3-64("doc-7") = 4062204581482224284.
     assert part_of("doc-7", 3) == 4062204581482224284 % 3
     with pytest.raises(ValueError):

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .parts import first_error, merge_retrievals, merge_trees
+from .parts import SHARED_BUDGET, first_error, merge_retrievals, merge_trees, setting_default, share_budget
 
 # Bodies the router reads (as `treenav serve --max-body-bytes`' default).
 MAX_BODY = 1 << 20
@@ -130,6 +130,7 @@ class Router:
 
     def __init__(self, *parts, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()):
         self.parts = parts
+        self.budget: Optional[int] = None  # the parts' default explore_budget, read once
         self.allow_hosts = tuple(allow_hosts)
         self.allow_origins = tuple(allow_origins)
 
@@ -190,15 +191,35 @@ class Router:
             )
         return 404, _error("not_found", f"no route {method} {path}")
 
+    async def _shared(self, body: Optional[bytes], batch: bool) -> Optional[bytes]:
+        """The body each part gets: every request's exploration budget divided
+        among the parts (``parts.share_budget``); a body that is not the JSON
+        expected goes as it came, for the parts to refuse."""
+        if self.budget is None:
+            status, openapi = await self.parts[0].forward.remote("GET", "/openapi.json", None)
+            found = setting_default(openapi, SHARED_BUDGET) if status == 200 else None
+            if found is None:
+                return body
+            self.budget = found
+        try:
+            request = json.loads(body or b"")
+            if batch:
+                request["requests"] = [share_budget(r, len(self.parts), self.budget) for r in request["requests"]]
+            else:
+                request = share_budget(request, len(self.parts), self.budget)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return body
+        return json.dumps(request).encode()
+
     async def _retrieve(self, body: Optional[bytes], auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
-        answers = await self._all("POST", "/v1/retrieve", body, auth)
+        answers = await self._all("POST", "/v1/retrieve", await self._shared(body, False), auth)
         error = first_error(answers)
         if error:
             return error
         return 200, merge_retrievals([a for _, a in answers], _top(body))
 
     async def _batch(self, body: Optional[bytes], auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
-        answers = await self._all("POST", "/v1/retrieve/batch", body, auth)
+        answers = await self._all("POST", "/v1/retrieve/batch", await self._shared(body, True), auth)
         error = first_error(answers)
         if error:
             return error
