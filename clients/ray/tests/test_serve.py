@@ -215,3 +215,28 @@ def test_the_command_line_refuses_bad_numbers_before_starting_ray():
         with pytest.raises(SystemExit) as stop:
             main(argv)
         assert says in str(stop.value), (argv, stop.value)
+
+
+def test_hosts_and_long_replies_are_read_as_treenav_serve_reads_them():
+    import asyncio
+
+    from treenav_ray.serve import _host_allowed, _read_bounded
+
+    for host in ("127.0.0.1:8000", "127.0.0.1", "[::1]:8000", "[::1]", "localhost:80", "proxy.internal"):
+        assert _host_allowed(host, ["proxy.internal"]), host
+    for host in ("evil.example", "evil.example:80", "", "[::1", "127.0.0.1.evil.example"):
+        assert not _host_allowed(host, []), host
+
+    class Trickle:
+        """A stream that hands out a few bytes a read, as a socket does."""
+
+        def __init__(self, data: bytes):
+            self.data = data
+
+        async def read(self, n: int) -> bytes:
+            out, self.data = self.data[:min(n, 7)], self.data[min(n, 7):]
+            return out
+
+    body = json.dumps({"passages": ["x" * 100] * 50}).encode()
+    assert asyncio.run(_read_bounded(Trickle(body), len(body))) == body
+    assert asyncio.run(_read_bounded(Trickle(body), len(body) - 1)) is None

@@ -91,8 +91,8 @@ class TreePart:
             headers["authorization"] = authorization
         try:
             async with self.session.request(method, self.base + path, data=body, headers=headers) as reply:
-                raw = await reply.content.read(MAX_PART_REPLY + 1)
-                if len(raw) > MAX_PART_REPLY:
+                raw = await _read_bounded(reply.content, MAX_PART_REPLY)
+                if raw is None:
                     return 502, _error("part_reply_too_large", f"part {self.index}: over {MAX_PART_REPLY} bytes")
                 try:
                     return reply.status, json.loads(raw) if raw else {}
@@ -112,10 +112,27 @@ class TreePart:
             process.send_signal(signal.SIGTERM)
 
 
+async def _read_bounded(stream, limit: int) -> Optional[bytes]:
+    """A reply's whole body, or None past ``limit`` bytes (a stream's
+    ``read(n)`` returns what has arrived, not n bytes: read to the end)."""
+    chunks, size = [], 0
+    while True:
+        chunk = await stream.read(1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+
+
 def _host_allowed(host: str, allowed: Sequence[str]) -> bool:
-    """As ``treenav serve``: an IP address, localhost, or a name given."""
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    name = name.strip("[]")
+    """As ``treenav serve``: an IP address, localhost, or a name given
+    (``Host`` with or without a port; an IPv6 address in brackets)."""
+    if host.startswith("["):
+        name = host[1:host.find("]")] if "]" in host else host
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     if name in ("localhost", *allowed):
         return True
     try:
