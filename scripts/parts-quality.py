@@ -98,6 +98,7 @@ def main():
     try:
         ids, texts = list(queries), list(queries.values())
         sums = {"whole": [0.0, 0.0], "parts": [0.0, 0.0]}
+        gaps = []  # per query, parts − whole nDCG@10: the paired difference's spread
         for at in range(0, len(ids), BATCH):
             chunk = texts[at:at + BATCH]
             whole = retrieve(url, "whole", chunk, args.top)
@@ -105,15 +106,20 @@ def main():
             each = [retrieve(url, f"part{i}", chunk, args.top, n, budget) for i in range(n)]
             for j, qid in enumerate(ids[at:at + BATCH]):
                 merged = merge_retrievals([answers[j] for answers in each], args.top)
+                pair = []
                 for name, answer in (("whole", whole[j]), ("parts", merged)):
                     nd, hit = measure(answer, gold[qid])
                     sums[name][0] += nd
                     sums[name][1] += hit
+                    pair.append(nd)
+                gaps.append(pair[1] - pair[0])
         n = len(ids)
         for name, (nd, hit) in sums.items():
             print(f"{name}: {n} queries, nDCG@10 {nd / n:.4f}, Hit@1 {hit / n:.4f}")
-        print(f"parts − whole: nDCG@10 {(sums['parts'][0] - sums['whole'][0]) / n * 100:+.2f} points, "
-              f"Hit@1 {(sums['parts'][1] - sums['whole'][1]) / n * 100:+.2f}")
+        mean = sum(gaps) / n
+        se = math.sqrt(sum((g - mean) ** 2 for g in gaps) / max(1, n - 1) / n)
+        print(f"parts − whole: nDCG@10 {mean * 100:+.2f} points (± {se * 100:.2f}, the paired "
+              f"difference's standard error), Hit@1 {(sums['parts'][1] - sums['whole'][1]) / n * 100:+.2f}")
     finally:
         process.terminate()
 
