@@ -240,3 +240,39 @@ def test_hosts_and_long_replies_are_read_as_treenav_serve_reads_them():
     body = json.dumps({"passages": ["x" * 100] * 50}).encode()
     assert asyncio.run(_read_bounded(Trickle(body), len(body))) == body
     assert asyncio.run(_read_bounded(Trickle(body), len(body) - 1)) is None
+
+
+def test_a_malformed_part_reply_is_a_502_not_a_crash():
+    """The router over stand-ins for the parts' Ray handles: a real part
+    (treenav serve) never answers 200 with these bodies, so no real peer
+    can send them."""
+    import asyncio
+
+    from treenav_ray.serve import Router
+
+    class Remote:
+        def __init__(self, reply):
+            self.reply = reply
+
+        async def remote(self, *args):
+            return self.reply
+
+    class Part:
+        def __init__(self, reply):
+            self.forward = Remote(reply)
+
+    class Request:
+        method, headers = "POST", {"host": "127.0.0.1:8000", "content-length": "2"}
+
+        class url:
+            path = "/v1/retrieve"
+
+        async def body(self):
+            return b'{"tree": "t", "query": "q", "explore_budget": 6}'
+
+    for reply in ((200, {"passages": [{"id": "x"}]}), (200, {"passages": [{"score": "high"}]}), (200, [])):
+        router = Router(Part(reply), Part((200, {"passages": []})))
+        router.budget = 300
+        answer = asyncio.run(router(Request()))
+        assert answer.status_code == 502, (reply, answer.body)
+        assert json.loads(answer.body)["error"]["code"] == "part_reply_malformed"

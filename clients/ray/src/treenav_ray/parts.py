@@ -81,8 +81,9 @@ def merge_retrievals(answers: Sequence[Dict[str, Any]], top: Optional[int]) -> D
     gave none, at the longest part's list: each part answered with the
     server's default). ``exhausted`` when fewer than that are left; usage and
     judged candidates add up, latency is the slowest part's, ``generation``
-    lists each part's, and a trace (when asked) holds each part's under
-    ``parts``."""
+    is the highest and ``part_generations`` lists each part's, and a trace
+    (when asked) holds each part's under ``parts``. A part's answer that is
+    not ``treenav serve``'s raises KeyError, TypeError or ValueError."""
     if not answers:
         raise ValueError("no part answered")
     ranked: List[Tuple[float, int, int, Dict[str, Any]]] = []

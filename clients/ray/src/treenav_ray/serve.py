@@ -180,7 +180,11 @@ class Router:
             if len(body) > MAX_BODY:
                 return JSONResponse(_error("body_too_large", f"over {MAX_BODY} bytes"), status_code=413)
         auth = request.headers.get("authorization")
-        status, answer = await self._route(request.method, request.url.path, body, auth)
+        try:
+            status, answer = await self._route(request.method, request.url.path, body, auth)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # A part's 200 that is not the answer treenav serve gives.
+            status, answer = 502, _error("part_reply_malformed", f"{type(e).__name__}: {str(e)[:200]}")
         return JSONResponse(answer, status_code=status)
 
     async def _route(self, method: str, path: str, body: Optional[bytes],
