@@ -2,13 +2,15 @@
 """What serving a corpus in parts costs in quality: one tree against the same
 corpus built in parts and merged by score, on a BEIR folder's queries.
 
-    python3 scripts/parts-quality.py DATASET --whole T.tree --part P0.tree --part P1.tree … [--split test] [--top 10]
+    python3 scripts/parts-quality.py DATASET --whole T.tree --part P0.tree --part P1.tree … [--split test] [--top 20]
+    python3 scripts/parts-quality.py DATASET --whole T.tree --router http://127.0.0.1:8000 --name NAME
 
 Starts one `treenav serve` (`$TREENAV_BIN`, default `treenav`) holding the whole tree and every
 part, asks each the same queries with the default settings (`/v1/retrieve/batch`), merges the
 parts' answers exactly as `treenav-ray serve`'s router does (each part given its share of the
 exploration's budget, `share_budget`; merged by `merge_retrievals`) and prints document nDCG@10 and Hit@1 of both (a document is relevant when the qrels say so;
-passages count once per document, at their first place).
+passages count once per document, at their first place). With `--router`, the parts' answers come
+from a running `treenav-ray serve` instead, one query at a time, and each side's latency is printed.
 """
 import argparse
 import json
@@ -17,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -82,44 +85,80 @@ def measure(answer, relevant, k=10):
     return dcg / ideal, float(bool(documents) and documents[0] in relevant)
 
 
+def batched(url, tree, texts, top, parts=1, budget=None):
+    """Every query's answer, 64 a request."""
+    out = []
+    for at in range(0, len(texts), BATCH):
+        out += retrieve(url, tree, texts[at:at + BATCH], top, parts, budget)
+    return out
+
+
+def one_by_one(url, tree, texts, top):
+    """Every query's answer, one request each, and each request's seconds."""
+    answers, seconds = [], []
+    for text in texts:
+        body = json.dumps({"tree": tree, "query": text, "top": top}).encode()
+        request = urllib.request.Request(url + "/v1/retrieve", data=body,
+                                         headers={"content-type": "application/json"})
+        start_at = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=600) as reply:
+            answers.append(json.loads(reply.read()))
+        seconds.append(time.perf_counter() - start_at)
+    return answers, seconds
+
+
+def report(ids, gold, answers):
+    """Prints nDCG@10 and Hit@1 of each system and the paired difference."""
+    n, gaps, sums = len(ids), [], {}
+    for name, listed in answers.items():
+        scored = [measure(a, gold[q]) for q, a in zip(ids, listed)]
+        sums[name] = [sum(x for x, _ in scored), sum(h for _, h in scored)]
+        gaps.append([x for x, _ in scored])
+        print(f"{name}: {n} queries, nDCG@10 {sums[name][0] / n:.4f}, Hit@1 {sums[name][1] / n:.4f}")
+    diffs = [b - a for a, b in zip(*gaps)]
+    mean = sum(diffs) / n
+    se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / max(1, n - 1) / n)
+    print(f"parts − whole: nDCG@10 {mean * 100:+.2f} points (± {se * 100:.2f}, the paired "
+          f"difference's standard error), Hit@1 {(sums['parts'][1] - sums['whole'][1]) / n * 100:+.2f}")
+
+
+def percentiles(name, seconds):
+    ordered = sorted(seconds)
+    at = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
+    print(f"{name}: p50 {at(0.5):.1f} ms, p95 {at(0.95):.1f} ms over {len(ordered)} queries, one at a time")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", type=Path, help="a BEIR folder (queries.jsonl, qrels/SPLIT.tsv)")
     p.add_argument("--whole", required=True, help="the tree over the whole corpus")
-    p.add_argument("--part", action="append", required=True, help="a part's tree, once per part")
+    p.add_argument("--part", action="append", default=[], help="a part's tree, once per part")
+    p.add_argument("--router", help="ask a running `treenav-ray serve` (its URL) for the parts instead, "
+                                    "one query at a time, and time it against the whole tree's")
+    p.add_argument("--name", default="corpus", help="the tree's name at --router (default corpus)")
     p.add_argument("--split", default="test")
     p.add_argument("--top", type=int, default=20, help="passages asked of each (default 20)")
     args = p.parse_args()
+    if not args.part and not args.router:
+        sys.exit("give the parts' trees (--part, once per part) or a running router (--router URL)")
     queries, gold = load(args.dataset, args.split)
     trees = {"whole": args.whole, **{f"part{i}": t for i, t in enumerate(args.part)}}
     process, url = start(trees)
-    with urllib.request.urlopen(url + "/openapi.json", timeout=60) as reply:
-        budget = setting_default(json.loads(reply.read()), SHARED_BUDGET)
     try:
         ids, texts = list(queries), list(queries.values())
-        sums = {"whole": [0.0, 0.0], "parts": [0.0, 0.0]}
-        gaps = []  # per query, parts − whole nDCG@10: the paired difference's spread
-        for at in range(0, len(ids), BATCH):
-            chunk = texts[at:at + BATCH]
-            whole = retrieve(url, "whole", chunk, args.top)
-            n = len(args.part)
-            each = [retrieve(url, f"part{i}", chunk, args.top, n, budget) for i in range(n)]
-            for j, qid in enumerate(ids[at:at + BATCH]):
-                merged = merge_retrievals([answers[j] for answers in each], args.top)
-                pair = []
-                for name, answer in (("whole", whole[j]), ("parts", merged)):
-                    nd, hit = measure(answer, gold[qid])
-                    sums[name][0] += nd
-                    sums[name][1] += hit
-                    pair.append(nd)
-                gaps.append(pair[1] - pair[0])
-        n = len(ids)
-        for name, (nd, hit) in sums.items():
-            print(f"{name}: {n} queries, nDCG@10 {nd / n:.4f}, Hit@1 {hit / n:.4f}")
-        mean = sum(gaps) / n
-        se = math.sqrt(sum((g - mean) ** 2 for g in gaps) / max(1, n - 1) / n)
-        print(f"parts − whole: nDCG@10 {mean * 100:+.2f} points (± {se * 100:.2f}, the paired "
-              f"difference's standard error), Hit@1 {(sums['parts'][1] - sums['whole'][1]) / n * 100:+.2f}")
+        if args.router:
+            whole, whole_s = one_by_one(url, "whole", texts, args.top)
+            parts, parts_s = one_by_one(args.router.rstrip("/"), args.name, texts, args.top)
+            report(ids, gold, {"whole": whole, "parts": parts})
+            percentiles("whole (treenav serve)", whole_s)
+            percentiles("parts (the router)", parts_s)
+            return
+        with urllib.request.urlopen(url + "/openapi.json", timeout=60) as reply:
+            budget = setting_default(json.loads(reply.read()), SHARED_BUDGET)
+        n = len(args.part)
+        each = [batched(url, f"part{i}", texts, args.top, n, budget) for i in range(n)]
+        merged = [merge_retrievals([answers[j] for answers in each], args.top) for j in range(len(ids))]
+        report(ids, gold, {"whole": batched(url, "whole", texts, args.top), "parts": merged})
     finally:
         process.terminate()
 
