@@ -79,16 +79,19 @@ impl std::fmt::Display for Part {
     }
 }
 
+/// `I/N` read as (I, N), spaces around either allowed; `None` unless both
+/// are whole numbers (a part's and a plan shard's spelling).
+pub fn index_of_count(s: &str) -> Option<(u32, u32)> {
+    let (i, n) = s.split_once('/')?;
+    Some((i.trim().parse().ok()?, n.trim().parse().ok()?))
+}
+
 impl std::str::FromStr for Part {
     type Err = Error;
     fn from_str(s: &str) -> Result<Part> {
-        let parse = |n: &str| n.trim().parse::<u32>().ok();
-        match s.split_once('/').map(|(i, n)| (parse(i), parse(n))) {
-            Some((Some(i), Some(n))) => Part::new(i, n),
-            _ => Err(Error::Option(format!(
-                "--part `{s}`: write INDEX/COUNT, e.g. 0/3"
-            ))),
-        }
+        let (i, n) = index_of_count(s)
+            .ok_or_else(|| Error::Option(format!("--part `{s}`: write INDEX/COUNT, e.g. 0/3")))?;
+        Part::new(i, n)
     }
 }
 

@@ -89,13 +89,10 @@ impl ShardSpec {
 impl std::str::FromStr for ShardSpec {
     type Err = Error;
     fn from_str(s: &str) -> Result<ShardSpec> {
-        let parse = |part: &str| part.trim().parse::<u32>().ok();
-        match s.split_once('/').map(|(i, n)| (parse(i), parse(n))) {
-            Some((Some(i), Some(n))) => ShardSpec::new(i, n),
-            _ => Err(Error::Param(format!(
-                "`{s}` is not a shard: write INDEX/COUNT, e.g. 0/3"
-            ))),
-        }
+        let (i, n) = treenav_corpus::part::index_of_count(s).ok_or_else(|| {
+            Error::Param(format!("`{s}` is not a shard: write INDEX/COUNT, e.g. 0/3"))
+        })?;
+        ShardSpec::new(i, n)
     }
 }
 
