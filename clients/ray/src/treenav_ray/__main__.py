@@ -64,10 +64,12 @@ def _parts_parser(sub) -> None:
 def _build_parts(args) -> int:
     import ray
 
-    from .driver import build_parts
+    from .driver import build_parts, check_parts
 
-    if not 1 <= args.parts <= 4096:
-        sys.exit(f"--parts must be in 1..=4096, got {args.parts}")
+    try:
+        check_parts(args.parts)
+    except ValueError as e:
+        sys.exit(str(e))
     ray.init(address=args.address, log_to_driver=False)
     trees = build_parts(args.corpus, args.output, parts=args.parts, treenav=args.treenav,
                         build_args=args.build_arg)

@@ -288,8 +288,13 @@ def build(
     return report
 
 
-def _part_task(command: List[str]) -> str:
-    return _run(command).strip()
+MAX_PARTS = 4096  # treenav_corpus::part::MAX_PARTS
+
+
+def check_parts(parts: int) -> None:
+    """Refuses a part count `treenav build --part` would refuse."""
+    if not 1 <= parts <= MAX_PARTS:
+        raise ValueError(f"--parts must be in 1..={MAX_PARTS}, got {parts}")
 
 
 def build_parts(
@@ -307,11 +312,10 @@ def build_parts(
     kept (``part-I.tree.key``); a task whose worker dies is retried."""
     import ray
 
-    if not 1 <= parts <= 4096:
-        raise ValueError(f"parts must be in 1..=4096, got {parts}")
+    check_parts(parts)
     corpus, out = Path(corpus).resolve(), Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    task = ray.remote(num_cpus=1, max_retries=3)(_part_task)
+    task = ray.remote(num_cpus=1, max_retries=3)(_run)
     trees, pending = [], []
     for i in range(parts):
         tree = out / f"part-{i}.tree"

@@ -212,42 +212,36 @@ class Router:
             )
         return 404, _error("not_found", f"no route {method} {path}")
 
-    async def _shared(self, body: Optional[bytes], batch: bool) -> Optional[bytes]:
-        """The body each part gets: every request's exploration budget divided
-        among the parts (``parts.share_budget``); a body that is not the JSON
-        expected goes as it came, for the parts to refuse."""
+    async def _shared(self, body: Optional[bytes], batch: bool) -> Tuple[Optional[bytes], List[Optional[int]]]:
+        """The body each part gets, every request's exploration budget divided
+        among the parts (``parts.share_budget``), and each request's ``top``
+        (the body parsed once). A body that is not the JSON expected goes as
+        it came, for the parts to refuse, with no ``top``."""
         if self.budget is None:
             status, openapi = await self.parts[0].forward.remote("GET", "/openapi.json", None)
-            found = setting_default(openapi, SHARED_BUDGET) if status == 200 else None
-            if found is None:
-                return body
-            self.budget = found
+            self.budget = setting_default(openapi, SHARED_BUDGET) if status == 200 else None
         try:
-            request = json.loads(body or b"")
-            if batch:
-                request["requests"] = [share_budget(r, len(self.parts), self.budget) for r in request["requests"]]
-            else:
-                request = share_budget(request, len(self.parts), self.budget)
+            parsed = json.loads(body or b"")
+            requests = parsed["requests"] if batch else [parsed]
+            tops = [_top(r) for r in requests]
+            if self.budget is not None:
+                requests = [share_budget(r, len(self.parts), self.budget) for r in requests]
         except (ValueError, KeyError, TypeError, AttributeError):
-            return body
-        return json.dumps(request).encode()
+            return body, [None]
+        shared = {**parsed, "requests": requests} if batch else requests[0]
+        return json.dumps(shared).encode(), tops
 
     async def _retrieve(self, body: Optional[bytes], auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
-        answers = await self._all("POST", "/v1/retrieve", await self._shared(body, False), auth)
-        error = first_error(answers)
-        if error:
-            return error
-        return 200, merge_retrievals([a for _, a in answers], _top(body))
+        shared, tops = await self._shared(body, False)
+        answers = await self._all("POST", "/v1/retrieve", shared, auth)
+        return first_error(answers) or (200, merge_retrievals([a for _, a in answers], tops[0]))
 
     async def _batch(self, body: Optional[bytes], auth: Optional[str]) -> Tuple[int, Dict[str, Any]]:
-        answers = await self._all("POST", "/v1/retrieve/batch", await self._shared(body, True), auth)
+        shared, tops = await self._shared(body, True)
+        answers = await self._all("POST", "/v1/retrieve/batch", shared, auth)
         error = first_error(answers)
         if error:
             return error
-        try:
-            tops = [r.get("top") for r in json.loads(body)["requests"]]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return 400, _error("bad_request", "the batch's body is not {requests: [...]}")
         results = []
         for i, top in enumerate(tops):
             items = [a["results"][i] for _, a in answers]
@@ -256,11 +250,8 @@ class Router:
         return 200, {**answers[0][1], "results": results}
 
 
-def _top(body: Optional[bytes]) -> Optional[int]:
-    try:
-        top = json.loads(body or b"{}").get("top")
-    except (ValueError, AttributeError):
-        return None
+def _top(request: Dict[str, Any]) -> Optional[int]:
+    top = request.get("top")
     return top if isinstance(top, int) and not isinstance(top, bool) else None
 
 
