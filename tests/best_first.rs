@@ -221,7 +221,7 @@ fn traced(found: &Retrieval) -> impl Iterator<Item = &TraceCandidate> {
 
 /// The known tree with one more passage in d_match reading `text`.
 fn with_second_passage(tree: &Tree, d_match: NodeId, text: &str) -> (Tree, NodeId) {
-    let mut nodes = tree.nodes().to_vec();
+    let mut nodes = tree.nodes().expect("nodes").cloned().collect::<Vec<_>>();
     let mut lists: Vec<Vec<NodeId>> = (0..nodes.len())
         .map(|i| tree.neighbours(NodeId(i as u32)).to_vec())
         .collect();
@@ -504,7 +504,7 @@ async fn version_one_files_load_and_navigate_without_neighbourhoods() {
 fn bad_neighbour_lists_are_refused() {
     let (tree, d_match, ..) = known_tree(true);
     let meta = tree.meta().clone();
-    let nodes = tree.nodes().to_vec();
+    let nodes = tree.nodes().expect("nodes").cloned().collect::<Vec<_>>();
     let mut lists: Vec<Vec<NodeId>> = vec![Vec::new(); nodes.len()];
     lists[d_match.index()] = vec![d_match];
     assert!(Tree::with_neighbours(meta.clone(), nodes.clone(), lists).is_err());

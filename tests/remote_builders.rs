@@ -268,7 +268,7 @@ async fn llm_summaries_are_cached_by_cluster_members() {
     .expect("build");
     let summaries: Vec<String> = tree
         .nodes()
-        .iter()
+        .expect("nodes")
         .filter_map(|n| match &n.kind {
             NodeKind::Cluster { summary, .. } => Some(summary.clone()),
             _ => None,

@@ -85,7 +85,7 @@ fn check_invariants(tree: &Tree, expected_passages: usize, branching: usize) {
     }
     assert_eq!(passages, expected_passages);
     assert_eq!(seen.len(), tree.len(), "every node reachable");
-    for node in tree.nodes() {
+    for node in tree.nodes().expect("nodes") {
         assert!(
             node.children.len() <= branching,
             "{} children > {branching}",
@@ -365,8 +365,24 @@ fn corrupted_truncated_foreign_and_future_files_are_errors() {
             .unwrap_or_else(|| "loaded!".into())
     };
 
-    let mut flipped = bytes.clone();
+    // Version 5 checks its index and shape when opened, and each chunk of
+    // node labels when read: a flipped byte fails one or the other.
     let mid = bytes.len() / 2;
+    for at in [mid, bytes.len() - 3, 40] {
+        let mut flipped = bytes.clone();
+        flipped[at] ^= 0x40;
+        let problem = match tree::file::from_bytes(&flipped, name) {
+            Err(e) => e.to_string(),
+            Ok(t) => t
+                .nodes()
+                .err()
+                .map_or("read whole!".into(), |e| e.to_string()),
+        };
+        assert!(problem.contains("checksum"), "byte {at}: {problem}");
+    }
+    // Version 4 checks every byte when opened.
+    let mut flipped = tree::file::to_bytes_v4(&tree).expect("v4");
+    let mid = flipped.len() / 2;
     flipped[mid] ^= 0x40;
     assert!(
         err(&flipped).contains("checksum mismatch"),
@@ -398,7 +414,7 @@ fn corrupted_truncated_foreign_and_future_files_are_errors() {
 fn a_structurally_broken_tree_is_rejected() {
     // A node moved under the root without the root listing it: unreachable, wrong parent.
     let tree = build(&corpus_jsonl(10, &[]), 8, 10, None);
-    let mut nodes = tree.nodes().to_vec();
+    let mut nodes = tree.nodes().expect("nodes").cloned().collect::<Vec<_>>();
     let last = nodes.len() - 1;
     nodes[last].parent = Some(treenav::tree::NodeId(0));
     assert!(Tree::from_parts(tree.meta().clone(), nodes).is_err());

@@ -385,10 +385,11 @@ impl Navigator {
     }
 
     pub(crate) fn candidate(&self, id: NodeId) -> Candidate {
-        Candidate::new(
-            crate::semantic::candidate_id(&self.tree, id),
-            self.label(id),
-        )
+        let shown = crate::semantic::candidate_id(&self.tree, id);
+        if let Some(vectors) = &self.vectors {
+            vectors.remember(&shown, id);
+        }
+        Candidate::new(shown, self.label(id))
     }
 
     /// The decider a query asks: the judge, backed by the lexical fallback
@@ -462,7 +463,12 @@ impl Navigator {
             .collect();
         let candidates: Vec<Candidate> = passages
             .iter()
-            .map(|p| Candidate::new(p.id.clone(), view::passage(&self.tree, p.node, &p.text)))
+            .map(|p| {
+                if let Some(vectors) = &self.vectors {
+                    vectors.remember(&p.id, p.node);
+                }
+                Candidate::new(p.id.clone(), view::passage(&self.tree, p.node, &p.text))
+            })
             .collect();
         let scores: Vec<f64> = passages.iter().map(|p| p.score).collect();
         let mut order: Vec<usize> = (0..passages.len()).collect();

@@ -70,8 +70,13 @@ pub(crate) struct TreeVectors {
     tree: Arc<Tree>,
     queries: Queries,
     /// Fingerprint of each passage's and document's candidate id → node,
-    /// sorted (built at the first query).
+    /// sorted (built when a candidate was not made by the navigator).
     ids: OnceLock<Vec<(u64, NodeId)>>,
+    /// Fingerprint of the candidate id → node of every candidate the
+    /// navigator made ([`TreeVectors::remember`]): at most one entry a
+    /// node. A tree read from a version-5 file then never reads every
+    /// node's id to build `ids`.
+    made: std::sync::RwLock<std::collections::HashMap<u64, NodeId>>,
     /// Each cluster's centroid (the normalised mean of its documents'
     /// vectors), by node index (built at the first descent).
     centroids: OnceLock<Vec<Option<Box<[f32]>>>>,
@@ -112,6 +117,7 @@ impl TreeVectors {
             tree,
             queries: Queries::new(embedder),
             ids: OnceLock::new(),
+            made: Default::default(),
             centroids: OnceLock::new(),
         }
     }
@@ -132,8 +138,25 @@ impl TreeVectors {
         self.queries.vector(query).await
     }
 
-    /// The node a candidate stands for, by its id.
+    /// Notes that the candidate shown as `id` stands for `node`.
+    pub(crate) fn remember(&self, id: &str, node: NodeId) {
+        let k = key(id);
+        let known = self.made.read().ok().and_then(|m| m.get(&k).copied());
+        if known != Some(node) {
+            if let Ok(mut made) = self.made.write() {
+                made.insert(k, node);
+            }
+        }
+    }
+
+    /// The node a candidate stands for, by its id: one the navigator made
+    /// and remembered, else looked up among every node's.
     fn node_of(&self, candidate: &Candidate) -> Option<NodeId> {
+        let k = key(&candidate.id);
+        let made = self.made.read().ok().and_then(|m| m.get(&k).copied());
+        if let Some(n) = made.filter(|n| candidate_id(&self.tree, *n) == candidate.id) {
+            return Some(n);
+        }
         let ids = self.ids.get_or_init(|| {
             let mut ids: Vec<(u64, NodeId)> = self
                 .tree
@@ -144,7 +167,6 @@ impl TreeVectors {
             ids.sort_unstable();
             ids
         });
-        let k = key(&candidate.id);
         let from = ids.partition_point(|(h, _)| *h < k);
         ids[from..]
             .iter()

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use treenav_judge::Judge;
 use treenav_navigator::{Navigator, ValidConfig};
+use treenav_tree::file;
 use treenav_tree::generation::{stamp, Stamp};
-use treenav_tree::{file, NodeKind};
 
 /// One served tree.
 #[derive(Debug)]
@@ -420,11 +420,7 @@ async fn load_one(spec: TreeSpec, judge: Judge, config: ValidConfig) -> Result<S
 }
 
 fn tree_info(spec: &TreeSpec, tree: &treenav_tree::Tree, format_version: u32) -> TreeInfo {
-    let clusters = tree
-        .nodes()
-        .iter()
-        .filter(|n| matches!(n.kind, NodeKind::Cluster { .. }) && n.parent.is_some())
-        .count();
+    let clusters = tree.ids_of(treenav_tree::LevelKind::Cluster).count();
     let meta = tree.meta();
     TreeInfo {
         name: spec.name.clone(),

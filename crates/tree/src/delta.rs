@@ -16,9 +16,9 @@
 //! the new one (`T.delta.next`), never a mix.
 
 use crate::id::NodeId;
-use crate::model::Node;
 use crate::model::Tree;
 use crate::model::UpdateLog;
+use crate::node::Node;
 use crate::store::{side_path, write_atomically, FileAt};
 use crate::vectors::{BaseId, VectorRows};
 use crate::{Error, Result};
@@ -275,7 +275,7 @@ pub fn base_of(bytes: &[u8]) -> BaseId {
 pub(crate) fn apply(tree: &mut Tree, delta: Delta) -> Result<()> {
     let changed: Vec<u32> = delta.nodes.iter().map(|(i, _)| *i).collect();
     let changed_lists: Vec<u32> = delta.neighbours.iter().map(|(i, _)| *i).collect();
-    let (nodes, lists) = tree.parts_mut();
+    let (nodes, lists) = tree.parts_mut()?;
     if delta.base_nodes as usize != nodes.len() {
         return Err(Error::InvalidTree(format!(
             "the delta was written for a tree of {} nodes, the tree file has {}",

@@ -8,7 +8,12 @@
 //! ([`crate::store`]): [`save`] writes `T.texts` and `T.lexical` beside `T`
 //! and records their content hashes; [`to_bytes`] keeps everything in one
 //! buffer. Files of versions 1 to 3 hold everything in one file and load as
-//! before. Nodes and metadata go in and out through the frozen layouts of
+//! before. Version 5 ([`crate::mapped`], what [`save`] and [`to_bytes`]
+//! write) opens without decoding its nodes: the header's CRC covers an
+//! index and the tree's shape, read and validated at load; each node's
+//! labels are read, checked and decoded with its chunk's when first asked
+//! for (a tree with an update pending is decoded whole, as the update
+//! changes it). Nodes and metadata go in and out through the frozen layouts of
 //! [`crate::format`], never the model's own types.
 //!
 //! Saving writes a temporary file beside the target, syncs it and renames it
@@ -18,13 +23,15 @@
 //! never a panic or a garbage tree.
 
 use crate::format::layouts::{
-    Chunk, MetaV1, MetaV3, NodeV1, NodeV1Out, TreeV1, TreeV2, TreeV3, TreeV4, TreeV4Out,
+    Chunk, IndexV5, KindV1Out, MetaV1, MetaV3, NodeV1, NodeV1Out, TreeV1, TreeV2, TreeV3, TreeV4,
+    TreeV4Out,
 };
 use crate::id::NodeId;
 use crate::lexical::{Lexical, LEXICAL_SUFFIX};
-use crate::model::{Node, NodeKind, Tree, TreeMeta};
+use crate::model::Tree;
+use crate::node::{Node, NodeKind, Tag, TreeMeta};
 use crate::store::{side_path, write_texts, SideFile, TextStore, TEXTS_SUFFIX};
-use crate::{Error, Result};
+use crate::{mapped, Error, Result};
 use serde::ser::{Error as _, SerializeSeq};
 use std::borrow::Cow;
 use std::io::Write;
@@ -38,7 +45,7 @@ use treenav_files::magic::TREE as MAGIC;
 const TREE_FILE: treenav_files::Kind =
     treenav_files::Kind::new("tree file", crate::store::TREE_FILE_CAP).with_magic(MAGIC);
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this build still reads.
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
@@ -58,13 +65,12 @@ struct NodesOut<'a> {
 
 impl serde::Serialize for NodesOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let nodes = self
-            .tree
-            .nodes()
-            .get(self.range.clone())
-            .unwrap_or_default();
-        let mut seq = serializer.serialize_seq(Some(nodes.len()))?;
-        for (i, node) in (self.range.start..).zip(nodes) {
+        let mut seq = serializer.serialize_seq(Some(self.range.len()))?;
+        for i in self.range.clone() {
+            let node = self
+                .tree
+                .get(NodeId(i as u32))
+                .ok_or_else(|| S::Error::custom(format!("node {i} cannot be read")))?;
             let text = || match self.with_texts {
                 true => self.tree.passage_text(NodeId(i as u32)),
                 false => Ok(Cow::Borrowed("")),
@@ -119,6 +125,108 @@ fn payload_v4(tree: &Tree, texts: Option<SideFile>, lexical: Option<SideFile>) -
         lexical,
     };
     postcard::to_stdvec(&out).map_err(encode)
+}
+
+/// A version-5 payload, and how many of its first bytes the header's
+/// CRC covers (the index and the shape).
+struct PayloadV5 {
+    bytes: Vec<u8>,
+    checked: usize,
+}
+
+/// Encodes a tree as a version-5 payload (its side files named, or none:
+/// then passage texts are in the records).
+fn payload_v5(
+    tree: &Tree,
+    texts: Option<SideFile>,
+    lexical: Option<SideFile>,
+) -> Result<PayloadV5> {
+    let n = tree.len();
+    let too_many = |what: &str| Error::InvalidTree(format!("too many {what} for one tree file"));
+    let id = |i: usize| NodeId(i as u32);
+    let records = records_v5(tree, texts.is_none())?;
+    let mut shape = Vec::new();
+    shape.extend((0..n).map(|i| tree.tag(id(i)).map_or(0, Tag::byte)));
+    for i in 0..n {
+        shape.extend(
+            tree.parent(id(i))
+                .map_or(mapped::NONE, |p| p.0)
+                .to_le_bytes(),
+        );
+    }
+    let mut children = Vec::new();
+    let mut count = 0u32;
+    shape.extend(count.to_le_bytes());
+    for i in 0..n {
+        let list = tree.children(id(i));
+        count = u32::try_from(list.len())
+            .ok()
+            .and_then(|l| count.checked_add(l))
+            .ok_or_else(|| too_many("nodes"))?;
+        shape.extend(count.to_le_bytes());
+        children.extend(list.iter().flat_map(|c| c.0.to_le_bytes()));
+    }
+    shape.extend(children);
+    let mut at = 0u64;
+    shape.extend(at.to_le_bytes());
+    for r in &records {
+        at += r.len() as u64;
+        shape.extend(at.to_le_bytes());
+    }
+    shape.extend(
+        records
+            .iter()
+            .flat_map(|r| crc32fast::hash(r).to_le_bytes()),
+    );
+    let index = IndexV5 {
+        meta: tree.meta().into(),
+        texts,
+        lexical,
+        nodes: u32::try_from(n).map_err(|_| too_many("nodes"))?,
+        children: count,
+        chunk_nodes: mapped::CHUNK_NODES as u32,
+        lists: tree.has_neighbours(),
+    };
+    let index = postcard::to_stdvec(&index).map_err(Error::encode)?;
+    let mut bytes =
+        Vec::with_capacity(mapped::INDEX_LEN_BYTES + index.len() + shape.len() + at as usize);
+    bytes.extend_from_slice(&(index.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&index);
+    bytes.extend_from_slice(&shape);
+    let checked = bytes.len();
+    for r in records {
+        bytes.extend_from_slice(&r);
+    }
+    Ok(PayloadV5 { bytes, checked })
+}
+
+/// The record chunks of a tree, encoded in parallel (passage texts in
+/// them when `with_texts`).
+fn records_v5(tree: &Tree, with_texts: bool) -> Result<Vec<Vec<u8>>> {
+    use rayon::prelude::*;
+    let n = tree.len();
+    let id = |i: usize| NodeId(i as u32);
+    (0..n.div_ceil(mapped::CHUNK_NODES))
+        .into_par_iter()
+        .map(|c| {
+            let range = c * mapped::CHUNK_NODES..((c + 1) * mapped::CHUNK_NODES).min(n);
+            let kinds = range
+                .map(|i| {
+                    let node = tree.get(id(i)).ok_or_else(|| missing(i))?;
+                    let text = match (with_texts, Tag::of(&node.kind)) {
+                        (true, Tag::Passage) => tree.passage_text(id(i))?,
+                        _ => Cow::Borrowed(""),
+                    };
+                    Ok((KindV1Out::of(&node.kind, || text), tree.neighbours(id(i))))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            postcard::to_stdvec(&kinds).map_err(Error::encode)
+        })
+        .collect()
+}
+
+fn missing(i: usize) -> Error {
+    Error::InvalidTree(format!("node {i} cannot be read"))
 }
 
 /// Decodes a version-4 payload's chunks in parallel: the nodes, the
@@ -234,7 +342,13 @@ impl<'de, D: serde::Deserialize<'de> + Into<T>, T> serde::de::Visitor<'de> for I
 /// Encodes a tree into the bytes of one self-contained file (header +
 /// payload, passage texts included, no side files).
 pub fn to_bytes(tree: &Tree) -> Result<Vec<u8>> {
-    Ok(framed(FORMAT_VERSION, payload_v4(tree, None, None)?))
+    Ok(framed_v5(payload_v5(tree, None, None)?))
+}
+
+/// Encodes a tree as a version-4 file (one file, texts included), for
+/// tools and tests that must produce files older builds read.
+pub fn to_bytes_v4(tree: &Tree) -> Result<Vec<u8>> {
+    Ok(framed(4, payload_v4(tree, None, None)?))
 }
 
 /// Encodes a tree as a version-3 file (one file, texts included), for tools
@@ -263,13 +377,25 @@ pub fn to_bytes_v1(tree: &Tree) -> Result<Vec<u8>> {
     Ok(framed(1, payload))
 }
 
+/// Header and payload (of version 4 or older), the CRC over the payload.
 fn framed(version: u32, payload: Vec<u8>) -> Vec<u8> {
+    let crc = crc32fast::hash(&payload);
+    with_header(version, crc, payload)
+}
+
+/// Header and a version-5 payload, the CRC over its index and shape.
+fn framed_v5(payload: PayloadV5) -> Vec<u8> {
+    let checked = payload.bytes.get(..payload.checked).unwrap_or_default();
+    with_header(5, crc32fast::hash(checked), payload.bytes)
+}
+
+fn with_header(version: u32, crc: u32, payload: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes()); // flags, reserved
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&payload);
     out
 }
@@ -287,41 +413,23 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Tree> {
 /// [`from_bytes`], the arena decoded with room for `room` more nodes (an
 /// update about to add them: no reallocation of the whole arena).
 fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> {
+    let (version, crc) = checked_header(
+        bytes.get(..HEADER_LEN).unwrap_or(bytes),
+        bytes.len() as u64,
+        name,
+    )?;
+    let delta = pending_delta(bytes, name)?;
+    let base = crate::delta::base_of(bytes);
+    if version >= 5 {
+        let source = Box::new(bytes.to_vec());
+        let payload = (HEADER_LEN as u64, (bytes.len() - HEADER_LEN) as u64, crc);
+        return open_v5(source, name, payload, delta, base);
+    }
     let bad = |problem: String| Error::BadFile {
         path: name.to_path_buf(),
         problem,
     };
-    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(bad("not a treenav tree file (wrong magic bytes)".into()));
-    }
-    if bytes.len() < HEADER_LEN {
-        return Err(bad(format!(
-            "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
-            bytes.len()
-        )));
-    }
-    let u32_at = |at: usize| {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&bytes[at..at + 4]);
-        u32::from_le_bytes(b)
-    };
-    let version = u32_at(8);
-    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
-        return Err(bad(format!(
-            "format version {version}, but this build reads versions {OLDEST_VERSION} to {FORMAT_VERSION}: rebuild the tree with `treenav build`"
-        )));
-    }
-    let mut len_bytes = [0u8; 8];
-    len_bytes.copy_from_slice(&bytes[16..24]);
-    let len = u64::from_le_bytes(len_bytes);
-    let crc = u32_at(24);
     let payload = &bytes[HEADER_LEN..];
-    if payload.len() as u64 != len {
-        return Err(bad(format!(
-            "truncated or padded: header promises {len} payload bytes, file holds {}",
-            payload.len()
-        )));
-    }
     if crc32fast::hash(payload) != crc {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
@@ -329,7 +437,6 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
     // Updates since the tree file was written: the delta of the generation
     // the lexical index was committed at (read first, so that the arena
     // is decoded with room for the nodes it adds).
-    let delta = pending_delta(bytes, name)?;
     let spare = delta.as_ref().map_or(0, |d| d.nodes.len()) + room;
     let no_sides = (None, None);
     let (meta, nodes, neighbours, sides) = match version {
@@ -348,7 +455,65 @@ fn from_bytes_with_room(bytes: &[u8], name: &Path, room: usize) -> Result<Tree> 
         _ => decode_v4(payload, spare).map_err(decode_error)?,
     };
     let tree = Tree::with_neighbours(meta, nodes, neighbours).map_err(|e| bad(e.to_string()))?;
-    attach_sides(tree, name, sides, delta, crate::delta::base_of(bytes))
+    attach_sides(tree, name, sides, delta, base)
+}
+
+/// Checks a tree file's header (`header`, the file's first bytes) against
+/// the file's length: magic, a version this build reads, the payload's
+/// length. Returns the version and the header's CRC.
+fn checked_header(header: &[u8], file_len: u64, name: &Path) -> Result<(u32, u32)> {
+    let bad = |problem: String| Error::BadFile {
+        path: name.to_path_buf(),
+        problem,
+    };
+    if header.len() < MAGIC.len() || &header[..MAGIC.len()] != MAGIC {
+        return Err(bad("not a treenav tree file (wrong magic bytes)".into()));
+    }
+    if header.len() < HEADER_LEN {
+        return Err(bad(format!(
+            "truncated: {file_len} bytes, shorter than the {HEADER_LEN}-byte header"
+        )));
+    }
+    let u32_at = |at: usize| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&header[at..at + 4]);
+        u32::from_le_bytes(b)
+    };
+    let version = u32_at(8);
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
+        return Err(bad(format!(
+            "format version {version}, but this build reads versions {OLDEST_VERSION} to {FORMAT_VERSION}: rebuild the tree with `treenav build`"
+        )));
+    }
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(&header[16..24]);
+    let len = u64::from_le_bytes(len_bytes);
+    let held = file_len - HEADER_LEN as u64;
+    if held != len {
+        return Err(bad(format!(
+            "truncated or padded: header promises {len} payload bytes, file holds {held}"
+        )));
+    }
+    Ok((version, u32_at(24)))
+}
+
+/// Opens a version-5 payload (`payload`: where it starts in `source`, its
+/// length, the header's CRC): the index read and the tree's shape checked,
+/// the nodes left in the file until asked for, then the side files and
+/// any pending delta (which decodes every node: an update changes them).
+fn open_v5(
+    source: Box<dyn crate::store::ReadAt>,
+    name: &Path,
+    payload: (u64, u64, u32),
+    delta: Option<crate::delta::Delta>,
+    base: crate::vectors::BaseId,
+) -> Result<Tree> {
+    let opened = mapped::open(source, name, payload)?;
+    let tree = Tree::mapped(opened.meta, opened.nodes).map_err(|e| Error::BadFile {
+        path: name.to_path_buf(),
+        problem: e.to_string(),
+    })?;
+    attach_sides(tree, name, opened.sides, delta, base)
 }
 
 /// Attaches the side files a tree file names (its text store, its lexical
@@ -424,10 +589,8 @@ fn open_lexical(
     indexed: Option<u64>,
 ) -> Result<Lexical> {
     let lexical_path = side_path(name, LEXICAL_SUFFIX);
-    let documents: Vec<bool> = tree
-        .nodes()
-        .iter()
-        .map(|n| matches!(n.kind, NodeKind::Document { .. }))
+    let documents: Vec<bool> = (0..tree.len())
+        .map(|i| tree.level_of(NodeId(i as u32)) == Some(crate::node::LevelKind::Document))
         .collect();
     let count = documents.iter().filter(|d| **d).count() as u64;
     let is_document = |n: NodeId| documents.get(n.index()).copied().unwrap_or(false);
@@ -501,10 +664,7 @@ fn write_parts(tree: &Tree, path: &Path) -> Result<()> {
         Box::new(tree.passages().map(|p| tree.passage_text(p)))
     })?;
     let lexical = tree.lexical_for_saving()?.write(path)?;
-    let bytes = framed(
-        FORMAT_VERSION,
-        payload_v4(tree, Some(texts), Some(lexical))?,
-    );
+    let bytes = framed_v5(payload_v5(tree, Some(texts), Some(lexical))?);
     let base = crate::delta::base_of(&bytes);
     if let Some(vectors) = tree.vectors() {
         crate::vectors::write(vectors, path, base)?;
@@ -541,10 +701,25 @@ pub fn load(path: &Path) -> Result<Tree> {
 
 /// [`load`], with room in the arena for `room` more nodes.
 pub fn load_with_room(path: &Path, room: usize) -> Result<Tree> {
+    use crate::store::ReadAt;
     crate::generation::settle(path)?;
     let (_, len) = open_tree_file(path)?;
-    let bytes = read_parallel(path, len)?;
-    from_bytes_with_room(&bytes, path, room)
+    let (file, now) = crate::store::FileAt::open(path, &TREE_FILE)?;
+    let mut header = vec![0u8; HEADER_LEN.min(now as usize)];
+    file.read_at(0, &mut header).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let (version, crc) = checked_header(&header, now, path)?;
+    if version < 5 || now != len {
+        let bytes = read_parallel(path, len)?;
+        return from_bytes_with_room(&bytes, path, room);
+    }
+    // Version 5: the index read, the nodes left in the file.
+    let delta = pending_delta(&header, path)?;
+    let base = crate::delta::base_of(&header);
+    let payload = (HEADER_LEN as u64, now - HEADER_LEN as u64, crc);
+    open_v5(Box::new(file), path, payload, delta, base)
 }
 
 /// Reads a file of `len` bytes whole, in blocks read by positioned reads in
@@ -606,6 +781,7 @@ pub fn load_meta(path: &Path) -> Result<TreeMeta> {
             .map_err(undecodable)?
             .0
             .into()),
+        5 => mapped::meta_of(payload).map_err(undecodable),
         v => Err(bad(format!("format version {v}, not one this build reads"))),
     }
 }
@@ -744,5 +920,82 @@ mod tests {
             .expect("decode");
             assert!(!plain.has_neighbours());
         }
+    }
+
+    #[test]
+    fn version_5_opens_without_decoding_and_reads_a_chunk_as_asked() {
+        let tree = small_tree(21);
+        let bytes = to_bytes(&tree).expect("encode");
+        let again = from_bytes(&bytes, Path::new("mem.tree")).expect("decode");
+        assert!(again.reads_nodes_lazily());
+        assert_eq!(again.chunks_read(), Some(0), "checked without a node read");
+        assert_eq!(again.documents().count(), 21);
+        assert_eq!(again.chunks_read(), Some(0), "counted from the shape");
+        let doc = again.documents().nth(7).expect("a document");
+        assert!(matches!(
+            again.get(doc).map(|n| &n.kind),
+            Some(NodeKind::Document { id, .. }) if id == "d7"
+        ));
+        assert_eq!(again.chunks_read(), Some(1), "one chunk for one node");
+        assert_eq!(again.neighbours(doc), tree.neighbours(doc));
+        assert_eq!(again, tree);
+        // The same tree as version 4 decodes whole, to the same model.
+        let v4 = from_bytes(&to_bytes_v4(&tree).expect("v4"), Path::new("m")).expect("v4");
+        assert!(!v4.reads_nodes_lazily());
+        assert_eq!(v4, again);
+        let plain = tree.clone().without_neighbours();
+        let again = from_bytes(&to_bytes(&plain).expect("encode"), Path::new("m")).expect("v5");
+        assert!(!again.has_neighbours());
+        assert_eq!(again, plain);
+    }
+
+    #[test]
+    fn a_damaged_chunk_fails_alone_and_a_damaged_shape_fails_the_open() {
+        let tree = small_tree(21);
+        let bytes = to_bytes(&tree).expect("encode");
+        let last = NodeId(tree.len() as u32 - 1);
+        let mut chunk = bytes.clone();
+        let at = chunk.len() - 2;
+        chunk[at] ^= 0x55;
+        let opened = from_bytes(&chunk, Path::new("c.tree")).expect("the index is intact");
+        assert!(opened.get(NodeId(0)).is_some());
+        assert!(
+            opened.get(last).is_none(),
+            "the last chunk fails its checksum"
+        );
+        let err = opened.nodes().err().expect("reading every node fails");
+        assert!(err.to_string().contains("checksum"), "{err}");
+        let mut parts = opened.clone();
+        assert!(parts.parts_mut().is_err(), "no update over a damaged file");
+
+        let index_len =
+            u64::from_le_bytes(bytes[HEADER_LEN..HEADER_LEN + 8].try_into().expect("8"));
+        let mut shape = bytes.clone();
+        shape[HEADER_LEN + 8 + index_len as usize + 1] ^= 0x01;
+        let err = from_bytes(&shape, Path::new("s.tree")).expect_err("shape damaged");
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        for cut in (0..bytes.len()).step_by(3) {
+            assert!(
+                from_bytes(&bytes[..cut], Path::new("t.tree")).is_err(),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_saved_version_5_tree_loads_lazily_and_an_update_decodes_it_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.tree");
+        let tree = small_tree(10);
+        save(&tree, &path).expect("save");
+        assert_eq!(version(&path).expect("version"), FORMAT_VERSION);
+        assert_eq!(load_meta(&path).expect("meta"), *tree.meta());
+        let mut loaded = load(&path).expect("load");
+        assert!(loaded.reads_nodes_lazily());
+        assert_eq!(loaded, tree);
+        let (nodes, _) = loaded.parts_mut().expect("decoded whole");
+        assert_eq!(nodes.len(), tree.len());
+        assert!(!loaded.reads_nodes_lazily());
+        assert_eq!(loaded, tree);
     }
 }

@@ -22,7 +22,10 @@ pub mod format;
 pub mod generation;
 mod id;
 pub mod lexical;
+mod mapped;
 mod model;
+mod node;
+mod nodes;
 mod query;
 pub mod store;
 pub mod vectors;
@@ -40,7 +43,8 @@ pub mod embed {
     pub use treenav_embed::*;
 }
 pub use id::NodeId;
-pub use model::{LevelKind, LevelStats, Node, NodeKind, Tree, TreeMeta, UpdateLog};
+pub use model::{LevelStats, Tree, UpdateLog};
+pub use node::{LevelKind, Node, NodeKind, TreeMeta};
 pub use petgraph;
 pub use treenav_corpus as corpus;
 pub use treenav_text as text;

@@ -3,139 +3,14 @@
 
 use crate::id::NodeId;
 use crate::lexical::{DocumentIndex, Lexical};
+use crate::node::Tag;
+use crate::node::{LevelKind, Node, NodeKind, TreeMeta};
+use crate::nodes::Nodes;
 use crate::store::TextStore;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::sync::Arc;
-
-/// What a node stands for. (Not serde: files hold nodes in the frozen
-/// layouts of `format::layouts`, converted explicitly.)
-#[derive(Debug, Clone, PartialEq)]
-pub enum NodeKind {
-    /// The single root.
-    Root,
-    /// A topic cluster of documents (or of clusters).
-    Cluster {
-        /// Its one-line summary.
-        summary: String,
-        /// Its most distinctive terms, best first.
-        terms: Vec<String>,
-        /// Number of document nodes beneath it.
-        documents: u32,
-    },
-    /// A document (or one part of a document with more passages than the
-    /// branching limit allows under one node).
-    Document {
-        /// The source document id (shared by all parts of a document).
-        id: String,
-        /// The title (may be empty).
-        title: String,
-        /// The first sentence of the document (or part).
-        lead: String,
-        /// `(part, of)` when the document was split into parts, 1-based.
-        part: Option<(u32, u32)>,
-        /// Extra fields of the source record, as JSON object text.
-        metadata: Option<String>,
-    },
-    /// A passage: a leaf.
-    Passage {
-        /// The passage id.
-        id: String,
-        /// The passage text; empty when the tree reads its texts from a
-        /// text store beside the tree file (ask [`Tree::passage_text`]).
-        text: String,
-    },
-}
-
-/// The kind of a level of the tree below the root: what a walk judges at
-/// that depth. Serialised as its name (`"cluster"`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LevelKind {
-    /// Topic clusters.
-    Cluster,
-    /// Documents (or document parts).
-    Document,
-    /// Passages, the leaves.
-    Passage,
-}
-
-impl LevelKind {
-    /// Its name: `cluster`, `document` or `passage`.
-    pub fn name(self) -> &'static str {
-        match self {
-            LevelKind::Cluster => "cluster",
-            LevelKind::Document => "document",
-            LevelKind::Passage => "passage",
-        }
-    }
-}
-
-impl std::fmt::Display for LevelKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl NodeKind {
-    /// The level kind of nodes like this one (`None` for the root).
-    pub fn level(&self) -> Option<LevelKind> {
-        match self {
-            NodeKind::Root => None,
-            NodeKind::Cluster { .. } => Some(LevelKind::Cluster),
-            NodeKind::Document { .. } => Some(LevelKind::Document),
-            NodeKind::Passage { .. } => Some(LevelKind::Passage),
-        }
-    }
-
-    /// A short name for the kind: `root`, `cluster`, `document` or `passage`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            NodeKind::Root => "root",
-            NodeKind::Cluster { .. } => "cluster",
-            NodeKind::Document { .. } => "document",
-            NodeKind::Passage { .. } => "passage",
-        }
-    }
-}
-
-/// One node of the tree. (Not serde: see [`NodeKind`].)
-#[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    /// What it is.
-    pub kind: NodeKind,
-    /// Its parent (`None` only for the root).
-    pub parent: Option<NodeId>,
-    /// Its children, most central first for clusters, reading order for documents.
-    pub children: Vec<NodeId>,
-}
-
-impl Node {
-    /// The text a judge sees for this node: a cluster's summary, a document's
-    /// title and lead, a passage's text as held in the node (empty when the
-    /// tree keeps texts in a text store: use [`Tree::passage_text`]).
-    pub fn label(&self) -> String {
-        match &self.kind {
-            NodeKind::Root => String::new(),
-            NodeKind::Cluster { summary, .. } => summary.clone(),
-            NodeKind::Document {
-                title, lead, part, ..
-            } => {
-                let title = match part {
-                    Some((i, n)) => format!("{title} (part {i} of {n})"),
-                    None => title.clone(),
-                };
-                match (title.is_empty(), lead.is_empty()) {
-                    (true, _) => lead.clone(),
-                    (false, true) => title,
-                    (false, false) => format!("{title}: {lead}"),
-                }
-            }
-            NodeKind::Passage { text, .. } => text.clone(),
-        }
-    }
-}
 
 /// What updates changed since the build (or the last compaction).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,28 +27,6 @@ pub struct UpdateLog {
     pub merges: u64,
 }
 
-/// How and from what a tree was built.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TreeMeta {
-    /// The corpus source as given to the build.
-    pub source: String,
-    /// The embedder used for clustering, e.g. `tfidf(dims=128)`.
-    pub embedder: String,
-    /// The summariser, e.g. `extractive`.
-    pub summarizer: String,
-    /// The branching limit the tree respects.
-    pub branching: u32,
-    /// The seed of k-means.
-    pub seed: u64,
-    /// The builder's version.
-    pub built_by: String,
-    /// The fingerprint of the corpus the tree was built from, or after a
-    /// compaction of updates of the documents it held then, in tree order
-    /// (`None` in files older than format version 3, which did not record
-    /// it).
-    pub corpus: Option<treenav_corpus::Fingerprint>,
-}
-
 /// A document as the tree holds it: id, title, its passages' (id, text).
 type HeldDocument<'a> = (&'a str, &'a str, Vec<(&'a str, String)>);
 
@@ -185,11 +38,11 @@ type HeldDocument<'a> = (&'a str, &'a str, Vec<(&'a str, String)>);
 #[derive(Debug, Clone)]
 pub struct Tree {
     meta: TreeMeta,
-    nodes: Vec<Node>,
-    /// Per node (by index): for a document node, its nearest documents in
-    /// the build embedding, nearest first; empty for other nodes. Empty as a
-    /// whole for trees built without neighbour lists (format version 1).
-    neighbours: Vec<Vec<NodeId>>,
+    /// The nodes and, per node (by index), for a document node its nearest
+    /// documents in the build embedding, nearest first (empty for other
+    /// nodes; none at all for trees built without neighbour lists, format
+    /// version 1): in memory, or read from a version-5 file as asked for.
+    nodes: Nodes,
     /// Where passage texts are when not in the nodes.
     texts: Option<Arc<Texts>>,
     /// The lexical index and statistics read from beside the tree file.
@@ -219,17 +72,17 @@ struct Texts {
 /// compared as read (wherever they are held).
 impl PartialEq for Tree {
     fn eq(&self, other: &Tree) -> bool {
+        let n = self.len();
         if self.meta != other.meta
-            || self.neighbours != other.neighbours
-            || self.nodes.len() != other.nodes.len()
+            || n != other.len()
+            || self.nodes.lists() != other.nodes.lists()
+            || (0..self.nodes.lists())
+                .any(|i| self.nodes.neighbours(i) != other.nodes.neighbours(i))
         {
             return false;
         }
-        self.nodes
-            .iter()
-            .zip(&other.nodes)
-            .enumerate()
-            .all(|(i, (a, b))| match (&a.kind, &b.kind) {
+        (0..n).all(|i| match (self.nodes.get(i), other.nodes.get(i)) {
+            (Some(a), Some(b)) => match (&a.kind, &b.kind) {
                 (NodeKind::Passage { id: x, .. }, NodeKind::Passage { id: y, .. }) => {
                     let id = NodeId(i as u32);
                     x == y
@@ -241,7 +94,9 @@ impl PartialEq for Tree {
                         )
                 }
                 _ => a == b,
-            })
+            },
+            _ => false,
+        })
     }
 }
 
@@ -276,10 +131,20 @@ impl Tree {
         nodes: Vec<Node>,
         neighbours: Vec<Vec<NodeId>>,
     ) -> Result<Tree> {
+        Tree::of_nodes(meta, Nodes::Held { nodes, neighbours })
+    }
+
+    /// Assembles a tree whose nodes are read from a version-5 file as
+    /// asked for, and checks its shape.
+    pub(crate) fn mapped(meta: TreeMeta, file: crate::mapped::Mapped) -> Result<Tree> {
+        let file = Arc::new(file);
+        Tree::of_nodes(meta, Nodes::Mapped { file, lists: true })
+    }
+
+    fn of_nodes(meta: TreeMeta, nodes: Nodes) -> Result<Tree> {
         let tree = Tree {
             meta,
             nodes,
-            neighbours,
             texts: None,
             lexical: None,
             analyzer: Default::default(),
@@ -295,19 +160,20 @@ impl Tree {
     /// the tree file. An error for a node that is not a passage, or when
     /// the store cannot be read.
     pub fn passage_text(&self, id: NodeId) -> Result<Cow<'_, str>> {
-        let Some(NodeKind::Passage { text, .. }) = self.get(id).map(|n| &n.kind) else {
-            return Err(Error::InvalidTree(format!(
-                "node {} is not a passage",
-                id.0
-            )));
-        };
+        let not_passage = || Error::InvalidTree(format!("node {} is not a passage", id.0));
+        if self.tag(id) != Some(Tag::Passage) {
+            return Err(not_passage());
+        }
         // Passages added since the store was written hold their text.
         match self.texts.as_ref().and_then(|t| {
             let i = t.ordinal.get(id.index()).copied()?;
             (i != u32::MAX).then_some((t, i))
         }) {
-            None => Ok(Cow::Borrowed(text)),
             Some((texts, i)) => texts.store.get(i as usize).map(Cow::Owned),
+            None => match self.get(id).map(|n| &n.kind) {
+                Some(NodeKind::Passage { text, .. }) => Ok(Cow::Borrowed(text)),
+                _ => Err(not_passage()),
+            },
         }
     }
 
@@ -321,13 +187,20 @@ impl Tree {
     /// texts are dropped). The store must hold one text per passage, in
     /// node order.
     pub(crate) fn attach_texts(&mut self, store: TextStore) -> Result<()> {
-        let mut ordinal = vec![u32::MAX; self.nodes.len()];
+        let mut ordinal = vec![u32::MAX; self.len()];
         let mut next = 0u32;
-        for (i, node) in self.nodes.iter_mut().enumerate() {
-            if let NodeKind::Passage { text, .. } = &mut node.kind {
-                *text = String::new();
-                ordinal[i] = next;
+        for (i, slot) in ordinal.iter_mut().enumerate() {
+            if self.nodes.tag(i) == Some(Tag::Passage) {
+                *slot = next;
                 next += 1;
+            }
+        }
+        // Held nodes drop their own texts (a version-5 file's are empty).
+        if let Nodes::Held { nodes, .. } = &mut self.nodes {
+            for node in nodes {
+                if let NodeKind::Passage { text, .. } = &mut node.kind {
+                    *text = String::new();
+                }
             }
         }
         if next as usize != store.len() {
@@ -354,7 +227,7 @@ impl Tree {
     }
 
     /// The lexical index and statistics stored beside the tree file, if it
-    /// was loaded with them (format version 4).
+    /// was loaded with them (format versions 4 and 5).
     pub fn lexical(&self) -> Option<&Lexical> {
         self.lexical.as_ref()
     }
@@ -377,7 +250,7 @@ impl Tree {
                 continue;
             };
             let mut text = title.clone();
-            for p in &node.children {
+            for p in self.children(id) {
                 text.push('\n');
                 text.push_str(&self.passage_text(*p)?);
             }
@@ -451,27 +324,27 @@ impl Tree {
 
     /// Whether the tree stores neighbour lists (trees of format version 1 do not).
     pub fn has_neighbours(&self) -> bool {
-        !self.neighbours.is_empty()
+        self.nodes.lists() > 0
     }
 
     /// A document's nearest documents in the build embedding, nearest first
     /// (empty for other nodes and for trees without neighbour lists).
     pub fn neighbours(&self, id: NodeId) -> &[NodeId] {
-        self.neighbours
-            .get(id.index())
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        self.nodes.neighbours(id.index())
     }
 
     /// The tree without its neighbour lists (as a version-1 file holds it).
     pub fn without_neighbours(mut self) -> Tree {
-        self.neighbours = Vec::new();
+        self.nodes.drop_lists();
         self
     }
 
     /// Its parts, passage texts in the nodes (read from the store if need be).
     pub(crate) fn into_parts(self) -> Result<(TreeMeta, Vec<Node>, Vec<Vec<NodeId>>)> {
-        let mut nodes = self.nodes.clone();
+        let mut nodes: Vec<Node> = self.nodes.all()?.cloned().collect();
+        let lists = (0..self.nodes.lists())
+            .map(|i| self.nodes.neighbours(i).to_vec())
+            .collect();
         if self.texts.is_some() {
             for (i, node) in nodes.iter_mut().enumerate() {
                 if let NodeKind::Passage { text, .. } = &mut node.kind {
@@ -479,7 +352,7 @@ impl Tree {
                 }
             }
         }
-        Ok((self.meta, nodes, self.neighbours))
+        Ok((self.meta, nodes, lists))
     }
 
     /// How the tree was built.
@@ -492,9 +365,11 @@ impl Tree {
         NodeId(0)
     }
 
-    /// All nodes, indexed by [`NodeId::index`].
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+    /// All nodes in arena order (the [`NodeId::index`] of each is its
+    /// place). A tree read from a version-5 file decodes every node it has
+    /// not yet read: an error when part of the file no longer reads.
+    pub fn nodes(&self) -> Result<impl Iterator<Item = &Node> + '_> {
+        self.nodes.all()
     }
 
     /// Number of nodes.
@@ -504,24 +379,63 @@ impl Tree {
 
     /// Whether the tree has no node (never true for a checked tree).
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.nodes.len() == 0
     }
 
-    /// A node; `None` when the id is not in this tree.
+    /// A node; `None` when the id is not in this tree (or, for a tree read
+    /// from a version-5 file, when the part of the file that holds the
+    /// node no longer reads: logged).
     pub fn get(&self, id: NodeId) -> Option<&Node> {
         self.nodes.get(id.index())
     }
 
-    /// A node's children (empty for an unknown id).
+    /// A node's children (empty for an unknown id), without decoding it.
     pub fn children(&self, id: NodeId) -> &[NodeId] {
-        self.get(id).map(|n| n.children.as_slice()).unwrap_or(&[])
+        self.nodes.children(id.index())
+    }
+
+    /// A node's parent (`None` for the root, a removed node or an unknown
+    /// id), without decoding it.
+    pub fn parent(&self, id: NodeId) -> Option<NodeId> {
+        self.nodes.parent(id.index())
+    }
+
+    /// A node's level kind (`None` for the root or an unknown id), without
+    /// decoding it.
+    pub fn level_of(&self, id: NodeId) -> Option<LevelKind> {
+        match self.tag(id)? {
+            Tag::Root => None,
+            Tag::Cluster => Some(LevelKind::Cluster),
+            Tag::Document => Some(LevelKind::Document),
+            Tag::Passage => Some(LevelKind::Passage),
+        }
+    }
+
+    /// How many record chunks of a version-5 file were read so far
+    /// (`None` for held nodes).
+    #[cfg(test)]
+    pub(crate) fn chunks_read(&self) -> Option<usize> {
+        match &self.nodes {
+            Nodes::Mapped { file, .. } => Some(file.chunks_read()),
+            Nodes::Held { .. } => None,
+        }
+    }
+
+    pub(crate) fn tag(&self, id: NodeId) -> Option<Tag> {
+        self.nodes.tag(id.index())
+    }
+
+    /// Whether the nodes are read from the tree file as they are asked for
+    /// (format version 5), rather than held in memory.
+    pub fn reads_nodes_lazily(&self) -> bool {
+        self.nodes.is_mapped()
     }
 
     /// The path from the root to `id`, both included.
     pub fn path(&self, id: NodeId) -> Vec<NodeId> {
         let mut path = vec![id];
         let mut current = id;
-        while let Some(parent) = self.get(current).and_then(|n| n.parent) {
+        while let Some(parent) = self.parent(current) {
             path.push(parent);
             current = parent;
         }
@@ -550,39 +464,36 @@ impl Tree {
 
     /// Ids of the document nodes (parts count separately).
     pub fn documents(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.ids_of("document")
+        self.ids_of(LevelKind::Document)
     }
 
     /// Ids of the passage nodes.
     pub fn passages(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.ids_of("passage")
+        self.ids_of(LevelKind::Passage)
     }
 
-    /// Nodes of a kind, in arena order, without those an update removed.
-    fn ids_of(&self, kind: &'static str) -> impl Iterator<Item = NodeId> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(move |(_, n)| n.kind.name() == kind && n.parent.is_some())
-            .map(|(i, _)| NodeId(i as u32))
+    /// Ids of the nodes of a level kind, in arena order, without those an
+    /// update removed; none is decoded.
+    pub fn ids_of(&self, kind: LevelKind) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.len())
+            .map(|i| NodeId(i as u32))
+            .filter(move |id| self.level_of(*id) == Some(kind) && self.parent(*id).is_some())
     }
 
     /// Whether node `i` was removed by an update: it is not the root and
     /// has no parent (it stays in the arena, unreachable, until the tree
     /// is compacted, so that node ids stay stable).
     pub fn is_removed(&self, id: NodeId) -> bool {
-        id.index() != 0
-            && self
-                .nodes
-                .get(id.index())
-                .is_some_and(|n| n.parent.is_none())
+        id.index() != 0 && id.index() < self.len() && self.parent(id).is_none()
     }
 
     /// The arena and its neighbour lists, to be changed by an update
     /// (`treenav-builder`'s, which must [`Tree::validate`] the result before
     /// saving: nothing here keeps the tree's invariants).
-    pub fn parts_mut(&mut self) -> (&mut Vec<Node>, &mut Vec<Vec<NodeId>>) {
-        (&mut self.nodes, &mut self.neighbours)
+    /// A tree read from a version-5 file decodes its nodes whole first:
+    /// an error when part of the file no longer reads.
+    pub fn parts_mut(&mut self) -> Result<(&mut Vec<Node>, &mut Vec<Vec<NodeId>>)> {
+        self.nodes.held_mut()
     }
 
     /// The build embedding of the documents, when the tree was built or
@@ -627,7 +538,7 @@ impl Tree {
     /// renumbered in arena order; passage texts held in the nodes, no
     /// lexical side (a save computes it), the vectors renumbered too.
     pub fn compacted(&self) -> Result<Tree> {
-        let mut new_id = vec![u32::MAX; self.nodes.len()];
+        let mut new_id = vec![u32::MAX; self.len()];
         let mut next = 0u32;
         for (i, slot) in new_id.iter_mut().enumerate() {
             if !self.is_removed(NodeId(i as u32)) {
@@ -643,7 +554,7 @@ impl Tree {
                 .map(NodeId)
         };
         let mut nodes = Vec::with_capacity(next as usize);
-        for (i, node) in self.nodes.iter().enumerate() {
+        for (i, node) in self.nodes()?.enumerate() {
             let id = NodeId(i as u32);
             if self.is_removed(id) {
                 continue;
@@ -656,16 +567,13 @@ impl Tree {
             node.children = node.children.iter().filter_map(|c| map(*c)).collect();
             nodes.push(node);
         }
-        let neighbours = if self.neighbours.is_empty() {
-            Vec::new()
-        } else {
-            self.neighbours
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !self.is_removed(NodeId(*i as u32)))
-                .map(|(_, list)| list.iter().filter_map(|n| map(*n)).collect())
-                .collect()
-        };
+        let neighbours = (0..self.nodes.lists())
+            .filter(|i| !self.is_removed(NodeId(*i as u32)))
+            .map(|i| {
+                let list = self.nodes.neighbours(i);
+                list.iter().filter_map(|n| map(*n)).collect()
+            })
+            .collect();
         let mut tree = Tree::with_neighbours(self.meta.clone(), nodes, neighbours)?;
         tree.analyzer = self.analyzer();
         tree.vectors = self.vectors.as_ref().map(|v| Arc::new(v.renumbered(map)));
@@ -781,12 +689,12 @@ impl Tree {
 
     /// A petgraph view of the tree (node weights are the arena ids; edges go parent → child).
     pub fn graph(&self) -> petgraph::graph::DiGraph<NodeId, ()> {
-        let mut g = petgraph::graph::DiGraph::with_capacity(self.nodes.len(), self.nodes.len());
-        for i in 0..self.nodes.len() {
+        let mut g = petgraph::graph::DiGraph::with_capacity(self.len(), self.len());
+        for i in 0..self.len() {
             g.add_node(NodeId(i as u32));
         }
-        for (i, node) in self.nodes.iter().enumerate() {
-            for c in &node.children {
+        for i in 0..self.len() {
+            for c in self.nodes.children(i) {
                 g.add_edge(
                     petgraph::graph::NodeIndex::new(i),
                     petgraph::graph::NodeIndex::new(c.index()),
@@ -803,11 +711,11 @@ impl Tree {
     /// the root; no node has more children than the branching limit.
     pub fn validate(&self) -> Result<()> {
         let invalid = |msg: String| Err(Error::InvalidTree(msg));
-        let n = self.nodes.len();
-        let Some(root) = self.nodes.first() else {
+        let n = self.len();
+        let Some(root) = self.nodes.tag(0) else {
             return invalid("the tree has no node".into());
         };
-        if !matches!(root.kind, NodeKind::Root) || root.parent.is_some() {
+        if root != Tag::Root || self.nodes.parent(0).is_some() {
             return invalid("node 0 is not a root without parent".into());
         }
         let mut seen = vec![false; n];
@@ -816,16 +724,16 @@ impl Tree {
         let mut doc_depth: Option<usize> = None;
         let mut visited = 1usize;
         while let Some((id, depth)) = stack.pop() {
-            let node = &self.nodes[id.index()];
-            if node.children.len() > self.meta.branching as usize {
+            let (tag, children) = (self.tag(id), self.children(id));
+            if children.len() > self.meta.branching as usize {
                 return invalid(format!(
                     "node {} has {} children, over the branching limit {}",
                     id.0,
-                    node.children.len(),
+                    children.len(),
                     self.meta.branching
                 ));
             }
-            if let NodeKind::Document { .. } = node.kind {
+            if tag == Some(Tag::Document) {
                 match doc_depth {
                     None => doc_depth = Some(depth),
                     Some(d) if d != depth => {
@@ -834,16 +742,16 @@ impl Tree {
                     Some(_) => {}
                 }
             }
-            let leaf = matches!(node.kind, NodeKind::Passage { .. });
-            if leaf != node.children.is_empty() {
+            let leaf = tag == Some(Tag::Passage);
+            if leaf != children.is_empty() {
                 return invalid(format!(
                     "node {} ({}) has {} children",
                     id.0,
-                    node.kind.name(),
-                    node.children.len()
+                    tag.map_or("?", Tag::name),
+                    children.len()
                 ));
             }
-            for &c in &node.children {
+            for &c in children {
                 self.check_edge(id, c, &seen)?;
                 seen[c.index()] = true;
                 visited += 1;
@@ -851,11 +759,8 @@ impl Tree {
             }
         }
         // Nodes an update removed are unreachable, and empty.
-        let removed = self
-            .nodes
-            .iter()
-            .skip(1)
-            .filter(|n| n.parent.is_none() && n.children.is_empty())
+        let removed = (1..n)
+            .filter(|i| self.nodes.parent(*i).is_none() && self.nodes.children(*i).is_empty())
             .count();
         if visited + removed != n {
             return invalid(format!(
@@ -875,7 +780,7 @@ impl Tree {
     /// read, and the update was validated whole before it was written).
     pub(crate) fn validate_around(&self, nodes: &[u32], lists: &[u32]) -> Result<()> {
         let invalid = |msg: String| Err(Error::InvalidTree(msg));
-        let seen = vec![false; self.nodes.len()];
+        let seen = vec![false; self.len()];
         for &i in nodes {
             let id = NodeId(i);
             let Some(node) = self.get(id) else {
@@ -932,29 +837,26 @@ impl Tree {
     /// parent, and its kind may sit under the parent's.
     fn check_edge(&self, id: NodeId, c: NodeId, seen: &[bool]) -> Result<()> {
         let invalid = |msg: String| Err(Error::InvalidTree(msg));
-        let node = &self.nodes[id.index()];
-        let Some(child) = self.nodes.get(c.index()) else {
+        let (Some(node), Some(child)) = (self.tag(id), self.tag(c)) else {
             return invalid(format!("node {} lists a missing child {}", id.0, c.0));
         };
-        if seen[c.index()] {
+        if seen.get(c.index()).copied().unwrap_or(true) {
             return invalid(format!("node {} is reached twice", c.0));
         }
-        if child.parent != Some(id) {
+        if self.parent(c) != Some(id) {
             return invalid(format!("node {} does not name {} as its parent", c.0, id.0));
         }
         let ok = matches!(
-            (&node.kind, &child.kind),
-            (
-                NodeKind::Root | NodeKind::Cluster { .. },
-                NodeKind::Cluster { .. } | NodeKind::Document { .. }
-            ) | (NodeKind::Document { .. }, NodeKind::Passage { .. })
+            (node, child),
+            (Tag::Root | Tag::Cluster, Tag::Cluster | Tag::Document)
+                | (Tag::Document, Tag::Passage)
         );
         if !ok {
             return invalid(format!(
                 "a {} (node {}) under a {} (node {})",
-                child.kind.name(),
+                child.name(),
                 c.0,
-                node.kind.name(),
+                node.name(),
                 id.0
             ));
         }
@@ -965,18 +867,19 @@ impl Tree {
     /// document nodes, and only for document nodes.
     fn validate_neighbours(&self) -> Result<()> {
         self.lists_sized()?;
+        if self.nodes.is_mapped() {
+            return Ok(()); // each list is checked as its chunk is read
+        }
         // Which nodes are documents, in 1 byte each: the lists point all
         // over the arena, and this fits in cache where the nodes do not.
-        let is_doc: Vec<bool> = self
-            .nodes
-            .iter()
-            .map(|n| matches!(n.kind, NodeKind::Document { .. }) && n.parent.is_some())
+        let is_doc: Vec<bool> = (0..self.len())
+            .map(|i| self.nodes.tag(i) == Some(Tag::Document) && self.nodes.parent(i).is_some())
             .collect();
         let is_doc = |n: NodeId| is_doc.get(n.index()).copied().unwrap_or(false);
         use rayon::prelude::*;
         // The first wrong list in node order, so the message is the same
         // whatever the thread count.
-        match (0..self.neighbours.len())
+        match (0..self.nodes.lists())
             .into_par_iter()
             .find_map_first(|i| self.list_problem(i, is_doc))
         {
@@ -987,31 +890,22 @@ impl Tree {
 
     /// Neighbour lists: none at all, or one per node.
     fn lists_sized(&self) -> Result<()> {
-        if !self.neighbours.is_empty() && self.neighbours.len() != self.nodes.len() {
+        let lists = self.nodes.lists();
+        if lists != 0 && lists != self.len() {
             return Err(Error::InvalidTree(format!(
-                "{} neighbour lists for {} nodes",
-                self.neighbours.len(),
-                self.nodes.len()
+                "{lists} neighbour lists for {} nodes",
+                self.len()
             )));
         }
         Ok(())
     }
 
-    /// What is wrong with node `i`'s neighbour list, if anything: a list on
-    /// a node that is not a (live) document, or an entry that is not
-    /// another document.
+    /// What is wrong with node `i`'s neighbour list, if anything (see
+    /// [`crate::node::list_problem`]).
     fn list_problem(&self, i: usize, is_doc: impl Fn(NodeId) -> bool) -> Option<String> {
-        let list = self.neighbours.get(i)?;
-        if !list.is_empty() && !is_doc(NodeId(i as u32)) {
-            return Some(format!("node {i} is not a document but has neighbours"));
+        if i >= self.nodes.lists() {
+            return None;
         }
-        list.iter()
-            .find(|n| n.index() == i || !is_doc(**n))
-            .map(|n| {
-                format!(
-                    "document {i} lists node {} as a neighbour, which is not another document",
-                    n.0
-                )
-            })
+        crate::node::list_problem(i, self.nodes.neighbours(i), is_doc)
     }
 }

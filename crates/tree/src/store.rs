@@ -1,7 +1,7 @@
 //! Files beside a tree file: the passage texts (`T.texts`) and the lexical
 //! entry's index and statistics (`T.lexical`, written by the `lexical` module).
 //!
-//! A tree of format version 4 keeps its structure and the labels a judge
+//! A tree of format version 4 or 5 keeps its structure and the labels a judge
 //! reads; passage texts live in the text store and are read one passage at
 //! a time, when a query shows that passage. Each side file starts with its
 //! own magic bytes and the 128-bit content hash the tree file records for

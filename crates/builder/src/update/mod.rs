@@ -319,7 +319,7 @@ pub async fn add(
     let k = session.neighbours_per_document();
     let seed = session.tree.meta().seed;
     progress.stage("placing", units.len() as u64);
-    let (nodes, lists) = session.tree.parts_mut();
+    let (nodes, lists) = session.tree.parts_mut()?;
     let mut editor = edit::Editor::new(nodes, lists, &mut session.vectors, branching, k, seed);
     for d in &replaced_nodes {
         editor.remove(*d)?;
@@ -454,7 +454,7 @@ pub async fn remove(path: &Path, ids: &[String], embedder: Option<&Embedder>) ->
     let branching = session.tree.meta().branching as usize;
     let k = session.neighbours_per_document();
     let seed = session.tree.meta().seed;
-    let (nodes, lists) = session.tree.parts_mut();
+    let (nodes, lists) = session.tree.parts_mut()?;
     let mut editor = edit::Editor::new(nodes, lists, &mut session.vectors, branching, k, seed);
     for d in &nodes_to_remove {
         editor.remove(*d)?;
@@ -642,7 +642,6 @@ fn commit(
     ids.extend(dirty);
     let mut list_ids: BTreeSet<u32> = previous.neighbours.iter().map(|(i, _)| *i).collect();
     list_ids.extend(dirty_lists);
-    let nodes = session.tree.nodes();
     let mut df = previous.df_map();
     for (t, n) in std::mem::take(&mut change.stats) {
         *df.entry(t).or_insert(0) += n;
@@ -661,7 +660,7 @@ fn commit(
         base_nodes: session.base_nodes,
         nodes: ids
             .into_iter()
-            .filter_map(|i| Some((i, nodes.get(i as usize)?.clone())))
+            .filter_map(|i| Some((i, session.tree.get(NodeId(i))?.clone())))
             .collect(),
         neighbours: list_ids
             .into_iter()

@@ -11,7 +11,7 @@
 //! below instead of silently changing how old files read.
 
 use crate::id::NodeId;
-use crate::model::{Node, NodeKind, TreeMeta};
+use crate::node::{Node, NodeKind, TreeMeta};
 use crate::store::SideFile;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -47,9 +47,9 @@ pub(crate) struct NodeV1 {
     children: Vec<NodeId>,
 }
 
-impl From<NodeV1> for Node {
-    fn from(stored: NodeV1) -> Node {
-        let kind = match stored.kind {
+impl From<KindV1> for NodeKind {
+    fn from(stored: KindV1) -> NodeKind {
+        match stored {
             KindV1::Root => NodeKind::Root,
             KindV1::Cluster {
                 summary,
@@ -74,9 +74,14 @@ impl From<NodeV1> for Node {
                 metadata,
             },
             KindV1::Passage { id, text } => NodeKind::Passage { id, text },
-        };
+        }
+    }
+}
+
+impl From<NodeV1> for Node {
+    fn from(stored: NodeV1) -> Node {
         Node {
-            kind,
+            kind: stored.kind.into(),
             parent: stored.parent,
             children: stored.children,
         }
@@ -106,19 +111,10 @@ pub(crate) enum KindV1Out<'a> {
     },
 }
 
-/// [`NodeV1`] borrowed from the model, for writing.
-#[derive(Serialize)]
-pub(crate) struct NodeV1Out<'a> {
-    kind: KindV1Out<'a>,
-    parent: Option<NodeId>,
-    children: &'a [NodeId],
-}
-
-impl<'a> NodeV1Out<'a> {
-    /// `node` as written, a passage's text given apart (the model may hold
-    /// it in a text store rather than in the node).
-    pub(crate) fn of(node: &'a Node, passage_text: impl FnOnce() -> Cow<'a, str>) -> Self {
-        let kind = match &node.kind {
+impl<'a> KindV1Out<'a> {
+    /// `kind` as written, a passage's text given apart.
+    pub(crate) fn of(kind: &'a NodeKind, passage_text: impl FnOnce() -> Cow<'a, str>) -> Self {
+        match kind {
             NodeKind::Root => KindV1Out::Root,
             NodeKind::Cluster {
                 summary,
@@ -146,9 +142,24 @@ impl<'a> NodeV1Out<'a> {
                 id,
                 text: passage_text(),
             },
-        };
+        }
+    }
+}
+
+/// [`NodeV1`] borrowed from the model, for writing.
+#[derive(Serialize)]
+pub(crate) struct NodeV1Out<'a> {
+    kind: KindV1Out<'a>,
+    parent: Option<NodeId>,
+    children: &'a [NodeId],
+}
+
+impl<'a> NodeV1Out<'a> {
+    /// `node` as written, a passage's text given apart (the model may hold
+    /// it in a text store rather than in the node).
+    pub(crate) fn of(node: &'a Node, passage_text: impl FnOnce() -> Cow<'a, str>) -> Self {
         NodeV1Out {
-            kind,
+            kind: KindV1Out::of(&node.kind, passage_text),
             parent: node.parent,
             children: &node.children,
         }
@@ -233,7 +244,7 @@ impl From<&TreeMeta> for MetaV3 {
 /// model in memory, the frozen layout in the file.
 pub(crate) mod nodes_by_id {
     use super::{NodeV1, NodeV1Out};
-    use crate::model::Node;
+    use crate::node::Node;
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub(crate) fn serialize<S: Serializer>(
@@ -302,6 +313,33 @@ pub(crate) struct TreeV4Out {
     pub(crate) texts: Option<SideFile>,
     pub(crate) lexical: Option<SideFile>,
 }
+
+/// The index of a version-5 file: what it holds and how many of each.
+/// The tree's shape follows it as raw little-endian arrays whose lengths
+/// these numbers give (`file::mapped`): per node its kind (one byte: 0
+/// root, 1 cluster, 2 document, 3 passage), its parent (`u32`, `u32::MAX`
+/// for none), where its children start (`u32`, one more at the end), the
+/// children (`u32`); then per record chunk where it starts after the
+/// arrays (`u64`, one more at the end), and its CRC-32 (`u32`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexV5 {
+    pub(crate) meta: MetaV3,
+    pub(crate) texts: Option<SideFile>,
+    pub(crate) lexical: Option<SideFile>,
+    /// Number of nodes.
+    pub(crate) nodes: u32,
+    /// Number of parent → child links.
+    pub(crate) children: u32,
+    /// Nodes per record chunk (the last may hold fewer).
+    pub(crate) chunk_nodes: u32,
+    /// Whether the records hold neighbour lists (else each is empty).
+    pub(crate) lists: bool,
+}
+
+/// A record chunk of a version-5 file: per node its kind with its labels
+/// (a passage's text empty when the tree keeps its texts in a text store)
+/// and its neighbour list (parents and children are in the index).
+pub(crate) type RecordsV5 = Vec<(KindV1, Vec<NodeId>)>;
 
 /// Encoded bytes, written as one byte string.
 pub(crate) struct Chunk(pub(crate) Vec<u8>);

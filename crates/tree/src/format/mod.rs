@@ -3,7 +3,7 @@
 //!
 //! | file | magic ([`magic`]) | versions read | written by |
 //! |---|---|---|---|
-//! | `T` (the structure) | `TRNVTREE` | 1–4 (`file::OLDEST_VERSION`..=`FORMAT_VERSION`) | `file` |
+//! | `T` (the structure) | `TRNVTREE` | 1–5 (`file::OLDEST_VERSION`..=`FORMAT_VERSION`; 5 read as asked for: `mapped`) | `file` |
 //! | `T.texts` (passage texts) | `TRNVTEXT` | 1 | `store` |
 //! | `T.lexical` (statistics, document ids) | `TRNVLEXI` | 1 (its index rebuilt), 2 | `lexical` |
 //! | `T.tantivy/` (the BM25 index) | tantivy's own | paired by content hash | `lexical` |
