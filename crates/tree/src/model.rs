@@ -341,10 +341,7 @@ impl Tree {
 
     /// Its parts, passage texts in the nodes (read from the store if need be).
     pub(crate) fn into_parts(self) -> Result<(TreeMeta, Vec<Node>, Vec<Vec<NodeId>>)> {
-        let mut nodes: Vec<Node> = self.nodes.all()?.cloned().collect();
-        let lists = (0..self.nodes.lists())
-            .map(|i| self.nodes.neighbours(i).to_vec())
-            .collect();
+        let (mut nodes, lists) = self.nodes.copied()?;
         if self.texts.is_some() {
             for (i, node) in nodes.iter_mut().enumerate() {
                 if let NodeKind::Passage { text, .. } = &mut node.kind {

@@ -109,10 +109,7 @@ impl Nodes {
     /// mapped file's nodes are decoded whole first).
     pub(crate) fn held_mut(&mut self) -> Result<(&mut Vec<Node>, &mut Vec<Vec<NodeId>>)> {
         if let Nodes::Mapped { .. } = self {
-            let nodes: Vec<Node> = self.all()?.cloned().collect();
-            let neighbours = (0..self.lists())
-                .map(|i| self.neighbours(i).to_vec())
-                .collect();
+            let (nodes, neighbours) = self.copied()?;
             *self = Nodes::Held { nodes, neighbours };
         }
         match self {
@@ -122,6 +119,16 @@ impl Nodes {
                 "the nodes could not be read into memory".into(),
             )),
         }
+    }
+
+    /// A copy of every node and neighbour list, in memory (a mapped
+    /// file's chunks all read: an error when one does not).
+    pub(crate) fn copied(&self) -> Result<(Vec<Node>, Vec<Vec<NodeId>>)> {
+        let nodes = self.all()?.cloned().collect();
+        let lists = (0..self.lists())
+            .map(|i| self.neighbours(i).to_vec())
+            .collect();
+        Ok((nodes, lists))
     }
 
     /// Whether the nodes are read from a file as asked for.
