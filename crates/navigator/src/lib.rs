@@ -70,6 +70,7 @@ mod config;
 #[cfg(test)]
 mod filter_tests;
 pub mod fusion;
+mod labels;
 mod navigate;
 pub mod query_form;
 mod scope;

@@ -15,7 +15,7 @@ use treenav_judge::{
 };
 use treenav_tree::filter::{Allowed, Filter, MetadataTable};
 use treenav_tree::lexical::DocumentIndex;
-use treenav_tree::{NodeId, NodeKind, Tree};
+use treenav_tree::{LevelKind, NodeId, NodeKind, Tree};
 
 /// The navigator. Share it (`Arc<Navigator>`) and run queries concurrently.
 #[derive(Debug)]
@@ -31,7 +31,7 @@ pub struct Navigator {
     pub(crate) documents: usize,
     /// What the judge sees of each cluster and document node, rendered
     /// when first shown and kept.
-    labels: Arc<Vec<OnceLock<Arc<str>>>>,
+    labels: Arc<crate::labels::Labels>,
     /// The documents' metadata, parsed at the first filtered query.
     metadata: Arc<OnceLock<MetadataTable>>,
     /// The scopes of the last filters asked (by their JSON form).
@@ -145,7 +145,7 @@ impl Navigator {
             index: None,
             stats,
             documents,
-            labels: Arc::new(Vec::new()),
+            labels: Arc::default(),
             metadata: Arc::new(OnceLock::new()),
             scopes: Arc::new(ScopeCache::new(SCOPES_KEPT)),
             vectors,
@@ -234,9 +234,9 @@ impl Navigator {
             || self.config.strategy().profile().reads_document_index
     }
 
-    /// A label cache with nothing rendered yet (one slot per node).
-    fn empty_labels(&self) -> Arc<Vec<OnceLock<Arc<str>>>> {
-        Arc::new((0..self.tree.len()).map(|_| OnceLock::new()).collect())
+    /// A label cache with nothing rendered yet (room for every node).
+    fn empty_labels(&self) -> Arc<crate::labels::Labels> {
+        Arc::new(crate::labels::Labels::new(self.tree.len()))
     }
 
     /// A passage node's id (`None` for another kind of node).
@@ -356,14 +356,18 @@ impl Navigator {
     /// unknown id).
     pub fn label(&self, id: NodeId) -> String {
         let cached = matches!(
-            self.tree.get(id).map(|n| &n.kind),
-            Some(NodeKind::Cluster { .. } | NodeKind::Document { .. })
+            self.tree.level_of(id),
+            Some(LevelKind::Cluster | LevelKind::Document)
         );
-        match self.labels.get(id.index()) {
-            Some(slot) if cached => slot
-                .get_or_init(|| Arc::from(self.render_label(id)))
-                .to_string(),
-            _ => self.render_label(id),
+        let kept = cached
+            .then(|| {
+                self.labels
+                    .get_or_render(id.index(), || self.render_label(id))
+            })
+            .flatten();
+        match kept {
+            Some(label) => label.to_string(),
+            None => self.render_label(id),
         }
     }
 

@@ -12,7 +12,8 @@ use crate::scope::Scope;
 use futures::future::BoxFuture;
 use std::sync::{Arc, OnceLock};
 use treenav_judge::{Candidate, Similarities, VectorSource};
-use treenav_tree::{NodeId, NodeKind, QueryEmbedder, Tree};
+use treenav_tree::vectors::Centroids;
+use treenav_tree::{LevelKind, NodeId, NodeKind, QueryEmbedder, Tree};
 
 /// Query vectors kept (a query is judged in many calls).
 const QUERIES_KEPT: usize = 64;
@@ -77,9 +78,10 @@ pub(crate) struct TreeVectors {
     /// node. A tree read from a version-5 file then never reads every
     /// node's id to build `ids`.
     made: std::sync::RwLock<std::collections::HashMap<u64, NodeId>>,
-    /// Each cluster's centroid (the normalised mean of its documents'
-    /// vectors), by node index (built at the first descent).
-    centroids: OnceLock<Vec<Option<Box<[f32]>>>>,
+    /// Each cluster's centroid (the normalised sum of its documents'
+    /// vectors), summed at the first descent when the tree's vectors file
+    /// did not bring them (an older file, or updates since the build).
+    centroids: OnceLock<Centroids>,
     /// The fusion fitted for this embedder, if any (looked up once).
     fitted: Option<FittedFusion>,
 }
@@ -176,71 +178,32 @@ impl TreeVectors {
     }
 
     /// The cosine of a node's stored vector with `q`: a passage's own,
-    /// else its document's; a document's; a cluster's centroid.
+    /// else its document's; a document's; a cluster's centroid. (Read from
+    /// the tree's shape and vectors only: no node's labels are decoded.)
     pub(crate) fn cosine(&self, node: NodeId, q: &[f32]) -> Option<f32> {
         let passages = self.tree.passage_vectors();
         let documents = self.tree.document_vectors();
-        match self.tree.get(node).map(|n| &n.kind) {
-            Some(NodeKind::Passage { .. }) => {
-                passages.and_then(|v| v.dot_exact(node, q)).or_else(|| {
-                    let doc = self.tree.get(node)?.parent?;
-                    documents?.dot_exact(doc, q)
-                })
-            }
-            Some(NodeKind::Document { .. }) => documents?.dot_exact(node, q),
-            Some(NodeKind::Cluster { .. }) => {
-                let c = self.centroids().get(node.index())?.as_ref()?;
+        match self.tree.level_of(node)? {
+            LevelKind::Passage => passages.and_then(|v| v.dot_exact(node, q)).or_else(|| {
+                let doc = self.tree.parent(node)?;
+                documents?.dot_exact(doc, q)
+            }),
+            LevelKind::Document => documents?.dot_exact(node, q),
+            LevelKind::Cluster => {
+                let c = self.centroids()?.get(node)?;
                 Some(c.iter().zip(q).map(|(a, b)| a * b).sum())
             }
-            _ => None,
         }
     }
 
-    /// Every cluster's centroid, by node index.
-    fn centroids(&self) -> &[Option<Box<[f32]>>] {
-        self.centroids.get_or_init(|| {
-            let mut out: Vec<Option<Box<[f32]>>> = vec![None; self.tree.len()];
-            if let Some(v) = self.tree.document_vectors() {
-                let root = self.tree.root();
-                for c in self.tree.children(root).to_vec() {
-                    self.sum_into(c, v, &mut out);
-                }
-                for slot in out.iter_mut().flatten() {
-                    let norm = slot.iter().map(|x| x * x).sum::<f32>().sqrt();
-                    if norm > 0.0 {
-                        slot.iter_mut().for_each(|x| *x /= norm);
-                    }
-                }
-            }
-            out
-        })
-    }
-
-    /// The sum of the document vectors beneath `node`, recorded for each
-    /// cluster on the way (unnormalised).
-    fn sum_into(
-        &self,
-        node: NodeId,
-        v: &treenav_tree::vectors::UnitVectors,
-        out: &mut Vec<Option<Box<[f32]>>>,
-    ) -> Vec<f32> {
-        let mut sum = vec![0f32; v.dims()];
-        match self.tree.get(node).map(|n| &n.kind) {
-            Some(NodeKind::Document { .. }) => {
-                v.add_to(node, &mut sum);
-            }
-            Some(NodeKind::Cluster { .. }) => {
-                for c in self.tree.children(node).to_vec() {
-                    let part = self.sum_into(c, v, out);
-                    sum.iter_mut().zip(&part).for_each(|(a, b)| *a += b);
-                }
-                if let Some(slot) = out.get_mut(node.index()) {
-                    *slot = Some(sum.clone().into_boxed_slice());
-                }
-            }
-            _ => {}
+    /// Every cluster's centroid: saved with the tree's vectors, else summed
+    /// once from its documents' (`None`: the tree has no vectors).
+    fn centroids(&self) -> Option<&Centroids> {
+        let v = self.tree.document_vectors()?;
+        match v.centroids() {
+            Some(saved) => Some(saved),
+            None => Some(self.centroids.get_or_init(|| Centroids::of(&self.tree, v))),
         }
-        sum
     }
 
     /// The documents of the `beam` leaf clusters nearest `q` by a descent

@@ -509,51 +509,105 @@ fn open_v5(
     base: crate::vectors::BaseId,
 ) -> Result<Tree> {
     let opened = mapped::open(source, name, payload)?;
-    let tree = Tree::mapped(opened.meta, opened.nodes).map_err(|e| Error::BadFile {
+    let tree = Tree::mapped_unchecked(opened.meta, opened.nodes);
+    // The structure is checked while the side files open (on the other
+    // core): each reads the shape only, never trusting what is unchecked
+    // beyond its arrays' bounds.
+    let (checked, read) = rayon::join(
+        || tree.validate(),
+        || read_sides(&tree, name, opened.sides, delta.as_ref(), base),
+    );
+    checked.map_err(|e| Error::BadFile {
         path: name.to_path_buf(),
         problem: e.to_string(),
     })?;
-    attach_sides(tree, name, opened.sides, delta, base)
+    attach_read(tree, name, read?, delta)
+}
+
+/// What a tree's side files hold, read: the vectors (with those the
+/// delta added), the text store and the lexical index.
+struct Sides {
+    documents: Option<crate::vectors::UnitVectors>,
+    passages: Option<crate::vectors::UnitVectors>,
+    texts: Option<TextStore>,
+    lexical: Option<Lexical>,
 }
 
 /// Attaches the side files a tree file names (its text store, its lexical
 /// index) and the build's vectors saved with it (whose payload is `base`),
 /// then applies the delta of updates since it was written.
 fn attach_sides(
-    mut tree: Tree,
+    tree: Tree,
     name: &Path,
     sides: (Option<SideFile>, Option<SideFile>),
     delta: Option<crate::delta::Delta>,
     base: crate::vectors::BaseId,
 ) -> Result<Tree> {
+    let read = read_sides(&tree, name, sides, delta.as_ref(), base)?;
+    attach_read(tree, name, read, delta)
+}
+
+/// Reads the side files of [`attach_sides`] (`tree`'s shape tells their
+/// sizes).
+fn read_sides(
+    tree: &Tree,
+    name: &Path,
+    sides: (Option<SideFile>, Option<SideFile>),
+    delta: Option<&crate::delta::Delta>,
+    base: crate::vectors::BaseId,
+) -> Result<Sides> {
     // What the embedding judge and the descent by centroid read at query
     // time: the documents' vectors (with those the updates added) and the
     // passages'.
     // Rows may name the tree file's nodes, and the delta's added ones.
     let built = tree.len();
-    let updated = delta.as_ref().map_or(built, |d| d.nodes_after(built));
+    let updated = delta.map_or(built, |d| d.nodes_after(built));
     let mut documents = crate::vectors::read(name, base, built)?;
-    if let (Some(v), Some(d)) = (documents.as_mut(), delta.as_ref()) {
+    if let (Some(v), Some(d)) = (documents.as_mut(), delta) {
         v.extend(&d.vectors, updated)?;
     }
     let passages_path = crate::vectors::passage_vectors_path(name);
     let mut passages = crate::vectors::read_from(&passages_path, base, built)?;
-    if let (Some(v), Some(d)) = (passages.as_mut(), delta.as_ref()) {
+    if let (Some(v), Some(d)) = (passages.as_mut(), delta) {
         v.extend(&d.passage_vectors, updated)?;
     }
-    tree.set_vectors(documents.map(std::sync::Arc::new));
-    tree.set_passage_vectors(passages.map(std::sync::Arc::new));
-    if let Some(texts) = sides.0 {
-        let store_path = side_path(name, TEXTS_SUFFIX);
-        let passages = tree.passages().count();
-        let store = TextStore::open(&store_path, texts, passages)
-            .map_err(|e| missing_side_file(e, name, &store_path, "passage texts"))?;
+    let texts = match sides.0 {
+        Some(texts) => {
+            let store_path = side_path(name, TEXTS_SUFFIX);
+            let passages = tree.passages().count();
+            let store = TextStore::open(&store_path, texts, passages)
+                .map_err(|e| missing_side_file(e, name, &store_path, "passage texts"))?;
+            Some(store)
+        }
+        None => None,
+    };
+    let lexical = match sides.1 {
+        Some(lexical) => Some(open_lexical(tree, name, lexical, delta.map(|d| d.indexed))?),
+        None => None,
+    };
+    Ok(Sides {
+        documents,
+        passages,
+        texts,
+        lexical,
+    })
+}
+
+/// Attaches side files read by [`read_sides`], then applies the delta.
+fn attach_read(
+    mut tree: Tree,
+    name: &Path,
+    read: Sides,
+    delta: Option<crate::delta::Delta>,
+) -> Result<Tree> {
+    tree.set_vectors(read.documents.map(std::sync::Arc::new));
+    tree.set_passage_vectors(read.passages.map(std::sync::Arc::new));
+    if let Some(store) = read.texts {
         tree.attach_texts(store)?;
     }
-    let Some(lexical) = sides.1 else {
+    let Some(lexical) = read.lexical else {
         return Ok(tree);
     };
-    let lexical = open_lexical(&tree, name, lexical, delta.as_ref().map(|d| d.indexed))?;
     tree.attach_lexical(lexical);
     if let Some(delta) = delta {
         crate::delta::apply(&mut tree, delta).map_err(|e| match e {
@@ -667,10 +721,14 @@ fn write_parts(tree: &Tree, path: &Path) -> Result<()> {
     let bytes = framed_v5(payload_v5(tree, Some(texts), Some(lexical))?);
     let base = crate::delta::base_of(&bytes);
     if let Some(vectors) = tree.vectors() {
-        crate::vectors::write(vectors, path, base)?;
+        // The descent by meaning's centroids, saved so that a query of the
+        // opened tree never sums every document's row first.
+        let centroids = crate::vectors::Centroids::of(tree, vectors);
+        crate::vectors::write(vectors, Some(&centroids), path, base)?;
     }
     if let Some(vectors) = tree.passage_vectors() {
-        crate::vectors::write_to(vectors, &crate::vectors::passage_vectors_path(path), base)?;
+        let at = crate::vectors::passage_vectors_path(path);
+        crate::vectors::write_to(vectors, None, &at, base)?;
     }
     write_file(&bytes, path)
 }

@@ -287,6 +287,12 @@ struct Sections<'a> {
     crc: crc32fast::Hasher,
 }
 
+/// The shape's arrays as read: kinds, parents, child offsets, children.
+type ShapeArrays = (Vec<u8>, Vec<u32>, Vec<u32>, Vec<u32>);
+
+/// Items read from a section, and the CRC state of their bytes.
+type Section<T> = std::result::Result<(Vec<T>, crc32fast::Hasher), String>;
+
 impl Sections<'_> {
     /// The next `count` items; an error past the payload's end.
     fn next<T: bytemuck::Pod>(
@@ -294,19 +300,73 @@ impl Sections<'_> {
         count: usize,
         what: &str,
     ) -> std::result::Result<Vec<T>, String> {
-        let bytes = count
+        let bytes = self.span::<T>(self.at, count, what)?;
+        let (items, crc) = self.read::<T>(self.at, count, what)?;
+        self.crc.combine(&crc);
+        self.at += bytes;
+        Ok(items)
+    }
+
+    /// The bytes of `count` items at `at`: an error past the payload's end.
+    fn span<T>(&self, at: u64, count: usize, what: &str) -> std::result::Result<u64, String> {
+        count
             .checked_mul(std::mem::size_of::<T>())
             .map(|b| b as u64)
-            .filter(|b| self.at.checked_add(*b).is_some_and(|e| e <= self.end))
-            .ok_or_else(|| format!("truncated: its {what} overrun the file"))?;
+            .filter(|b| at.checked_add(*b).is_some_and(|e| e <= self.end))
+            .ok_or_else(|| format!("truncated: its {what} overrun the file"))
+    }
+
+    /// `count` items at `at` (within the payload: see [`Sections::span`]),
+    /// with the CRC state of their bytes.
+    fn read<T: bytemuck::Pod>(&self, at: u64, count: usize, what: &str) -> Section<T> {
         let mut items = vec![T::zeroed(); count];
         let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut items);
         self.source
-            .read_at(self.at, buf)
+            .read_at(at, buf)
             .map_err(|e| format!("cannot read its {what}: {e}"))?;
-        self.crc.update(buf);
-        self.at += bytes;
-        Ok(items)
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(buf);
+        Ok((items, crc))
+    }
+
+    /// The shape's four arrays (kinds, parents, child offsets, children)
+    /// for `n` nodes and `children` children, read in parallel and added
+    /// to the CRC in file order.
+    fn shape_arrays(
+        &mut self,
+        n: usize,
+        children: usize,
+    ) -> std::result::Result<ShapeArrays, String> {
+        let tags_at = self.at;
+        let parents_at = tags_at + self.span::<u8>(tags_at, n, "node kinds")?;
+        let child_at_at = parents_at + self.span::<u32>(parents_at, n, "parents")?;
+        let children_at = child_at_at + self.span::<u32>(child_at_at, n + 1, "children")?;
+        let end = children_at + self.span::<u32>(children_at, children, "children")?;
+        let this = &*self;
+        let ((tags, parents), (child_at, kids)) = rayon::join(
+            || {
+                rayon::join(
+                    || this.read::<u8>(tags_at, n, "node kinds"),
+                    || this.read::<u32>(parents_at, n, "parents"),
+                )
+            },
+            || {
+                rayon::join(
+                    || this.read::<u32>(child_at_at, n + 1, "children"),
+                    || this.read::<u32>(children_at, children, "children"),
+                )
+            },
+        );
+        let (tags, parents, child_at, kids) = (tags?, parents?, child_at?, kids?);
+        for crc in [&tags.1, &parents.1, &child_at.1, &kids.1] {
+            self.crc.combine(crc);
+        }
+        self.at = end;
+        let le = |mut w: Vec<u32>| {
+            w.iter_mut().for_each(|x| *x = u32::from_le(*x));
+            w
+        };
+        Ok((tags.0, le(parents.0), le(child_at.0), le(kids.0)))
     }
 
     /// The next `count` little-endian `u32`s.
@@ -378,16 +438,13 @@ fn read_shape(
     if !(1..=MAX_CHUNK_NODES).contains(&index.chunk_nodes) {
         return Err(format!("{} nodes a chunk", index.chunk_nodes));
     }
-    let tags: Vec<u8> = sections.next(n, "node kinds")?;
+    let (tags, parents, child_at, children) = sections.shape_arrays(n, index.children as usize)?;
     if tags.iter().any(|t| Tag::from_byte(*t).is_none()) {
         return Err("a node of an unknown kind".into());
     }
-    let parents = sections.words(n, "parents")?;
     if parents.iter().any(|p| *p != NONE && *p as usize >= n) {
         return Err("a parent outside the tree".into());
     }
-    let child_at = sections.words(n + 1, "children")?;
-    let children = sections.words(index.children as usize, "children")?;
     let rising = child_at.first() == Some(&0)
         && child_at.last() == Some(&index.children)
         && child_at.windows(2).all(|w| w[0] <= w[1]);

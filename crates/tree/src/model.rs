@@ -135,14 +135,21 @@ impl Tree {
     }
 
     /// Assembles a tree whose nodes are read from a version-5 file as
-    /// asked for, and checks its shape.
-    pub(crate) fn mapped(meta: TreeMeta, file: crate::mapped::Mapped) -> Result<Tree> {
+    /// asked for, unchecked: the caller runs [`Tree::validate`] before any
+    /// use beyond its shape's arrays.
+    pub(crate) fn mapped_unchecked(meta: TreeMeta, file: crate::mapped::Mapped) -> Tree {
         let file = Arc::new(file);
-        Tree::of_nodes(meta, Nodes::Mapped { file, lists: true })
+        Tree::unchecked(meta, Nodes::Mapped { file, lists: true })
     }
 
     fn of_nodes(meta: TreeMeta, nodes: Nodes) -> Result<Tree> {
-        let tree = Tree {
+        let tree = Tree::unchecked(meta, nodes);
+        tree.validate()?;
+        Ok(tree)
+    }
+
+    fn unchecked(meta: TreeMeta, nodes: Nodes) -> Tree {
+        Tree {
             meta,
             nodes,
             texts: None,
@@ -151,9 +158,7 @@ impl Tree {
             vectors: None,
             passage_vectors: None,
             updates: None,
-        };
-        tree.validate()?;
-        Ok(tree)
+        }
     }
 
     /// A passage's text: from its node, or read from the text store beside
@@ -573,11 +578,13 @@ impl Tree {
             .collect();
         let mut tree = Tree::with_neighbours(self.meta.clone(), nodes, neighbours)?;
         tree.analyzer = self.analyzer();
-        tree.vectors = self.vectors.as_ref().map(|v| Arc::new(v.renumbered(map)));
-        tree.passage_vectors = self
-            .passage_vectors
-            .as_ref()
-            .map(|v| Arc::new(v.renumbered(map)));
+        let renumbered = |v: &Option<Arc<crate::vectors::UnitVectors>>| -> Result<_> {
+            v.as_ref()
+                .map(|v| v.renumbered(map).map(Arc::new))
+                .transpose()
+        };
+        tree.vectors = renumbered(&self.vectors)?;
+        tree.passage_vectors = renumbered(&self.passage_vectors)?;
         // Updates changed what the tree holds since its build: it records
         // the fingerprint of what it holds now, not its build's.
         if self.updates.is_some() {

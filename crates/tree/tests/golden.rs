@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use treenav_tree::{file, NodeId, NodeKind, Tree};
 
-const VERSIONS: [(&str, u32); 8] = [
+const VERSIONS: [(&str, u32); 9] = [
     ("v1", 1),
     ("v2", 2),
     ("v3", 3),
@@ -27,6 +27,7 @@ const VERSIONS: [(&str, u32); 8] = [
     ("v4-delta2", 4),
     ("v5", 5),
     ("v5-delta2", 5),
+    ("v5-vectors2", 5),
 ];
 
 /// The fixtures updated with `extra.jsonl` after their build.
@@ -124,6 +125,15 @@ fn describe(tree: &Tree) -> String {
     ] {
         let _ = writeln!(out, "{what} vectors {}", vectors.map_or(0, |v| v.len()));
     }
+    // Vectors of layout 2 carry the build's cluster centroids: the sums of
+    // the documents' rows, as a tree without them computes them.
+    if let Some(v) = tree.document_vectors() {
+        if let Some(saved) = v.centroids() {
+            let _ = writeln!(out, "centroids {}", saved.len());
+            let computed = treenav_tree::vectors::Centroids::of(tree, v);
+            assert!(**saved == computed, "saved centroids differ from the sums");
+        }
+    }
     if let Some(log) = tree.updates() {
         let _ = writeln!(out, "updates {log:?}");
     }
@@ -144,6 +154,14 @@ fn every_format_version_decodes_to_its_known_model() {
         // is pending (applying it decodes them).
         let lazy = version >= 5 && !UPDATED.contains(&name);
         assert_eq!(tree.reads_nodes_lazily(), lazy, "{name}");
+        // Vectors of layout 2 stay in their file until a row is asked for.
+        let rows_lazily = tree.document_vectors().map(|v| v.reads_lazily());
+        let layout2 = name == "v5-vectors2";
+        assert_eq!(
+            rows_lazily,
+            Some(layout2).filter(|_| version >= 4 && name != "v4-lexical1"),
+            "{name}"
+        );
 
         // (1) The corpus, word for word, whatever the decoder says of the rest.
         let mut corpus = corpus.clone();

@@ -77,9 +77,8 @@ async fn embed_per_call(
     let embedding = &documents.embedding;
     if let Some(rows) = embedder.passage_vectors(in_corpus_order.len()) {
         let rows = rows?;
-        return Ok(Some(super::blocking(|| {
-            precomputed(tree, in_corpus_order, embedding, rows.view())
-        })));
+        return super::blocking(|| precomputed(tree, in_corpus_order, embedding, rows.view()))
+            .map(Some);
     }
     if !embedder.embeds_text() {
         return Ok(None);
@@ -139,10 +138,11 @@ pub(crate) async fn embed_into(
             )));
         }
         super::blocking(|| {
-            for (p, row) in chunk.iter().zip(rows.rows()) {
-                out.set(*p, row);
-            }
-        });
+            chunk
+                .iter()
+                .zip(rows.rows())
+                .try_for_each(|(p, row)| out.set(*p, row))
+        })?;
     }
     Ok(())
 }
@@ -154,7 +154,7 @@ fn precomputed(
     in_corpus_order: &[NodeId],
     embedding: &Embedding,
     rows: ndarray::ArrayView2<'_, f32>,
-) -> UnitVectors {
+) -> Result<UnitVectors> {
     let row_of: std::collections::HashMap<NodeId, usize> = in_corpus_order
         .iter()
         .enumerate()
@@ -163,10 +163,10 @@ fn precomputed(
     let mut out = UnitVectors::new(embedding.clone(), rows.ncols());
     for p in tree.passages() {
         if let Some(row) = row_of.get(&p) {
-            out.set(p, rows.row(*row));
+            out.set(p, rows.row(*row))?;
         }
     }
-    out
+    Ok(out)
 }
 
 /// Each unit's passage nodes, units in corpus order: the passages in

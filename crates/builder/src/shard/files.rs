@@ -254,7 +254,7 @@ impl Vectors {
             let rows: Vec<usize> = (first..first + nodes.len()).collect();
             let matrix = self.rows(&rows)?;
             for (node, row) in nodes.iter().zip(matrix.rows()) {
-                out.set(*node, row);
+                out.set(*node, row)?;
             }
         }
         Ok(out)

@@ -182,8 +182,14 @@ impl<'a> Editor<'a> {
     }
 
     /// Puts a new document node (with its passages) under its nearest
-    /// leaf, splitting what outgrows the limit; returns its id.
-    pub(crate) fn insert(&mut self, kind: NodeKind, passages: Vec<NodeKind>, v: &[f32]) -> NodeId {
+    /// leaf, splitting what outgrows the limit; returns its id (an error
+    /// only when the tree's vectors no longer read from their file).
+    pub(crate) fn insert(
+        &mut self,
+        kind: NodeKind,
+        passages: Vec<NodeKind>,
+        v: &[f32],
+    ) -> treenav_tree::Result<NodeId> {
         let leaf = self.place(v);
         let doc = self.push(Node {
             kind,
@@ -198,14 +204,14 @@ impl<'a> Editor<'a> {
             });
             self.nodes[doc.index()].children.push(id);
         }
-        self.vectors.set(doc, ndarray::ArrayView1::from(v));
+        self.vectors.set(doc, ndarray::ArrayView1::from(v))?;
         self.nodes[leaf.index()].children.push(doc);
         self.dirty.insert(leaf.0);
         *self.moved.entry(leaf.0).or_insert(0) += 1;
         self.add_along(leaf, v, 1.0);
         self.split_while_over(leaf);
         self.link(doc, v);
-        doc
+        Ok(doc)
     }
 
     /// Splits `id` while it has more children than the limit, then its

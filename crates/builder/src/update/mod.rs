@@ -150,7 +150,7 @@ impl Session {
             None => {
                 let (v, rows) = embed_again(&tree, base_nodes, embedder).await?;
                 let base_only = v.renumbered(|id| (id.0 < base_nodes).then_some(id));
-                vectors::write(&base_only, path, base)?;
+                vectors::write(&base_only?, None, path, base)?;
                 (v, rows, true)
             }
         };
@@ -253,7 +253,7 @@ async fn embed_again(
     let mut v = UnitVectors::from_rows(embedding, &old, rows_old.view());
     let base_rows = v.len();
     for (id, row) in new.iter().zip(rows_new.rows()) {
-        v.set(*id, row);
+        v.set(*id, row)?;
     }
     Ok((v, base_rows))
 }
@@ -328,7 +328,7 @@ pub async fn add(
     for (unit, row) in units.iter().zip(rows.rows()) {
         let (kind, passages) = unit_nodes(&corpus, unit);
         let row: Vec<f32> = row.to_vec();
-        added_nodes.push(editor.insert(kind, passages, &row));
+        added_nodes.push(editor.insert(kind, passages, &row)?);
         progress.inc(1);
     }
     editor.mend_lists();
@@ -671,9 +671,9 @@ fn commit(
             terms: previous.stats.terms + change.terms,
             df,
         },
-        vectors: session.vectors.rows_from(session.base_rows),
+        vectors: session.vectors.rows_from(session.base_rows)?,
         passage_vectors: match (session.tree.passage_vectors(), session.passage_base_rows) {
-            (Some(v), Some(base)) => v.rows_from(base),
+            (Some(v), Some(base)) => v.rows_from(base)?,
             _ => VectorRows::default(),
         },
         indexed,

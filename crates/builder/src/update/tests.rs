@@ -644,10 +644,11 @@ async fn an_add_embeds_once_the_passages_the_tree_holds_without_a_vector() {
     let kept = tree
         .passage_vectors()
         .expect("passage vectors")
-        .renumbered(|id| (!dropped.contains(&id)).then_some(id));
+        .renumbered(|id| (!dropped.contains(&id)).then_some(id))
+        .expect("rows read");
     let passages_path = treenav_tree::vectors::passage_vectors_path(&path);
-    treenav_tree::vectors::write_to(&kept, &passages_path, base_id(&path).expect("base"))
-        .expect("write");
+    let base = base_id(&path).expect("base");
+    treenav_tree::vectors::write_to(&kept, None, &passages_path, base).expect("write");
     let tree = file::load(&path).expect("load");
     let held = tree.passage_vectors().expect("passage vectors").len();
     assert_eq!(held, tree.passages().count() - 10);

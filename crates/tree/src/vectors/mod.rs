@@ -6,27 +6,31 @@
 //!
 //! Saved beside the tree as `T.vectors`, paired with the tree file it was
 //! written with (its checksum and size): a vectors file of another build is
-//! ignored, and an update then embeds the tree's documents again.
+//! refused by name. Layout 2 ([`layout`]) is read as asked for, a block of
+//! rows at a time, and carries the clusters' [`Centroids`].
+
+mod centroids;
+mod layout;
+mod rows;
+
+pub use centroids::Centroids;
+pub use layout::write_to;
+use rows::Rows;
 
 use crate::embed::tfidf::TfidfModel;
+use crate::format::Header;
 use crate::id::NodeId;
-use crate::store::{side_path, write_atomically, FileAt, ReadAt};
+use crate::store::{side_path, FileAt, ReadAt};
 use crate::{Error, Result};
 use ndarray::{ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The suffix of the vectors file: `T.tree` → `T.tree.vectors`.
 pub const VECTORS_SUFFIX: &str = "vectors";
 /// The suffix of the passage vectors file: `T.tree` → `T.tree.passage-vectors`.
 pub const PASSAGE_VECTORS_SUFFIX: &str = "passage-vectors";
-use crate::format::Header;
-use treenav_files::magic::VECTORS as MAGIC;
-const VERSION: u32 = 1;
-/// Magic, version, reserved, content hash, base tree (crc, reserved, len),
-/// rows, dims, description bytes.
-const HEADER: usize = Header::len(5);
 /// Dimensions at most.
 const MAX_DIMS: u64 = 8192;
 
@@ -125,9 +129,13 @@ pub struct UnitVectors {
     nodes: Vec<u32>,
     /// Per row: the factor of its bytes.
     scales: Vec<f32>,
-    data: Vec<i8>,
+    /// The rows' bytes: held, or read from the file as asked for.
+    data: Rows<i8>,
     /// Node → row (`u32::MAX`: none), by node index.
     row_of: RowOf,
+    /// The clusters' centroids the file was saved with (document vectors
+    /// of a build): dropped by any change of a row.
+    centroids: Option<Arc<Centroids>>,
 }
 
 impl UnitVectors {
@@ -138,8 +146,9 @@ impl UnitVectors {
             dims,
             nodes: Vec::new(),
             scales: Vec::new(),
-            data: Vec::new(),
+            data: Rows::held(dims, Vec::new()),
             row_of: RowOf::default(),
+            centroids: None,
         }
     }
 
@@ -150,9 +159,11 @@ impl UnitVectors {
         matrix: ArrayView2<'_, f32>,
     ) -> UnitVectors {
         let mut out = UnitVectors::new(embedding, matrix.ncols());
+        let mut cells = Vec::with_capacity(nodes.len() * matrix.ncols());
         for (node, row) in nodes.iter().zip(matrix.rows()) {
-            out.set(*node, row);
+            out.put(*node, row, &mut cells);
         }
+        out.data = Rows::held(out.dims, cells);
         out
     }
 
@@ -172,8 +183,19 @@ impl UnitVectors {
     }
 
     /// Sets (or replaces) node `id`'s row. A row of another width is ignored
-    /// (the callers check widths where rows enter).
-    pub fn set(&mut self, id: NodeId, row: ArrayView1<'_, f32>) {
+    /// (the callers check widths where rows enter). Rows still in their
+    /// file are read whole first: an error when they no longer read.
+    pub fn set(&mut self, id: NodeId, row: ArrayView1<'_, f32>) -> Result<()> {
+        let cells = self.data.held_mut().map_err(unread)?;
+        let mut taken = std::mem::take(cells);
+        self.put(id, row, &mut taken);
+        self.data = Rows::held(self.dims, taken);
+        self.centroids = None;
+        Ok(())
+    }
+
+    /// [`UnitVectors::set`] on held `cells`.
+    fn put(&mut self, id: NodeId, row: ArrayView1<'_, f32>, cells: &mut Vec<i8>) {
         if row.len() != self.dims {
             return;
         }
@@ -193,7 +215,7 @@ impl UnitVectors {
         match self.row_of.get(id.0) {
             Some(r) => {
                 let at = r as usize * self.dims;
-                for (slot, b) in self.data[at..at + self.dims].iter_mut().zip(bytes) {
+                for (slot, b) in cells[at..at + self.dims].iter_mut().zip(bytes) {
                     *slot = b;
                 }
                 self.scales[r as usize] = scale;
@@ -202,21 +224,33 @@ impl UnitVectors {
                 self.row_of.insert(id.0, self.nodes.len() as u32);
                 self.nodes.push(id.0);
                 self.scales.push(scale);
-                self.data.extend(bytes);
+                cells.extend(bytes);
             }
         }
     }
 
+    /// The centroids of the tree's clusters saved with these rows, if
+    /// they were and no row changed since.
+    pub fn centroids(&self) -> Option<&Arc<Centroids>> {
+        self.centroids.as_ref()
+    }
+
+    /// Whether the rows are read from their file as asked for (layout 2),
+    /// rather than held.
+    pub fn reads_lazily(&self) -> bool {
+        self.data.reads_lazily()
+    }
+
+    /// Node `id`'s row: its bytes and their factor.
+    fn row(&self, id: NodeId) -> Option<(&[i8], f32)> {
+        let r = self.row_of.get(id.0)? as usize;
+        Some((self.data.row(r)?, self.scales[r]))
+    }
+
     /// Node `id`'s row, dequantised.
     pub fn get(&self, id: NodeId) -> Option<Vec<f32>> {
-        let r = self.row_of.get(id.0)? as usize;
-        let s = self.scales[r];
-        Some(
-            self.data[r * self.dims..(r + 1) * self.dims]
-                .iter()
-                .map(|b| f32::from(*b) * s)
-                .collect(),
-        )
+        let (row, s) = self.row(id)?;
+        Some(row.iter().map(|b| f32::from(*b) * s).collect())
     }
 
     /// Whether node `id` has a row.
@@ -232,65 +266,64 @@ impl UnitVectors {
     /// The dot product of a quantised vector with node `id`'s row, in
     /// integers (8 × 8 bits summed in 32: vectorised), then scaled.
     pub fn dot_probe(&self, id: NodeId, probe: &Probe) -> Option<f32> {
-        let r = self.row_of.get(id.0)? as usize;
-        let row = &self.data[r * self.dims..(r + 1) * self.dims];
+        let (row, scale) = self.row(id)?;
         let sum: i32 = row
             .iter()
             .zip(&probe.bytes)
             .map(|(a, b)| i32::from(*a) * i32::from(*b))
             .sum();
-        Some(sum as f32 * self.scales[r] * probe.scale)
+        Some(sum as f32 * scale * probe.scale)
     }
 
     /// The dot product of a full-precision `v` with node `id`'s row
     /// (dequantised on the fly: only the row is rounded, not `v`).
     pub fn dot_exact(&self, id: NodeId, v: &[f32]) -> Option<f32> {
-        let r = self.row_of.get(id.0)? as usize;
-        let row = &self.data[r * self.dims..(r + 1) * self.dims];
+        let (row, scale) = self.row(id)?;
         let sum: f32 = row.iter().zip(v).map(|(a, b)| f32::from(*a) * b).sum();
-        Some(sum * self.scales[r])
+        Some(sum * scale)
     }
 
     /// Adds node `id`'s row to `acc` (for sums of members).
     pub fn add_to(&self, id: NodeId, acc: &mut [f32]) -> bool {
-        let Some(r) = self.row_of.get(id.0) else {
+        let Some((row, s)) = self.row(id) else {
             return false;
         };
-        let r = r as usize;
-        let s = self.scales[r];
-        for (a, b) in acc
-            .iter_mut()
-            .zip(&self.data[r * self.dims..(r + 1) * self.dims])
-        {
+        for (a, b) in acc.iter_mut().zip(row) {
             *a += f32::from(*b) * s;
         }
         true
     }
 
-    /// The rows of the given nodes only, renumbered by `new_id` (compaction).
-    pub fn renumbered(&self, new_id: impl Fn(NodeId) -> Option<NodeId>) -> UnitVectors {
+    /// The rows of the given nodes only, renumbered by `new_id`
+    /// (compaction): an error when a row still in its file no longer reads.
+    pub fn renumbered(&self, new_id: impl Fn(NodeId) -> Option<NodeId>) -> Result<UnitVectors> {
         let mut out = UnitVectors::new(self.embedding.clone(), self.dims);
+        let mut cells = Vec::new();
         for (r, node) in self.nodes.iter().enumerate() {
             if let Some(id) = new_id(NodeId(*node)) {
                 out.row_of.insert(id.0, out.nodes.len() as u32);
                 out.nodes.push(id.0);
                 out.scales.push(self.scales[r]);
-                out.data
-                    .extend_from_slice(&self.data[r * self.dims..(r + 1) * self.dims]);
+                cells.extend_from_slice(self.data.try_row(r).map_err(unread)?);
             }
         }
-        out
+        out.data = Rows::held(self.dims, cells);
+        Ok(out)
     }
 
     /// The rows past the first `from`, as their own set (what an update
     /// added, kept in its delta).
-    pub fn rows_from(&self, from: usize) -> VectorRows {
+    pub fn rows_from(&self, from: usize) -> Result<VectorRows> {
         let from = from.min(self.nodes.len());
-        VectorRows {
+        let mut data = Vec::new();
+        for r in from..self.nodes.len() {
+            data.extend_from_slice(self.data.try_row(r).map_err(unread)?);
+        }
+        Ok(VectorRows {
             nodes: self.nodes[from..].to_vec(),
             scales: self.scales[from..].to_vec(),
-            data: self.data[from * self.dims..].to_vec(),
-        }
+            data,
+        })
     }
 
     /// Appends rows kept in a delta (replacing any row of the same node) to
@@ -309,24 +342,34 @@ impl UnitVectors {
                 beyond(*n, nodes)
             )));
         }
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let data = self.data.held_mut().map_err(unread)?;
         for (i, node) in rows.nodes.iter().enumerate() {
             let bytes = &rows.data[i * self.dims..(i + 1) * self.dims];
             match self.row_of.get(*node) {
                 Some(r) => {
                     let at = r as usize * self.dims;
-                    self.data[at..at + self.dims].copy_from_slice(bytes);
+                    data[at..at + self.dims].copy_from_slice(bytes);
                     self.scales[r as usize] = rows.scales[i];
                 }
                 None => {
                     self.row_of.insert(*node, self.nodes.len() as u32);
                     self.nodes.push(*node);
                     self.scales.push(rows.scales[i]);
-                    self.data.extend_from_slice(bytes);
+                    data.extend_from_slice(bytes);
                 }
             }
         }
+        self.centroids = None;
         Ok(())
     }
+}
+
+/// A row that no longer reads from its file, as an error naming the file.
+fn unread((path, problem): (PathBuf, String)) -> Error {
+    Error::BadFile { path, problem }
 }
 
 /// The problem of a row naming node `n` of a tree of `nodes` nodes.
@@ -339,6 +382,16 @@ fn beyond(n: u32, nodes: usize) -> String {
 struct RowOf(Vec<u32>);
 
 impl RowOf {
+    /// The table of rows whose nodes are `nodes`, in order (sized once).
+    fn of(nodes: &[u32]) -> RowOf {
+        let len = nodes.iter().max().map_or(0, |m| *m as usize + 1);
+        let mut table = vec![u32::MAX; len];
+        for (r, n) in nodes.iter().enumerate() {
+            table[*n as usize] = r as u32;
+        }
+        RowOf(table)
+    }
+
     fn get(&self, node: u32) -> Option<u32> {
         self.0
             .get(node as usize)
@@ -418,43 +471,24 @@ pub fn passage_vectors_path(tree: &Path) -> PathBuf {
     side_path(tree, PASSAGE_VECTORS_SUFFIX)
 }
 
-/// Writes `vectors` beside the tree file `tree` (whose payload is `base`),
-/// atomically.
-pub fn write(vectors: &UnitVectors, tree: &Path, base: BaseId) -> Result<()> {
-    write_to(vectors, &vectors_path(tree), base)
-}
-
-/// Writes `vectors` to `path`, paired with the tree file whose payload is
-/// `base`, atomically.
-pub fn write_to(vectors: &UnitVectors, path: &Path, base: BaseId) -> Result<()> {
-    let path = path.to_path_buf();
-    let io = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
-    let described = postcard::to_stdvec(&vectors.embedding).map_err(Error::encode)?;
-    let rows = vectors.nodes.len() as u64;
-    let body = |out: &mut dyn Write| -> Result<()> {
-        out.write_all(&described).map_err(io)?;
-        for n in &vectors.nodes {
-            out.write_all(&n.to_le_bytes()).map_err(io)?;
-        }
-        for s in &vectors.scales {
-            out.write_all(&s.to_le_bytes()).map_err(io)?;
-        }
-        let bytes: Vec<u8> = vectors.data.iter().map(|b| *b as u8).collect();
-        out.write_all(&bytes).map_err(io)
-    };
-    let tail = [rows, vectors.dims as u64, described.len() as u64];
-    let header_of = |hash: u128, _len: u64| paired_header(MAGIC, VERSION, hash, base, &tail);
-    write_atomically(&path, HEADER, body, header_of).map(|_| ())
+/// Writes `vectors` (with the clusters' `centroids`, for a tree's
+/// document vectors) beside the tree file `tree` (whose payload is
+/// `base`), atomically.
+pub fn write(
+    vectors: &UnitVectors,
+    centroids: Option<&Centroids>,
+    tree: &Path,
+    base: BaseId,
+) -> Result<()> {
+    write_to(vectors, centroids, &vectors_path(tree), base)
 }
 
 /// Reads the vectors beside the tree file `tree` (of `nodes` nodes: a row
 /// naming a node past them is refused before any table is sized by it):
 /// `Ok(None)` when there is none; an error when the file is damaged or was written
 /// with another tree file than `base` (a stale or foreign copy: used, it
-/// would score passages by other texts' vectors).
+/// would score passages by other texts' vectors). Rows of layout 2 are
+/// left in the file and read as asked for.
 pub fn read(tree: &Path, base: BaseId, nodes: usize) -> Result<Option<UnitVectors>> {
     read_from(&vectors_path(tree), base, nodes)
 }
@@ -466,69 +500,14 @@ pub(crate) fn read_from(
     base: BaseId,
     tree_nodes: usize,
 ) -> Result<Option<UnitVectors>> {
-    let path = path.to_path_buf();
-    if !path.exists() {
-        return Ok(None);
-    }
-    let bad = |problem: String| Error::BadFile {
-        path: path.clone(),
-        problem,
-    };
-    let (source, len) = FileAt::open(&path, &crate::store::SIDE_FILE)?;
-    let (head, written_for): ([u8; HEADER], BaseId) =
-        read_paired_header(&source, len, (MAGIC, VERSION, "vectors")).map_err(&bad)?;
-    if written_for != base {
-        return Err(bad(format!(
-            "it was written with another tree file (payload {:08x}, {} bytes; this tree's is {:08x}, {} bytes): it is not this generation's vectors (an older copy, or another tree's). Restore the file saved with this tree, or remove it and rebuild the tree (`treenav build`)",
-            written_for.crc, written_for.len, base.crc, base.len
-        )));
-    }
-    let word = |i| crate::format::word(&head, i);
-    let (rows, dims, described) = (word(2), word(3), word(4));
-    if dims == 0 || dims > MAX_DIMS {
-        return Err(bad(format!(
-            "{dims} dimensions, out of range 1..={MAX_DIMS}"
-        )));
-    }
-    let expected = rows
-        .checked_mul(8 + dims)
-        .and_then(|n| n.checked_add(described + HEADER as u64));
-    if expected != Some(len) {
-        return Err(bad("its section sizes do not add up to its size".into()));
-    }
-    let body = read_checked_body(&source, &head, len).map_err(&bad)?;
-    let (described, rest) = body.split_at(described as usize);
-    let embedding: Embedding =
-        postcard::from_bytes(described).map_err(|e| bad(format!("cannot decode: {e}")))?;
-    let rows = rows as usize;
-    let (nodes, rest) = rest.split_at(rows * 4);
-    let (scales, data) = rest.split_at(rows * 4);
-    let word = |c: &[u8]| [c[0], c[1], c[2], c[3]];
-    let mut out = UnitVectors::new(embedding, dims as usize);
-    out.nodes = nodes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(word(c)))
-        .collect();
-    out.scales = scales
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(word(c)))
-        .collect();
-    out.data = data.iter().map(|b| *b as i8).collect();
-    if let Some(n) = out.nodes.iter().find(|n| **n as usize >= tree_nodes) {
-        return Err(bad(beyond(*n, tree_nodes)));
-    }
-    for (r, n) in out.nodes.iter().enumerate() {
-        out.row_of.insert(*n, r as u32);
-    }
-    Ok(Some(out))
+    layout::read_from(path, base, tree_nodes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn rows_survive_quantisation_and_the_file() {
+    fn three() -> UnitVectors {
         let m = ndarray::arr2(&[
             [0.6f32, 0.8, 0.0],
             [0.0, -1.0, 0.0],
@@ -540,7 +519,27 @@ mod tests {
             tfidf: None,
             sentences: 1,
         };
-        let v = UnitVectors::from_rows(embedding, &nodes, m.view());
+        UnitVectors::from_rows(embedding, &nodes, m.view())
+    }
+
+    /// Rewrites the directory of a layout-2 file with `change` applied,
+    /// its checksum made right again (a file damaged with care).
+    fn with_directory(path: &Path, change: impl FnOnce(&mut [u8])) {
+        let mut bytes = std::fs::read(path).expect("bytes");
+        let header = crate::format::Header::len(9);
+        let word = |i| crate::format::word(&bytes, i) as usize;
+        let cells = word(2) * word(3) + 4 * word(5) * word(3);
+        let directory = header..bytes.len() - cells;
+        change(&mut bytes[directory.clone()]);
+        let hash = twox_hash::XxHash3_64::oneshot(&bytes[directory]);
+        let at = crate::format::Header::len(8);
+        bytes[at..at + 8].copy_from_slice(&hash.to_le_bytes());
+        std::fs::write(path, bytes).expect("write");
+    }
+
+    #[test]
+    fn rows_survive_quantisation_and_the_file() {
+        let v = three();
         let got = v.get(NodeId(4)).expect("row");
         assert!((got[0] - 0.6).abs() < 0.01 && (got[1] - 0.8).abs() < 0.01);
         let d = v
@@ -552,8 +551,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let tree = dir.path().join("t.tree");
         let base = BaseId { crc: 7, len: 100 };
-        write(&v, &tree, base).expect("write");
-        assert_eq!(read(&tree, base, 13).expect("read"), Some(v.clone()));
+        write(&v, None, &tree, base).expect("write");
+        let read_back = read(&tree, base, 13).expect("read").expect("a file");
+        assert!(
+            read_back.reads_lazily(),
+            "layout 2 leaves the rows in the file"
+        );
+        assert_eq!(read_back, v);
         // Another tree file's vectors are refused, naming the file and the
         // fix (#66 row 6: they were dropped silently).
         for other in [BaseId { crc: 8, len: 100 }, BaseId { crc: 7, len: 101 }] {
@@ -572,26 +576,54 @@ mod tests {
         // Rows naming nodes the tree does not have are refused.
         let past = read(&tree, base, 12).expect_err("node 12 of 12");
         assert!(
-            past.to_string()
-                .contains("node 12, past the tree's 12 nodes"),
+            past.to_string().contains("more than the tree's 12 nodes")
+                || past
+                    .to_string()
+                    .contains("node 12, past the tree's 12 nodes"),
             "{past}"
         );
-        // So is a file whose checksum holds but whose row names node 2^32 − 16
-        // (never a table sized by it).
+        let past = read(&tree, base, 3).expect_err("rows past the tree");
+        assert!(past.to_string().contains("3 nodes"), "{past}");
+        // So is a file whose checksums hold but whose row names node
+        // 2^32 − 16 (never a table sized by it).
         let path = vectors_path(&tree);
-        let mut bytes = std::fs::read(&path).expect("bytes");
-        let described = crate::format::word(&bytes, 4) as usize;
-        let third = HEADER + described + 8;
-        bytes[third..third + 4].copy_from_slice(&(u32::MAX - 15).to_le_bytes());
-        let hash = twox_hash::XxHash3_128::oneshot(&bytes[HEADER..]);
-        bytes[16..32].copy_from_slice(&hash.to_le_bytes());
-        std::fs::write(&path, &bytes).expect("write");
+        let clean = std::fs::read(&path).expect("bytes");
+        let described = crate::format::word(&clean, 4) as usize;
+        with_directory(&path, |d| {
+            d[described + 8..described + 12].copy_from_slice(&(u32::MAX - 15).to_le_bytes())
+        });
         let huge = read(&tree, base, 13).expect_err("a huge node id");
         assert!(
             huge.to_string().contains("past the tree's 13 nodes"),
             "{huge}"
         );
-        // A delta's rows are held to the tree's nodes the same way.
+        // A flipped byte of the directory is refused when the file opens.
+        let mut bytes = clean.clone();
+        bytes[crate::format::Header::len(9) + described] ^= 1;
+        std::fs::write(&path, &bytes).expect("write");
+        let e = read(&tree, base, 13).expect_err("a damaged directory");
+        assert!(
+            e.to_string().contains("directory fails its checksum"),
+            "{e}"
+        );
+        // A flipped byte of a row is found when its block is read: the row
+        // reads as absent, and what needs every row names the file.
+        let mut bytes = clean;
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, bytes).expect("write");
+        let opened = read(&tree, base, 13).expect("opens").expect("a file");
+        assert_eq!(opened.get(NodeId(12)), None);
+        let e = opened.renumbered(Some).expect_err("a row does not read");
+        assert!(
+            e.to_string().contains("t.tree.vectors") && e.to_string().contains("checksum"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_delta_s_rows_are_held_to_the_tree() {
+        let v = three();
         let mut grown = v.clone();
         let rows = VectorRows {
             nodes: vec![u32::MAX - 15],
@@ -604,12 +636,47 @@ mod tests {
             "{refused}"
         );
         grown
-            .extend(&v.rows_from(1), 13)
+            .extend(&v.rows_from(1).expect("held rows"), 13)
             .expect("rows of the tree's nodes");
-        // A flipped byte is refused.
-        let last = bytes.len() - 1;
-        bytes[last] ^= 1;
-        std::fs::write(&path, bytes).expect("write");
-        assert!(read(&tree, base, 13).is_err());
+        assert_eq!(grown, v, "the same rows again");
+    }
+
+    #[test]
+    fn rows_read_from_a_file_can_be_changed_and_lose_their_centroids() {
+        let v = three();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tree = dir.path().join("t.tree");
+        let base = BaseId { crc: 7, len: 100 };
+        let centroids = Centroids {
+            nodes: vec![1, 2],
+            rows: Rows::held(3, vec![1.0, 0.0, 0.0, 0.0, 0.6, 0.8]),
+        };
+        write(&v, Some(&centroids), &tree, base).expect("write");
+        let mut opened = read(&tree, base, 13).expect("read").expect("a file");
+        let saved = opened.centroids().expect("saved with them").clone();
+        assert_eq!(*saved, centroids);
+        assert_eq!(saved.get(NodeId(2)), Some(&[0.0, 0.6, 0.8][..]));
+        assert_eq!(saved.get(NodeId(3)), None);
+        opened
+            .set(NodeId(5), ndarray::arr1(&[0.0f32, 0.0, 1.0]).view())
+            .expect("set");
+        assert!(!opened.reads_lazily(), "held once changed");
+        assert!(opened.centroids().is_none(), "no longer the build's");
+        assert_eq!(opened.len(), 4);
+        assert!(opened.get(NodeId(12)).is_some() && opened.get(NodeId(5)).is_some());
+        // Centroids out of order, or naming a node past the tree, are refused.
+        let path = vectors_path(&tree);
+        let described = crate::format::word(&std::fs::read(&path).expect("bytes"), 4) as usize;
+        let at = described + 8 * 3;
+        with_directory(&path, |d| {
+            d[at..at + 4].copy_from_slice(&3u32.to_le_bytes())
+        });
+        let e = read(&tree, base, 13).expect_err("3 before 2");
+        assert!(e.to_string().contains("ascending"), "{e}");
+        with_directory(&path, |d| {
+            d[at..at + 8].copy_from_slice(&[1, 0, 0, 0, 13, 0, 0, 0])
+        });
+        let e = read(&tree, base, 13).expect_err("cluster 13 of 13 nodes");
+        assert!(e.to_string().contains("past the tree's 13 nodes"), "{e}");
     }
 }
