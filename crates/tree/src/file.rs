@@ -565,6 +565,9 @@ fn read_sides(
     let mut documents = crate::vectors::read(name, base, built)?;
     if let (Some(v), Some(d)) = (documents.as_mut(), delta) {
         v.extend(&d.vectors, updated)?;
+        // The build's centroids: an update moved documents (a removal
+        // adds no row), so the first descent sums them again.
+        v.forget_centroids();
     }
     let passages_path = crate::vectors::passage_vectors_path(name);
     let mut passages = crate::vectors::read_from(&passages_path, base, built)?;

@@ -80,6 +80,23 @@ fn topic(tree: &Tree, d: NodeId) -> usize {
     }
 }
 
+/// A removal adds no vector row, yet moves the sums under its clusters:
+/// the build's saved centroids are not used while it is pending.
+#[tokio::test]
+async fn a_pending_removal_drops_the_saved_centroids() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = saved_tree(dir.path()).await;
+    let tree = file::load(&path).expect("load");
+    let vectors = tree.document_vectors().expect("vectors");
+    assert!(vectors.centroids().is_some(), "a build saves them");
+    remove(&path, &["d3".to_string()], None)
+        .await
+        .expect("remove");
+    let tree = file::load(&path).expect("load");
+    let vectors = tree.document_vectors().expect("vectors");
+    assert!(vectors.centroids().is_none(), "summed again while pending");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn added_documents_land_among_their_topic_and_removed_ones_are_gone() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -160,6 +177,11 @@ async fn remove_then_compact(path: &Path) {
         (50, vec!["nope".to_string()], 2)
     );
     let tree = file::load(&path).expect("load");
+    let vectors = tree.document_vectors().expect("vectors");
+    assert!(
+        vectors.centroids().is_none(),
+        "a tree with updates pending sums its centroids again"
+    );
     let ids = doc_ids(&tree);
     assert_eq!(ids.len(), 130);
     for g in &gone {
@@ -191,6 +213,10 @@ async fn remove_then_compact(path: &Path) {
     let tree = file::load(&path).expect("load");
     assert_eq!(doc_ids(&tree), ids);
     assert!(tree.updates().is_none());
+    let vectors = tree.document_vectors().expect("vectors");
+    let saved = vectors.centroids().expect("saved by the compaction");
+    let summed = treenav_tree::vectors::Centroids::of(&tree, vectors);
+    assert!(**saved == summed, "the compacted tree's own centroids");
     let d = node_of(&tree, "n30");
     let hits = tree
         .lexical()

@@ -235,6 +235,11 @@ impl UnitVectors {
         self.centroids.as_ref()
     }
 
+    /// Drops the saved centroids (the tree they were summed over changed).
+    pub(crate) fn forget_centroids(&mut self) {
+        self.centroids = None;
+    }
+
     /// Whether the rows are read from their file as asked for (layout 2),
     /// rather than held.
     pub fn reads_lazily(&self) -> bool {
