@@ -42,7 +42,7 @@ use std::collections::HashMap;
 use treenav_judge::probability::{logit, sigmoid};
 use treenav_judge::{fitted, BackendKind};
 use treenav_tree::lexical::DocumentIndex;
-use treenav_tree::{NodeId, NodeKind, Tree};
+use treenav_tree::{LevelKind, NodeId, Tree};
 
 /// The lexical part's rank scale: the document at rank 5 gets ½.
 const RANK_SCALE: f64 = 5.0;
@@ -170,7 +170,7 @@ pub fn evidence(
     passages: Option<&HashMap<NodeId, f64>>,
     judged: &[(NodeId, f64)],
 ) -> Vec<Evidence> {
-    let doc_of = |p: NodeId| tree.get(p).and_then(|n| n.parent).unwrap_or(p);
+    let doc_of = |p: NodeId| tree.parent(p).unwrap_or(p);
     let mut best: HashMap<NodeId, f64> = HashMap::new();
     for (p, score) in judged {
         let slot = best.entry(doc_of(*p)).or_insert(0.0);
@@ -540,10 +540,7 @@ fn graph_support(tree: &Tree, judged: &HashMap<NodeId, f64>) -> HashMap<NodeId, 
         return support;
     }
     for (&doc, &score) in judged {
-        if !matches!(
-            tree.get(doc).map(|n| &n.kind),
-            Some(NodeKind::Document { .. })
-        ) {
+        if tree.level_of(doc) != Some(LevelKind::Document) {
             continue;
         }
         let list = tree.neighbours(doc);
@@ -566,6 +563,7 @@ fn graph_support(tree: &Tree, judged: &HashMap<NodeId, f64>) -> HashMap<NodeId, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use treenav_tree::NodeKind;
 
     /// The first passage of document `id`.
     fn first_passage(tree: &Tree, id: &str) -> NodeId {

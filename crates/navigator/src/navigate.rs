@@ -429,7 +429,7 @@ impl Navigator {
             return;
         }
         let mut seen: std::collections::HashMap<NodeId, usize> = Default::default();
-        passages.retain(|(id, _)| match self.tree.get(*id).and_then(|n| n.parent) {
+        passages.retain(|(id, _)| match self.tree.parent(*id) {
             Some(doc) => {
                 let n = seen.entry(doc).or_insert(0);
                 *n += 1;

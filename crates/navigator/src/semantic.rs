@@ -223,15 +223,15 @@ impl TreeVectors {
                     if !scope.allows(*c) {
                         continue;
                     }
-                    match tree.get(*c).map(|n| &n.kind) {
-                        Some(NodeKind::Cluster { .. }) => {
+                    match tree.level_of(*c) {
+                        Some(LevelKind::Cluster) => {
                             let Some(cos) = self.cosine(*c, q) else {
                                 continue;
                             };
                             read += 1;
                             clusters.push((*c, cos));
                         }
-                        Some(NodeKind::Document { .. }) => documents.push(*c),
+                        Some(LevelKind::Document) => documents.push(*c),
                         _ => {}
                     }
                 }

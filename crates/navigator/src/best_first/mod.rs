@@ -50,7 +50,7 @@ use crate::query_form::Form;
 use crate::view::Probabilities;
 use crate::{Error, Result, Retrieval, Route, Trace};
 use std::collections::{HashMap, HashSet};
-use treenav_tree::{NodeId, NodeKind};
+use treenav_tree::{LevelKind, NodeId};
 
 pub(crate) mod settings;
 mod search;
@@ -419,10 +419,7 @@ impl Navigator {
     }
 
     fn is_passage(&self, id: NodeId) -> bool {
-        matches!(
-            self.tree.get(id).map(|n| &n.kind),
-            Some(NodeKind::Passage { .. })
-        )
+        self.tree.level_of(id) == Some(LevelKind::Passage)
     }
 
     /// The document a passage belongs to.
@@ -430,7 +427,7 @@ impl Navigator {
         if !self.is_passage(id) {
             return None;
         }
-        self.tree.get(id).and_then(|n| n.parent)
+        self.tree.parent(id)
     }
 }
 

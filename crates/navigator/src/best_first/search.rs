@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 use treenav_judge::probability::logit;
 use treenav_judge::{Candidate, Scored, Session};
-use treenav_tree::{NodeId, NodeKind};
+use treenav_tree::{LevelKind, NodeId};
 
 
 /// A candidate picked for a round: the node, why, and its priority.
@@ -146,10 +146,7 @@ impl<'a> Search<'a> {
                 .copied()
                 .filter(|c| {
                     self.scope.allows(*c)
-                        && matches!(
-                            tree.get(*c).map(|n| &n.kind),
-                            Some(NodeKind::Cluster { .. })
-                        )
+                        && tree.level_of(*c) == Some(LevelKind::Cluster)
                 })
                 .collect();
         }
@@ -483,17 +480,17 @@ impl<'a> Search<'a> {
         let mut weight = 1.0;
         let mut current = Some(id);
         while let Some(n) = current {
-            let node = self.nav.tree.get(n);
-            let counts = match node.map(|x| &x.kind) {
-                Some(NodeKind::Root) | None => break,
-                Some(NodeKind::Cluster { .. }) => self.cfg.clusters,
-                _ => true,
+            // The shape's level and parent: no node record is decoded.
+            let counts = match self.nav.tree.level_of(n) {
+                None => break,
+                Some(LevelKind::Cluster) => self.cfg.clusters,
+                Some(_) => true,
             };
             if counts {
                 total += weight * a * self.own(n);
             }
             weight *= 1.0 - a;
-            current = node.and_then(|x| x.parent);
+            current = self.nav.tree.parent(n);
         }
         total
     }
@@ -556,8 +553,7 @@ impl<'a> Search<'a> {
             let prior = self
                 .nav
                 .tree
-                .get(*card)
-                .and_then(|n| n.parent)
+                .parent(*card)
                 .map(|p| self.path(p))
                 .unwrap_or(0.0);
             let pick = Pick {
@@ -655,22 +651,22 @@ impl<'a> Search<'a> {
     fn absorb(&mut self, node: NodeId, score: f64) {
         self.judged.insert(node, score);
         let tree = &self.nav.tree;
-        let mut up = tree.get(node).and_then(|n| n.parent);
+        let mut up = tree.parent(node);
         while let Some(id) = up {
             if id == tree.root() {
                 break;
             }
             let e = self.evidence.entry(id).or_insert(0.0);
             *e = e.max(score);
-            up = tree.get(id).and_then(|n| n.parent);
+            up = tree.parent(id);
         }
-        match tree.get(node).map(|n| &n.kind) {
-            Some(NodeKind::Passage { .. }) => {
-                if let Some(doc) = tree.get(node).and_then(|n| n.parent) {
+        match tree.level_of(node) {
+            Some(LevelKind::Passage) => {
+                if let Some(doc) = tree.parent(node) {
                     self.opened_document(doc);
                 }
             }
-            Some(NodeKind::Cluster { .. }) => self.opened_card(node),
+            Some(LevelKind::Cluster) => self.opened_card(node),
             _ => {}
         }
     }
@@ -702,7 +698,7 @@ impl<'a> Search<'a> {
             }
         }
         if self.cfg.clusters {
-            if let Some(cluster) = self.nav.tree.get(doc).and_then(|n| n.parent) {
+            if let Some(cluster) = self.nav.tree.parent(doc) {
                 if cluster != self.nav.tree.root() {
                     let members: Vec<NodeId> = self.nav.tree.children(cluster).to_vec();
                     for m in members {
@@ -720,14 +716,14 @@ impl<'a> Search<'a> {
         self.cards.retain(|c| *c != card);
         let children: Vec<NodeId> = self.nav.tree.children(card).to_vec();
         for c in children {
-            match self.nav.tree.get(c).map(|n| &n.kind) {
+            match self.nav.tree.level_of(c) {
                 _ if !self.scope.allows(c) => {}
-                Some(NodeKind::Cluster { .. })
+                Some(LevelKind::Cluster)
                     if self.cfg.cards && !self.judged.contains_key(&c) =>
                 {
                     self.cards.push(c);
                 }
-                Some(NodeKind::Document { .. }) => {
+                Some(LevelKind::Document) => {
                     self.cluster_via.entry(c).or_insert(card);
                     self.touch(c);
                 }
