@@ -7,10 +7,12 @@
 //! `ln(1 + (N - n + 0.5) / (n + 0.5))`, over every segment together.
 
 use crate::analyzer::Analyzer;
+use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::directory::{Directory as _, MmapDirectory, RamDirectory};
+use tantivy::index::SegmentId;
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
@@ -26,6 +28,17 @@ const WRITER_MEMORY: usize = 64 << 20;
 /// Texts indexed by one thread below this count (the index is then one
 /// segment in key order); two threads above, their segments merged into one.
 const ONE_THREAD_BELOW: usize = 100_000;
+/// Texts per search segment of an index as built: a larger index is
+/// written in `len / SEGMENT_TEXTS` segments (at most [`MAX_SEGMENTS`]),
+/// searched in parallel. At 5M generated texts one segment's top-k took
+/// 20–35 ms whatever k (Block-WAND prunes little on common terms).
+const SEGMENT_TEXTS: usize = 2_500_000;
+const MAX_SEGMENTS: usize = 8;
+
+/// How many segments an index of `texts` texts is built in.
+fn search_segments(texts: usize) -> usize {
+    (texts / SEGMENT_TEXTS).clamp(1, MAX_SEGMENTS)
+}
 
 /// Why an index could not be built, opened or searched.
 #[derive(Debug, thiserror::Error)]
@@ -185,6 +198,17 @@ impl LexicalIndex {
         analyzer: Analyzer,
         texts: &[(u64, S)],
     ) -> Result<LexicalIndex, IndexError> {
+        LexicalIndex::build_in(dir, analyzer, texts, search_segments(texts.len()))
+    }
+
+    /// [`LexicalIndex::build`] in `runs` segments (one per consecutive run
+    /// of texts).
+    fn build_in<S: AsRef<str>>(
+        dir: Option<&Path>,
+        analyzer: Analyzer,
+        texts: &[(u64, S)],
+        runs: usize,
+    ) -> Result<LexicalIndex, IndexError> {
         let (schema, body) = schema(analyzer);
         let key = schema.get_field(KEY)?;
         let (index, files) = match dir {
@@ -209,18 +233,29 @@ impl LexicalIndex {
         // take some of them first (at 5M passages: "the segments that were
         // merged could not be found in the SegmentManager").
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
-        for (k, text) in texts {
-            let mut doc = TantivyDocument::default();
-            doc.add_text(body, text.as_ref());
-            doc.add_u64(key, *k);
-            writer.add_document(doc)?;
+        // One segment per consecutive run of texts: Block-WAND over one
+        // segment raises its threshold once, not once a segment; a large
+        // index gets a few, which a query searches on as many cores.
+        if texts.is_empty() {
+            writer.commit()?;
         }
-        writer.commit()?;
-        // One segment: a written-once index is searched whole, and Block-WAND
-        // over one segment raises its threshold once, not once a segment.
-        let segments = index.searchable_segment_ids()?;
-        if segments.len() > 1 {
-            writer.merge(&segments).wait()?;
+        for run in texts.chunks(texts.len().div_ceil(runs.max(1)).max(1)) {
+            let before: HashSet<SegmentId> = index.searchable_segment_ids()?.into_iter().collect();
+            for (k, text) in run {
+                let mut doc = TantivyDocument::default();
+                doc.add_text(body, text.as_ref());
+                doc.add_u64(key, *k);
+                writer.add_document(doc)?;
+            }
+            writer.commit()?;
+            let new: Vec<SegmentId> = index
+                .searchable_segment_ids()?
+                .into_iter()
+                .filter(|s| !before.contains(s))
+                .collect();
+            if new.len() > 1 {
+                writer.merge(&new).wait()?;
+            }
         }
         writer.wait_merging_threads()?;
         LexicalIndex::from_index(index, files, body, analyzer)
@@ -257,11 +292,18 @@ impl LexicalIndex {
     }
 
     fn from_index(
-        index: Index,
+        mut index: Index,
         files: Files,
         body: Field,
         analyzer: Analyzer,
     ) -> Result<LexicalIndex, IndexError> {
+        // Segments searched side by side, one thread each up to the cores
+        // (the scores are the same: BM25's statistics are the whole index's).
+        let segments = guarded(|| Ok(index.searchable_segment_ids()?.len()))?;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        if segments > 1 && cores > 1 {
+            guarded(|| Ok(index.set_multithread_executor(segments.min(cores))?))?;
+        }
         let reader: IndexReader = guarded(|| {
             Ok(index
                 .reader_builder()
@@ -523,6 +565,58 @@ mod tests {
             (30, "Glucose is a sugar; insulin regulates it."),
             (40, "Volcanoes erupt when magma reaches the surface."),
         ]
+    }
+
+    /// An index written in several segments (as a large one is) is searched
+    /// on several threads and ranks exactly as one segment: the same keys,
+    /// the same scores, equal scores in key order, with and without a
+    /// filter (texts of varied words and lengths, some twice in two
+    /// segments: a few equal scores at a cut, as the search's margin of 16
+    /// allows).
+    #[test]
+    fn several_segments_rank_as_one() {
+        let words: Vec<String> = (0..40).map(|i| format!("w{}x", i * 7 % 41)).collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) as usize
+        };
+        let mut texts: Vec<(u64, String)> = (0..600u64)
+            .map(|k| {
+                let len = 3 + next() % 12;
+                let text: Vec<&str> = (0..len)
+                    .map(|_| words[next() % next().clamp(1, 40)].as_str())
+                    .collect();
+                (k, text.join(" "))
+            })
+            .collect();
+        // Equal texts in different segments: equal scores at some cuts.
+        for k in 0..60 {
+            texts[k + 150].1 = texts[k].1.clone();
+            texts[k + 450].1 = texts[k + 300].1.clone();
+        }
+        let one = LexicalIndex::build_in(None, Analyzer::EnStem, &texts, 1).expect("build");
+        let four = LexicalIndex::build_in(None, Analyzer::EnStem, &texts, 4).expect("build");
+        let segments = |i: &LexicalIndex| i.tantivy().searchable_segment_ids().expect("ids").len();
+        assert_eq!((segments(&one), segments(&four)), (1, 4));
+        for query in [
+            "glucose insulin",
+            "cup goal magma",
+            "sugar meal meals",
+            "insulin",
+        ] {
+            for n in [1, 5, 40, 600] {
+                let a = one.search(query, n).expect("search");
+                assert_eq!(a, four.search(query, n).expect("search"), "{query} top {n}");
+                let even = |k: u64| k.is_multiple_of(2);
+                let b = one.search_where(query, n, even).expect("search");
+                assert_eq!(b, four.search_where(query, n, even).expect("search"));
+            }
+        }
+        assert_eq!((search_segments(10), search_segments(5_000_000)), (1, 2));
+        assert_eq!(search_segments(usize::MAX), MAX_SEGMENTS);
     }
 
     #[test]
