@@ -33,35 +33,36 @@ pub struct TfidfModel {
     pub terms: Vec<(String, f32)>,
 }
 
-/// Each text's term counts.
-fn term_counts(texts: &[String]) -> Vec<HashMap<String, u32>> {
-    texts
-        .iter()
-        .map(|t| {
-            let mut tf = HashMap::new();
-            for term in terms(t) {
-                *tf.entry(term).or_insert(0u32) += 1;
-            }
-            tf
-        })
-        .collect()
+/// A text's term counts.
+fn term_counts(text: &str) -> HashMap<String, u32> {
+    let mut tf = HashMap::new();
+    for term in terms(text) {
+        *tf.entry(term).or_insert(0u32) += 1;
+    }
+    tf
 }
 
-/// The vocabulary and IDF of `docs` (term counts of each text).
-fn fit_counts(docs: &[HashMap<String, u32>], dims: usize, seed: u64) -> TfidfModel {
-    let n = docs.len();
-    let mut df: HashMap<&str, u32> = HashMap::new();
-    for doc in docs {
-        for term in doc.keys() {
-            *df.entry(term.as_str()).or_insert(0) += 1;
+/// How many of `texts` use each term, reading one text at a time (no
+/// text's counts are kept: at 5M documents keeping them all took ≈ 10 GB).
+fn document_frequencies(texts: &[String]) -> HashMap<String, u32> {
+    let mut df: HashMap<String, u32> = HashMap::new();
+    for text in texts {
+        for term in term_counts(text).into_keys() {
+            *df.entry(term).or_insert(0) += 1;
         }
     }
+    df
+}
+
+/// The vocabulary and IDF of `n` texts whose document frequencies are `df`.
+fn fit_df(df: &HashMap<String, u32>, n: usize, dims: usize, seed: u64) -> TfidfModel {
     // Terms in one text only cannot pull two texts together; terms in more
     // than half carry no topic. Keep the rest (all of them for tiny corpora).
     let max_df = ((n as f64) * 0.5).ceil().max(2.0) as u32;
     let min_df = if n >= 20 { 2 } else { 1 };
     let mut vocab: Vec<(&str, u32)> = df
-        .into_iter()
+        .iter()
+        .map(|(t, d)| (t.as_str(), *d))
         .filter(|(_, d)| *d >= min_df && *d <= max_df)
         .collect();
     vocab.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -80,25 +81,26 @@ fn fit_counts(docs: &[HashMap<String, u32>], dims: usize, seed: u64) -> TfidfMod
 impl TfidfModel {
     /// Fits the vocabulary and IDF of `texts`.
     pub fn fit(texts: &[String], dims: usize, seed: u64) -> TfidfModel {
-        fit_counts(&term_counts(texts), dims, seed)
+        fit_df(&document_frequencies(texts), texts.len(), dims, seed)
     }
 
     /// Embeds `texts` into unit vectors in this model's space (zero rows
     /// for texts with no kept term).
     pub fn transform(&self, texts: &[String]) -> Array2<f32> {
-        self.project(&term_counts(texts))
+        self.project(texts)
     }
 
-    /// The projected rows of `docs`. A term's ±1 vector is made when a text
-    /// first uses it (embedding a few new texts touches a few terms, not
-    /// the whole vocabulary).
-    fn project(&self, docs: &[HashMap<String, u32>]) -> Array2<f32> {
+    /// The projected rows of `texts`, each counted as it is projected. A
+    /// term's ±1 vector is made when a text first uses it (embedding a few
+    /// new texts touches a few terms, not the whole vocabulary).
+    fn project(&self, texts: &[String]) -> Array2<f32> {
         let dims = self.dims;
         let scale = 1.0 / (dims as f32).sqrt();
         let idf: HashMap<&str, f32> = self.terms.iter().map(|(t, w)| (t.as_str(), *w)).collect();
         let mut vectors: HashMap<&str, Vec<f32>> = HashMap::new();
-        let mut out = Array2::<f32>::zeros((docs.len(), dims));
-        for (i, doc) in docs.iter().enumerate() {
+        let mut out = Array2::<f32>::zeros((texts.len(), dims));
+        for (i, text) in texts.iter().enumerate() {
+            let doc = term_counts(text);
             let mut row = out.row_mut(i);
             // Sorted terms: the float sum is then independent of hash-map order.
             let mut entries: Vec<(&String, &u32)> = doc.iter().collect();
@@ -128,11 +130,12 @@ impl TfidfModel {
     }
 }
 
-/// Fits a model on `texts` and embeds them with it (each text read once).
+/// Fits a model on `texts` and embeds them with it (each text counted
+/// twice, once for the vocabulary and once for its row: the counts are
+/// never all held).
 pub fn fit_embed(texts: &[String], dims: usize, seed: u64) -> (TfidfModel, Array2<f32>) {
-    let docs = term_counts(texts);
-    let model = fit_counts(&docs, dims, seed);
-    let out = model.project(&docs);
+    let model = TfidfModel::fit(texts, dims, seed);
+    let out = model.project(texts);
     (model, out)
 }
 
