@@ -302,7 +302,9 @@ impl LexicalIndex {
         let segments = guarded(|| Ok(index.searchable_segment_ids()?.len()))?;
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         if segments > 1 && cores > 1 {
-            guarded(|| Ok(index.set_multithread_executor(segments.min(cores))?))?;
+            // Threads that cannot be started leave the search on the
+            // calling thread: slower, the same results.
+            let _ = index.set_multithread_executor(segments.min(cores));
         }
         let reader: IndexReader = guarded(|| {
             Ok(index

@@ -29,8 +29,11 @@ impl Centroids {
     /// document row has none.
     pub fn of(tree: &Tree, v: &UnitVectors) -> Centroids {
         let mut found: Vec<(u32, Vec<f32>)> = Vec::new();
+        let mut scratch = vec![0f32; v.dims()];
         for c in tree.children(tree.root()) {
-            sum_into(tree, *c, v, &mut found);
+            if tree.level_of(*c) == Some(LevelKind::Cluster) {
+                sum_into(tree, *c, v, &mut found, &mut scratch);
+            }
         }
         for (_, row) in &mut found {
             let norm = row.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -65,27 +68,32 @@ impl Centroids {
     }
 }
 
-/// The sum of the document rows beneath `node`, each cluster's on the way
-/// recorded in `found` (unnormalised).
+/// The sum of the document rows beneath cluster `node`, each cluster's on
+/// the way recorded in `found` (unnormalised). A document's row is added
+/// through `scratch` (zeroed, then the row added), so the sums are the
+/// ones a separate vector per document gave, without allocating one.
 fn sum_into(
     tree: &Tree,
     node: NodeId,
     v: &UnitVectors,
     found: &mut Vec<(u32, Vec<f32>)>,
+    scratch: &mut [f32],
 ) -> Vec<f32> {
     let mut sum = vec![0f32; v.dims()];
-    match tree.level_of(node) {
-        Some(LevelKind::Document) => {
-            v.add_to(node, &mut sum);
-        }
-        Some(LevelKind::Cluster) => {
-            for c in tree.children(node) {
-                let part = sum_into(tree, *c, v, found);
+    for c in tree.children(node) {
+        match tree.level_of(*c) {
+            Some(LevelKind::Document) => {
+                scratch.fill(0.0);
+                v.add_to(*c, scratch);
+                sum.iter_mut().zip(&*scratch).for_each(|(a, b)| *a += b);
+            }
+            Some(LevelKind::Cluster) => {
+                let part = sum_into(tree, *c, v, found, scratch);
                 sum.iter_mut().zip(&part).for_each(|(a, b)| *a += b);
             }
-            found.push((node.0, sum.clone()));
+            _ => {}
         }
-        _ => {}
     }
+    found.push((node.0, sum.clone()));
     sum
 }
