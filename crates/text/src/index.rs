@@ -573,8 +573,7 @@ mod tests {
     /// on several threads and ranks exactly as one segment: the same keys,
     /// the same scores, equal scores in key order, with and without a
     /// filter (texts of varied words and lengths, some twice in two
-    /// segments: a few equal scores at a cut, as the search's margin of 16
-    /// allows).
+    /// segments, so equal scores meet at some cuts).
     #[test]
     fn several_segments_rank_as_one() {
         let words: Vec<String> = (0..40).map(|i| format!("w{}x", i * 7 % 41)).collect();
