@@ -290,9 +290,10 @@ impl Embedder {
     pub fn new(options: &EmbedderOptions, seed: u64) -> Result<Embedder> {
         match options {
             EmbedderOptions::Tfidf { dims } => {
-                if *dims == 0 || *dims > 4096 {
+                if *dims == 0 || *dims > tfidf::MAX_DIMS {
                     return Err(Error::Param(format!(
-                        "tfidf dims must be in 1..=4096, got {dims}"
+                        "tfidf dims must be in 1..={}, got {dims}",
+                        tfidf::MAX_DIMS
                     )));
                 }
                 Ok(Embedder::Tfidf { dims: *dims, seed })

@@ -21,16 +21,56 @@ use treenav_text::{stable_hash, terms};
 /// Terms kept at most (by document frequency) to bound memory on large corpora.
 const MAX_VOCABULARY: usize = 200_000;
 
+/// Output dimensions a model may have (what `--embedder tfidf` accepts).
+pub const MAX_DIMS: usize = 4096;
+
 /// A fitted TF-IDF embedder: its kept terms with their IDF, the dimensions
-/// and the projection seed.
+/// and the projection seed. Checked where it is read (dimensions in range,
+/// terms sorted and unique), so that a text's terms are found by binary
+/// search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ModelFields")]
 pub struct TfidfModel {
-    /// Output dimensions.
-    pub dims: usize,
-    /// Projection seed.
-    pub seed: u64,
-    /// Kept terms and their IDF, sorted by term.
-    pub terms: Vec<(String, f32)>,
+    dims: usize,
+    seed: u64,
+    terms: Vec<(String, f32)>,
+}
+
+/// A model as stored, before it is checked.
+#[derive(Deserialize)]
+struct ModelFields {
+    dims: usize,
+    seed: u64,
+    terms: Vec<(String, f32)>,
+}
+
+impl TryFrom<ModelFields> for TfidfModel {
+    type Error = String;
+
+    fn try_from(m: ModelFields) -> Result<TfidfModel, String> {
+        if !(1..=MAX_DIMS).contains(&m.dims) {
+            return Err(format!(
+                "a TF-IDF model of {} dimensions, out of range 1..={MAX_DIMS}",
+                m.dims
+            ));
+        }
+        if let Some(pair) = m.terms.windows(2).find(|w| w[0].0 >= w[1].0) {
+            return Err(format!(
+                "a TF-IDF model's terms are not sorted and unique (`{}` before `{}`)",
+                pair[0].0, pair[1].0
+            ));
+        }
+        if let Some((term, _)) = m.terms.iter().find(|(_, w)| !w.is_finite()) {
+            return Err(format!(
+                "a TF-IDF model's term `{term}` has no finite weight"
+            ));
+        }
+        Ok(TfidfModel {
+            dims: m.dims,
+            seed: m.seed,
+            terms: m.terms,
+        })
+    }
 }
 
 /// A text's term counts.
@@ -84,6 +124,30 @@ impl TfidfModel {
         fit_df(&document_frequencies(texts), texts.len(), dims, seed)
     }
 
+    /// Output dimensions.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Projection seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Kept terms and their IDF, sorted by term.
+    pub fn terms(&self) -> &[(String, f32)] {
+        &self.terms
+    }
+
+    /// The kept `term` and its IDF, by binary search of the sorted terms.
+    fn idf(&self, term: &str) -> Option<(&str, f32)> {
+        let i = self
+            .terms
+            .binary_search_by(|(t, _)| t.as_str().cmp(term))
+            .ok()?;
+        self.terms.get(i).map(|(t, w)| (t.as_str(), *w))
+    }
+
     /// Embeds `texts` into unit vectors in this model's space (zero rows
     /// for texts with no kept term).
     pub fn transform(&self, texts: &[String]) -> Array2<f32> {
@@ -96,7 +160,6 @@ impl TfidfModel {
     fn project(&self, texts: &[String]) -> Array2<f32> {
         let dims = self.dims;
         let scale = 1.0 / (dims as f32).sqrt();
-        let idf: HashMap<&str, f32> = self.terms.iter().map(|(t, w)| (t.as_str(), *w)).collect();
         let mut vectors: HashMap<&str, Vec<f32>> = HashMap::new();
         let mut out = Array2::<f32>::zeros((texts.len(), dims));
         for (i, text) in texts.iter().enumerate() {
@@ -106,7 +169,7 @@ impl TfidfModel {
             let mut entries: Vec<(&String, &u32)> = doc.iter().collect();
             entries.sort();
             for (term, tf) in entries {
-                let Some((&key, &weight)) = idf.get_key_value(term.as_str()) else {
+                let Some((key, weight)) = self.idf(term) else {
                     continue;
                 };
                 let v = vectors.entry(key).or_insert_with(|| {
@@ -180,6 +243,30 @@ mod tests {
         let new = model.transform(&texts(&["insulin and glucose levels", "unknownword"]));
         assert!(new.row(0).dot(&built.row(0)) > new.row(0).dot(&built.row(2)));
         assert_eq!(new.row(1).dot(&new.row(1)), 0.0, "no kept term: a zero row");
+    }
+
+    #[test]
+    fn a_read_model_is_checked_where_it_enters() {
+        let (model, _) = fit_embed(&texts(&["insulin glucose", "glucose insulin"]), 8, 1);
+        let json = serde_json::to_string(&model).expect("serialise");
+        let back: TfidfModel = serde_json::from_str(&json).expect("a saved model reads back");
+        assert_eq!(back, model);
+        let bad = |s: &str| {
+            serde_json::from_str::<TfidfModel>(s)
+                .expect_err(s)
+                .to_string()
+        };
+        let unsorted = r#"{"dims":8,"seed":1,"terms":[["b",1.0],["a",1.0]]}"#;
+        assert!(
+            bad(unsorted).contains("not sorted and unique"),
+            "{}",
+            bad(unsorted)
+        );
+        let twice = r#"{"dims":8,"seed":1,"terms":[["a",1.0],["a",2.0]]}"#;
+        assert!(bad(twice).contains("not sorted and unique"));
+        let wide = r#"{"dims":100000000,"seed":1,"terms":[]}"#;
+        assert!(bad(wide).contains("out of range"), "{}", bad(wide));
+        assert!(bad(r#"{"dims":0,"seed":1,"terms":[]}"#).contains("out of range"));
     }
 
     #[test]
