@@ -3,7 +3,8 @@
 
 use std::path::Path;
 use treenav::build::{
-    build_tree, Plan, ShardSpec, Summarizer, SummarizerOptions, TreeParams, ValidTreeParams,
+    build_tree, Outline, Plan, ShardSpec, Summarizer, SummarizerOptions, TreeParams,
+    ValidTreeParams,
 };
 use treenav::corpus::{load_str, Corpus, Format, LoadOptions};
 use treenav::tree::{file, Embedder, EmbedderOptions, NoProgress, Tree};
@@ -57,7 +58,7 @@ fn single(corpus: Corpus, params: &ValidTreeParams) -> Tree {
 fn make_plan(corpus: &Corpus, params: &ValidTreeParams, dir: &Path) -> Plan {
     runtime()
         .block_on(Plan::make(
-            corpus,
+            Outline::of(corpus, params.branching(), params.embed_sentences()),
             params,
             &embedder(params),
             "recipe",

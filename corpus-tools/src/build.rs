@@ -423,25 +423,101 @@ pub(crate) fn load_corpus(
         }
     };
     if !quiet {
-        let (c, skipped) = (&loaded.corpus, &loaded.corpus.skipped);
-        eprintln!(
-            "loaded {} documents, {} passages ({}) from {}",
-            c.documents.len(),
-            c.passage_count(),
-            loaded.format,
-            loaded.source
-        );
-        if !skipped.is_empty() {
-            eprintln!("skipped {} bad records:", skipped.len());
-            for s in skipped.iter().take(20) {
-                eprintln!("  {}", printable(&s.to_string()));
-            }
-            if skipped.len() > 20 {
-                eprintln!("  … and {} more (see --json)", skipped.len() - 20);
-            }
-        }
+        let c = &loaded.corpus;
+        let counts = (c.documents.len(), c.passage_count());
+        report_loaded(counts, &loaded, &c.skipped);
     }
     Ok(loaded)
+}
+
+/// Prints what was loaded (`counts`: documents, passages) and the records
+/// skipped.
+fn report_loaded(counts: (usize, usize), loaded: &Loaded, skipped: &[corpus::Skipped]) {
+    let (documents, passages) = counts;
+    eprintln!(
+        "loaded {documents} documents, {passages} passages ({}) from {}",
+        loaded.format, loaded.source
+    );
+    if !skipped.is_empty() {
+        eprintln!("skipped {} bad records:", skipped.len());
+        for s in skipped.iter().take(20) {
+            eprintln!("  {}", printable(&s.to_string()));
+        }
+        if skipped.len() > 20 {
+            eprintln!("  … and {} more (see --json)", skipped.len() - 20);
+        }
+    }
+}
+
+/// `treenav build CORPUS --plan DIR`: the corpus is read a document at a
+/// time into its outline (a BEIR file is never held whole), then embedded
+/// and split.
+fn run_plan(
+    args: &BuildArgs,
+    dir: &Path,
+    forced: Option<Format>,
+    options: &LoadOptions,
+    made: (
+        treenav::build::ValidTreeParams,
+        tree::Embedder,
+        SummarizerOptions,
+    ),
+    start: Instant,
+) -> Result<()> {
+    let (params, embedder, summarizer) = made;
+    let (outline, loaded) =
+        outline_corpus(args.input.as_deref(), forced, options, &params, args.json)?;
+    let recipe = recipe(args, &loaded, summarizer, embedder_options(args)?)?;
+    let documents = outline.documents();
+    let bars = progress::Bars::new(args.json);
+    let plan = runtime()?.block_on(treenav::build::Plan::make(
+        outline, &params, &embedder, &recipe, dir, &bars,
+    ))?;
+    bars.finish();
+    report_plan(dir, &plan, documents, start, args.json)
+}
+
+/// The outline of the corpus at `input` (the bundled sample without one),
+/// read a document at a time, and where it came from (an empty corpus in
+/// the [`Loaded`]: its documents are in the outline).
+fn outline_corpus(
+    input: Option<&Path>,
+    forced: Option<Format>,
+    options: &LoadOptions,
+    params: &treenav::build::ValidTreeParams,
+    quiet: bool,
+) -> Result<(treenav::build::Outline, Loaded)> {
+    let (branching, sentences) = (params.branching(), params.embed_sentences());
+    let Some(path) = input else {
+        let mut loaded = load_corpus(None, forced, options, quiet)?;
+        let outline = treenav::build::Outline::of(&loaded.corpus, branching, sentences);
+        loaded.corpus = corpus::Corpus::default();
+        return Ok((outline, loaded));
+    };
+    let format = match forced {
+        Some(f) => f,
+        None => Format::detect(path)?,
+    };
+    let mut outliner = treenav::build::Outliner::new(branching, sentences);
+    let skipped = corpus::for_each_document(path, format, options, |d| {
+        outliner.add(&d);
+        Ok(())
+    })?;
+    let outline = outliner.finish();
+    let loaded = Loaded {
+        corpus: corpus::Corpus::default(),
+        source: path.display().to_string(),
+        format,
+    };
+    if !quiet {
+        let f = outline.fingerprint();
+        report_loaded(
+            (f.documents as usize, f.passages as usize),
+            &loaded,
+            &skipped,
+        );
+    }
+    Ok((outline, loaded))
 }
 
 fn check_output_folder(output: &Path) -> Result<()> {
@@ -475,6 +551,10 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
         skip_bad: args.skip_bad,
         passage_words: args.passage_words,
     };
+    if let Some(dir) = &args.plan {
+        let made = (params, embedder, summarizer_options);
+        return run_plan(&args, dir, forced, &options, made, start);
+    }
     let mut loaded = load_corpus(args.input.as_deref(), forced, &options, args.json)?;
     if let Some(part) = part {
         loaded.corpus = loaded.corpus.into_part(part)?;
@@ -488,19 +568,6 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
     }
     let runtime = runtime()?;
     let bars = progress::Bars::new(args.json);
-    if let Some(dir) = &args.plan {
-        let recipe = recipe(&args, &loaded, summarizer_options, embedder_options(&args)?)?;
-        let plan = runtime.block_on(treenav::build::Plan::make(
-            &loaded.corpus,
-            &params,
-            &embedder,
-            &recipe,
-            dir,
-            &bars,
-        ))?;
-        bars.finish();
-        return report_plan(dir, &plan, loaded.corpus.documents.len(), start, args.json);
-    }
     let output = args.output.clone().context("-o TREE is needed")?;
     let made = Made::of(&loaded);
     let mut tree = runtime.block_on(treenav::build::build_tree(

@@ -1192,6 +1192,81 @@ fn build_takes_precomputed_vectors_and_refuses_a_wrong_count() {
     );
 }
 
+/// Builds `corpus` with branching 4 into `single` (which must succeed),
+/// then makes its plan in `plan`: that run's output.
+fn single_and_plan(corpus: &Path, single: &Path, plan: &Path) -> Output {
+    let s = |p: &Path| p.to_str().expect("utf8 path").to_string();
+    let o = treenav(&["build", &s(corpus), "--branching", "4", "-o", &s(single)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    treenav(&["build", &s(corpus), "--branching", "4", "--plan", &s(plan)])
+}
+
+/// The bundled sample as a BEIR `corpus.jsonl` (one document per paragraph).
+fn sample_as_beir(path: &Path) {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
+    let squad: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sample).expect("sample")).expect("json");
+    let mut lines = String::new();
+    for article in squad["data"].as_array().expect("data") {
+        let title = article["title"].as_str().expect("title");
+        for (i, p) in article["paragraphs"]
+            .as_array()
+            .expect("paragraphs")
+            .iter()
+            .enumerate()
+        {
+            let doc = serde_json::json!({"_id": format!("{title}-{i}"), "title": title, "text": p["context"]});
+            lines.push_str(&format!("{doc}\n"));
+        }
+    }
+    std::fs::write(path, lines).expect("write corpus.jsonl");
+}
+
+#[test]
+fn a_plan_of_a_beir_file_read_a_line_at_a_time_merges_into_the_single_build() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let s = |p: &Path| p.to_str().expect("utf8 path").to_string();
+    let (corpus, single, merged, plan) = (
+        d.join("corpus.jsonl"),
+        d.join("single.tree"),
+        d.join("merged.tree"),
+        d.join("plan"),
+    );
+    sample_as_beir(&corpus);
+    let o = single_and_plan(&corpus, &single, &plan);
+    assert!(
+        o.status.success() && text(&o.stderr).contains("loaded 96 documents"),
+        "{}",
+        text(&o.stderr)
+    );
+    for i in 0..2 {
+        let o = treenav(&["build", "--plan", &s(&plan), "--shard", &format!("{i}/2")]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let o = treenav(&["merge", "--plan", &s(&plan), "-o", &s(&merged)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let read = |p: &Path| std::fs::read(p).expect("read");
+    assert!(
+        read(&merged) == read(&single),
+        "the merged tree is the single build's"
+    );
+    // A bad line is named by the plan as by a build.
+    std::fs::write(
+        &corpus,
+        "{\"_id\":\"1\",\"text\":\"a\"}\n{\"_id\":\"1\",\"text\":\"b\"}\n",
+    )
+    .expect("write");
+    let o = treenav(&["build", &s(&corpus), "--plan", &s(&d.join("plan2"))]);
+    assert!(
+        !o.status.success()
+            && text(&o.stderr).contains("corpus.jsonl:2")
+            && text(&o.stderr).contains("duplicate id"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 #[test]
 fn a_build_split_into_plan_shards_and_merge_equals_the_single_build() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1199,16 +1274,7 @@ fn a_build_split_into_plan_shards_and_merge_equals_the_single_build() {
     let s = |p: &Path| p.to_str().expect("utf8 path").to_string();
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/xquad-sample.json");
     let (single, merged, plan) = (d.join("single.tree"), d.join("merged.tree"), d.join("plan"));
-    let o = treenav(&["build", &s(&corpus), "--branching", "4", "-o", &s(&single)]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = treenav(&[
-        "build",
-        &s(&corpus),
-        "--branching",
-        "4",
-        "--plan",
-        &s(&plan),
-    ]);
+    let o = single_and_plan(&corpus, &single, &plan);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
         text(&o.stdout).contains("--shard I/N"),

@@ -43,7 +43,7 @@ pub mod update;
 pub use error::{Error, Result, TreeError};
 pub use full::{
     build_extractive, build_tree, default_clusters, embedding_texts, passage_label, Clustering,
-    EmbeddingTexts, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
+    EmbeddingTexts, Outline, Outliner, TreeParams, ValidTreeParams, DEFAULT_SAMPLE,
 };
 pub use shard::{shard_file, Plan, ShardSpec};
 /// The clustering a build runs (k-means levels, near-duplicate lists).

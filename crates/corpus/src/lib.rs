@@ -30,7 +30,9 @@ mod load;
 pub mod part;
 
 pub use error::{Error, Problem, Result};
-pub use load::{load, load_bytes, load_str, squad, squad_passage_id, Format, LoadOptions};
+pub use load::{
+    for_each_document, load, load_bytes, load_str, squad, squad_passage_id, Format, LoadOptions,
+};
 pub use part::Part;
 
 use serde::{Deserialize, Serialize};
@@ -138,17 +140,49 @@ impl Corpus {
 pub fn fingerprint_of<'a>(
     documents: impl Iterator<Item = (&'a str, &'a str, Vec<(&'a str, &'a str)>)>,
 ) -> Fingerprint {
-    let mut hasher = twox_hash::XxHash3_128::new();
-    let (mut count, mut passage_count) = (0u64, 0u64);
+    let mut out = Fingerprinter::default();
     for (id, title, passages) in documents {
-        count += 1;
-        passage_count += passages.len() as u64;
-        hash_document(&mut hasher, id, title, passages.into_iter());
+        out.add(id, title, passages.into_iter());
     }
-    Fingerprint {
-        documents: count,
-        passages: passage_count,
-        xxh3_128: format!("{:032x}", hasher.finish_128()),
+    out.finish()
+}
+
+/// A [`Fingerprint`] made a document at a time (a corpus read as a
+/// stream, never held whole): the same as [`fingerprint_of`] over the same
+/// documents in the same order.
+#[derive(Default)]
+pub struct Fingerprinter {
+    hasher: twox_hash::XxHash3_128,
+    documents: u64,
+    passages: u64,
+}
+
+impl Fingerprinter {
+    /// Adds the next document: its id, title and passages' (id, text).
+    pub fn add<'a>(
+        &mut self,
+        id: &str,
+        title: &str,
+        passages: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) {
+        self.documents += 1;
+        self.passages += passages.len() as u64;
+        hash_document(&mut self.hasher, id, title, passages);
+    }
+
+    /// Adds the next document.
+    pub fn add_document(&mut self, d: &Document) {
+        let passages = d.passages.iter().map(|p| (p.id.as_str(), p.text.as_str()));
+        self.add(&d.id, &d.title, passages);
+    }
+
+    /// The fingerprint of the documents added.
+    pub fn finish(&self) -> Fingerprint {
+        Fingerprint {
+            documents: self.documents,
+            passages: self.passages,
+            xxh3_128: format!("{:032x}", self.hasher.finish_128()),
+        }
     }
 }
 

@@ -7,8 +7,8 @@ pub(crate) use passages::{embed_into as embed_passages_into, PASSAGES_PER_CALL};
 mod units;
 
 pub(crate) use finish::{document_kind, finish};
-pub use units::{embedding_texts, EmbeddingTexts};
-pub(crate) use units::{unit_text, units, Unit};
+pub use units::{embedding_texts, EmbeddingTexts, Outline, Outliner};
+pub(crate) use units::{unit_texts, units, Unit};
 
 use crate::{Error, NodeId, Progress, Result};
 use ndarray::Array2;
@@ -332,8 +332,9 @@ pub async fn build_tree(
         )));
     }
     let units = units(&corpus, params.branching());
+    let texts = || unit_texts(&corpus, &units, params.embed_sentences());
     let (embeddings, tfidf) =
-        embed_units_fitted(&corpus, &units, params, embedder, progress).await?;
+        embed_units_fitted(corpus.documents.len(), &units, texts, embedder, progress).await?;
     progress.stage("clustering", units.len() as u64);
     let (root, near) = blocking(|| match params.clustering() {
         Clustering::Flat => flat_tree(&embeddings, params, progress),
@@ -410,9 +411,9 @@ pub(crate) async fn attach_vectors(
 /// [`embed_units`], and for TF-IDF the model fitted on the units (kept so
 /// that documents added later are embedded in the same space).
 pub(crate) async fn embed_units_fitted(
-    corpus: &Corpus,
+    documents: usize,
     units: &[Unit],
-    params: &ValidTreeParams,
+    texts: impl FnOnce() -> Vec<String>,
     embedder: &Embedder,
     progress: &dyn Progress,
 ) -> Result<(
@@ -420,14 +421,11 @@ pub(crate) async fn embed_units_fitted(
     Option<treenav_tree::embed::tfidf::TfidfModel>,
 )> {
     let Embedder::Tfidf { dims, seed } = embedder else {
-        let rows = embed_units(corpus, units, params, embedder, progress).await?;
+        let rows = embed_units(documents, units, texts, embedder, progress).await?;
         return Ok((rows, None));
     };
     progress.stage("embedding", units.len() as u64);
-    let texts: Vec<String> = units
-        .iter()
-        .map(|u| unit_text(corpus, u, params.embed_sentences()))
-        .collect();
+    let texts = texts();
     let (dims, seed) = (*dims, *seed);
     let (model, rows) = tokio::task::spawn_blocking(move || {
         treenav_tree::embed::tfidf::fit_embed(&texts, dims, seed)
@@ -448,31 +446,26 @@ pub(crate) fn near_by_unit(units: usize, pairs: Lists) -> Vec<Vec<usize>> {
     out
 }
 
-/// The embedding of every unit (its title and lead), from the embedder or
+/// The embedding of every unit (its title and lead: `texts`, asked for only
+/// when the embedder embeds), from the embedder or
 /// the precomputed vectors (shared with the embedder when every document is
 /// one unit: the matrix is never held twice): L2-normalised rows, one per
 /// unit.
 pub(crate) async fn embed_units(
-    corpus: &Corpus,
+    documents: usize,
     units: &[Unit],
-    params: &ValidTreeParams,
+    texts: impl FnOnce() -> Vec<String>,
     embedder: &Embedder,
     progress: &dyn Progress,
 ) -> Result<std::sync::Arc<Array2<f32>>> {
     progress.stage("embedding", units.len() as u64);
     let doc_rows: Vec<usize> = units.iter().map(|u| u.doc).collect();
-    let embeddings = match embedder.document_vectors(corpus.documents.len(), &doc_rows) {
+    let embeddings = match embedder.document_vectors(documents, &doc_rows) {
         Some(vectors) => {
             progress.inc(units.len() as u64);
             vectors?
         }
-        None => {
-            let texts: Vec<String> = units
-                .iter()
-                .map(|u| unit_text(corpus, u, params.embed_sentences()))
-                .collect();
-            std::sync::Arc::new(embedder.embed(texts, progress).await?)
-        }
+        None => std::sync::Arc::new(embedder.embed(texts(), progress).await?),
     };
     if embeddings.nrows() != units.len() {
         return Err(Error::Cluster(format!(

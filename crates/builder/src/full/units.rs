@@ -1,7 +1,7 @@
 //! Units: the document nodes to be (a whole document, or a part of one
 //! when it has more passages than the branching limit).
 
-use treenav_corpus::{chunk, Corpus, Document};
+use treenav_corpus::{chunk, Corpus, Document, Fingerprint, Fingerprinter};
 
 /// A document node to be: a whole document, or a part of one.
 #[derive(Debug, Clone)]
@@ -15,27 +15,31 @@ pub(crate) struct Unit {
 pub(crate) fn units(corpus: &Corpus, branching: usize) -> Vec<Unit> {
     let mut out = Vec::new();
     for (doc, d) in corpus.documents.iter().enumerate() {
-        let n = d.passages.len();
-        if n <= branching {
-            out.push(Unit {
-                doc,
-                part: None,
-                passages: 0..n,
-            });
-            continue;
-        }
-        let parts = n.div_ceil(branching);
-        let size = n.div_ceil(parts);
-        for p in 0..parts {
-            let start = p * size;
-            out.push(Unit {
-                doc,
-                part: Some((p as u32 + 1, parts as u32)),
-                passages: start..(start + size).min(n),
-            });
-        }
+        document_units(doc, d.passages.len(), branching, &mut out);
     }
     out
+}
+
+/// Adds the units of document `doc`, of `n` passages, to `out`.
+fn document_units(doc: usize, n: usize, branching: usize, out: &mut Vec<Unit>) {
+    if n <= branching {
+        out.push(Unit {
+            doc,
+            part: None,
+            passages: 0..n,
+        });
+        return;
+    }
+    let parts = n.div_ceil(branching);
+    let size = n.div_ceil(parts);
+    for p in 0..parts {
+        let start = p * size;
+        out.push(Unit {
+            doc,
+            part: Some((p as u32 + 1, parts as u32)),
+            passages: start..(start + size).min(n),
+        });
+    }
 }
 
 pub(crate) fn unit_doc<'c>(corpus: &'c Corpus, u: &Unit) -> Option<&'c Document> {
@@ -58,12 +62,107 @@ pub(crate) fn unit_title(corpus: &Corpus, u: &Unit) -> String {
 
 /// The text a unit is embedded from: its title and first `sentences`
 /// sentences.
-pub(crate) fn unit_text(corpus: &Corpus, u: &Unit, sentences: usize) -> String {
-    format!(
-        "{}. {}",
-        unit_title(corpus, u),
-        unit_lead(corpus, u, sentences)
-    )
+fn unit_text(corpus: &Corpus, u: &Unit, sentences: usize) -> String {
+    lead_text(&unit_title(corpus, u), &unit_lead(corpus, u, sentences))
+}
+
+/// The texts `units` of `corpus` are embedded from, in order.
+pub(crate) fn unit_texts(corpus: &Corpus, units: &[Unit], sentences: usize) -> Vec<String> {
+    units
+        .iter()
+        .map(|u| unit_text(corpus, u, sentences))
+        .collect()
+}
+
+/// A unit's text from its title and lead.
+fn lead_text(title: &str, lead: &str) -> String {
+    format!("{title}. {lead}")
+}
+
+/// What a plan needs of a corpus: its fingerprint, its units and the text
+/// each unit is embedded from (a title and first sentences) — not the
+/// passages' texts. Made a document at a time ([`Outliner`]), so that a
+/// corpus read as a stream is never held whole.
+#[derive(Debug)]
+pub struct Outline {
+    pub(crate) fingerprint: Fingerprint,
+    pub(crate) documents: usize,
+    pub(crate) units: Vec<Unit>,
+    pub(crate) texts: Vec<String>,
+}
+
+impl Outline {
+    /// The outline of a loaded corpus, for a build with `branching` and
+    /// `sentences` (see [`crate::TreeParams`]).
+    pub fn of(corpus: &Corpus, branching: usize, sentences: usize) -> Outline {
+        let mut out = Outliner::new(branching, sentences);
+        corpus.documents.iter().for_each(|d| out.add(d));
+        out.finish()
+    }
+
+    /// The number of documents.
+    pub fn documents(&self) -> usize {
+        self.documents
+    }
+
+    /// The corpus's fingerprint, as [`Corpus::fingerprint`] gives it.
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+}
+
+/// Makes an [`Outline`] a document at a time, in corpus order.
+pub struct Outliner {
+    branching: usize,
+    sentences: usize,
+    fingerprint: Fingerprinter,
+    outline: Outline,
+}
+
+impl Outliner {
+    /// An empty outline for a build with `branching` and `sentences`.
+    pub fn new(branching: usize, sentences: usize) -> Outliner {
+        let fingerprint = Fingerprinter::default();
+        Outliner {
+            branching,
+            sentences,
+            outline: Outline {
+                fingerprint: fingerprint.finish(),
+                documents: 0,
+                units: Vec::new(),
+                texts: Vec::new(),
+            },
+            fingerprint,
+        }
+    }
+
+    /// Adds the next document.
+    pub fn add(&mut self, d: &Document) {
+        let out = &mut self.outline;
+        self.fingerprint.add_document(d);
+        let first = out.units.len();
+        document_units(
+            out.documents,
+            d.passages.len(),
+            self.branching,
+            &mut out.units,
+        );
+        for u in &out.units[first..] {
+            let lead = d
+                .passages
+                .get(u.passages.start)
+                .map(|p| chunk::first_sentences(&p.text, self.sentences))
+                .unwrap_or_default();
+            out.texts.push(lead_text(&d.title, &lead));
+        }
+        out.documents += 1;
+    }
+
+    /// The outline of the documents added.
+    pub fn finish(mut self) -> Outline {
+        self.outline.fingerprint = self.fingerprint.finish();
+        self.outline
+    }
 }
 
 /// The texts a build embeds, in the order precomputed vectors are read
@@ -84,10 +183,7 @@ pub struct EmbeddingTexts {
 /// [`crate::TreeParams`]) embeds.
 pub fn embedding_texts(corpus: &Corpus, branching: usize, sentences: usize) -> EmbeddingTexts {
     let units = units(corpus, branching);
-    let documents = units
-        .iter()
-        .map(|u| unit_text(corpus, u, sentences))
-        .collect();
+    let documents = unit_texts(corpus, &units, sentences);
     let passages = corpus
         .documents
         .iter()

@@ -22,8 +22,8 @@ use crate::TreeError;
 mod files;
 
 use crate::full::{
-    attach_vectors, blocking, embed_units_fitted, finish, near_by_unit, units, ValidTreeParams,
-    Vectors as Kept,
+    attach_vectors, blocking, embed_units_fitted, finish, near_by_unit, units, Outline,
+    ValidTreeParams, Vectors as Kept,
 };
 use crate::grow::{grow, join, Grown, Local, RootSplit};
 use crate::{Clustering, Error, Progress, Result};
@@ -159,6 +159,19 @@ fn assign(sizes: &[usize], count: usize) -> Vec<Vec<usize>> {
     out
 }
 
+/// The plan's top clusters from the root's split (seed, members) of
+/// `rows`, each with its centroid.
+fn tops_of(split: &[(u64, Vec<usize>)], rows: ndarray::ArrayView2<f32>) -> Vec<Top> {
+    split
+        .iter()
+        .map(|(seed, members)| Top {
+            seed: *seed,
+            members: members.iter().map(|m| *m as u32).collect(),
+            centroid: centroid(rows, members).to_vec(),
+        })
+        .collect()
+}
+
 /// A plan: the root's split of a corpus, saved in a folder.
 #[derive(Debug)]
 pub struct Plan {
@@ -168,11 +181,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Embeds every document of `corpus`, splits the root and saves the
-    /// plan and the vectors in `dir` (created if missing). `recipe` is kept
-    /// for the caller (the CLI keeps how to load the corpus again).
+    /// Embeds every document of a corpus (its `outline`, made with
+    /// `params`' branching and sentences: [`Outline::of`] a loaded corpus,
+    /// or an [`crate::Outliner`] fed as the corpus is read), splits the
+    /// root and saves the plan and the vectors in `dir` (created if
+    /// missing). `recipe` is kept for the caller (the CLI keeps how to load
+    /// the corpus again).
     pub async fn make(
-        corpus: &Corpus,
+        outline: Outline,
         params: &ValidTreeParams,
         embedder: &Embedder,
         recipe: &str,
@@ -184,12 +200,17 @@ impl Plan {
                 "a sharded build needs the top-down clustering".into(),
             ));
         }
-        if corpus.documents.is_empty() {
+        if outline.documents == 0 {
             return Err(Error::Param("the corpus has no document".into()));
         }
-        let units = units(corpus, params.branching());
+        let Outline {
+            fingerprint,
+            documents,
+            units,
+            texts,
+        } = outline;
         let (embeddings, tfidf) =
-            embed_units_fitted(corpus, &units, params, embedder, progress).await?;
+            embed_units_fitted(documents, &units, move || texts, embedder, progress).await?;
         progress.stage("planning", 1);
         let split = crate::full::blocking(|| {
             RootSplit::new(
@@ -204,17 +225,9 @@ impl Plan {
             source,
         })?;
         let vectors = write_vectors(&dir.join(VECTORS_FILE), embeddings.view())?;
-        let tops = split
-            .tops
-            .iter()
-            .map(|(seed, members)| Top {
-                seed: *seed,
-                members: members.iter().map(|m| *m as u32).collect(),
-                centroid: centroid(embeddings.view(), members).to_vec(),
-            })
-            .collect();
+        let tops = tops_of(&split.tops, embeddings.view());
         let file = PlanFile {
-            corpus: corpus.fingerprint(),
+            corpus: fingerprint,
             units: units.len() as u64,
             dims: embeddings.ncols() as u64,
             vectors,

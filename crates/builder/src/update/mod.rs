@@ -483,20 +483,17 @@ async fn embed_units(
 ) -> Result<ndarray::Array2<f32>> {
     let rows = match &session.vectors.embedding.tfidf {
         Some(model) => {
-            let texts: Vec<String> = units
-                .iter()
-                .map(|u| crate::full::unit_text(corpus, u, session.vectors.embedding.sentences))
-                .collect();
+            let texts = crate::full::unit_texts(corpus, units, session.vectors.embedding.sentences);
             progress.inc(units.len() as u64);
             model.transform(&texts)
         }
         None => {
             let embedder = same_embedder(&session.vectors.embedding.embedder, embedder)?;
-            let params = crate::TreeParams::default()
-                .branching(session.tree.meta().branching as usize)
-                .embed_sentences(session.vectors.embedding.sentences.max(1))
-                .check()?;
-            let rows = crate::full::embed_units(corpus, units, &params, embedder, progress).await?;
+            let sentences = session.vectors.embedding.sentences.max(1);
+            let texts = || crate::full::unit_texts(corpus, units, sentences);
+            let documents = corpus.documents.len();
+            let rows =
+                crate::full::embed_units(documents, units, texts, embedder, progress).await?;
             Arc::try_unwrap(rows).unwrap_or_else(|shared| (*shared).clone())
         }
     };

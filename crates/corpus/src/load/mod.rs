@@ -159,14 +159,15 @@ impl Default for LoadOptions {
 /// The largest corpus file read whole, bytes.
 const CORPUS_FILE_CAP: u64 = 64 << 30;
 
+/// What a corpus file is, for the checks on opening it.
+fn corpus_kind() -> treenav_files::Kind {
+    treenav_files::Kind::new("corpus input", CORPUS_FILE_CAP)
+}
+
 /// Reads a whole corpus file, refusing anything but a regular file first
 /// (a device such as `/dev/zero` or a pipe is never read or waited on).
 fn read_regular(p: &Path) -> Result<Vec<u8>> {
-    treenav_files::read(
-        p,
-        &treenav_files::Kind::new("corpus input", CORPUS_FILE_CAP),
-    )
-    .map_err(|e| Error::Io {
+    treenav_files::read(p, &corpus_kind()).map_err(|e| Error::Io {
         path: p.to_path_buf(),
         source: e.into_io(),
     })
@@ -192,6 +193,37 @@ pub fn load(path: &Path, format: Format, options: &LoadOptions) -> Result<Corpus
         Format::Files => files(path, options, &mut sink)?,
     };
     finish(path, documents, sink)
+}
+
+/// Gives each document of the corpus at `path` to `each`, in corpus order,
+/// and returns the records skipped (with [`LoadOptions::skip_bad`]): the
+/// documents [`load`] gives, with its checks and errors. A BEIR file is read
+/// a line at a time, one document held at once (a corpus larger than
+/// memory); the other formats group or nest records across the file and
+/// are loaded whole first.
+pub fn for_each_document(
+    path: &Path,
+    format: Format,
+    options: &LoadOptions,
+    mut each: impl FnMut(Document) -> Result<()>,
+) -> Result<Vec<Skipped>> {
+    if format != Format::Beir {
+        let corpus = load(path, format, options)?;
+        corpus.documents.into_iter().try_for_each(each)?;
+        return Ok(corpus.skipped);
+    }
+    check_options(options)?;
+    let file = if path.is_dir() {
+        path.join("corpus.jsonl")
+    } else {
+        path.to_path_buf()
+    };
+    let mut sink = Sink::new(options.skip_bad);
+    let documents = beir::each_beir(&file, options, &mut sink, &mut each)?;
+    if documents == 0 {
+        return finish(path, Vec::new(), sink).map(|_| Vec::new());
+    }
+    Ok(sink.skipped)
 }
 
 /// Loads a corpus from text already in memory; `name` stands for the file in errors.
@@ -302,12 +334,15 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, std::result::Result<&str,
     bytes
         .split(|b| *b == b'\n')
         .enumerate()
-        .map(|(i, raw)| {
-            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-            let line = std::str::from_utf8(raw).map_err(|e| Problem::InvalidUtf8(e.valid_up_to()));
-            (i + 1, line)
-        })
-        .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
+        .filter_map(|(i, raw)| Some((i + 1, line_text(raw)?)))
+}
+
+/// One line's text without its `\r`, or its UTF-8 problem; `None` when it
+/// is blank.
+fn line_text(raw: &[u8]) -> Option<std::result::Result<&str, Problem>> {
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    let line = std::str::from_utf8(raw).map_err(|e| Problem::InvalidUtf8(e.valid_up_to()));
+    (!matches!(line, Ok(s) if s.trim().is_empty())).then_some(line)
 }
 
 /// A record's extra fields as metadata: a `metadata` object's fields are
@@ -603,6 +638,70 @@ mod tests {
         assert_eq!(c.documents.len(), 1);
         let lines: Vec<_> = c.skipped.iter().map(|s| s.line).collect();
         assert_eq!(lines, vec![Some(2), Some(3)]);
+        Ok(())
+    }
+
+    /// `load` and `for_each_document` on one file: the documents and the
+    /// skipped records, or the error's message.
+    fn both_ways(bytes: &[u8], o: &LoadOptions) -> [std::result::Result<String, String>; 2] {
+        let dir = std::env::temp_dir().join(format!("treenav-each-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp folder");
+        let path = dir.join(format!("{:x}.jsonl", twox_hash::XxHash3_64::oneshot(bytes)));
+        std::fs::write(&path, bytes).expect("write the corpus");
+        let whole =
+            load(&path, Format::Beir, o).map(|c| format!("{:?} {:?}", c.documents, c.skipped));
+        let mut docs = Vec::new();
+        let each = for_each_document(&path, Format::Beir, o, |d| {
+            docs.push(d);
+            Ok(())
+        })
+        .map(|skipped| format!("{docs:?} {skipped:?}"));
+        let _ = std::fs::remove_file(&path);
+        [whole, each].map(|r| r.map_err(|e| e.to_string()))
+    }
+
+    #[test]
+    fn a_beir_file_read_a_line_at_a_time_gives_what_loading_it_gives() {
+        let skip = LoadOptions {
+            skip_bad: true,
+            ..opts()
+        };
+        let mut bad_utf8 = b"{\"_id\":\"1\",\"text\":\"a\"}\n{\"_id\":\"2\",\"text\":\"".to_vec();
+        bad_utf8.extend_from_slice(&[0xff, 0xfe]);
+        bad_utf8.extend_from_slice(b"\"}\n");
+        let inputs: Vec<&[u8]> = vec![
+            b"{\"_id\":\"1\",\"title\":\"T\",\"text\":\"Hello world. Again.\",\"year\":2020}\r\n\n{\"_id\":2,\"text\":\"Second.\"}",
+            b"{\"_id\":\"1\",\"text\":\"a\"}\nnot json\n{\"_id\":\"1\",\"text\":\"b\"}\n",
+            b"{\"_id\":\"1\",\"text\":\"a\"}\n{\"_id\":\"2\"}\n",
+            b"\n \n",
+            b"junk\n",
+            &bad_utf8,
+        ];
+        let mut errors = 0;
+        for bytes in inputs {
+            for o in [&opts(), &skip] {
+                let [whole, each] = both_ways(bytes, o);
+                errors += usize::from(whole.is_err());
+                assert_eq!(whole, each, "{:?}", String::from_utf8_lossy(bytes));
+            }
+        }
+        assert!(errors >= 4, "the inputs include errors both ways: {errors}");
+        let missing = for_each_document(
+            Path::new("/nonexistent/c.jsonl"),
+            Format::Beir,
+            &opts(),
+            |_| Ok(()),
+        );
+        assert!(missing.is_err_and(|e| e.to_string().contains("/nonexistent/c.jsonl")));
+    }
+
+    #[test]
+    fn the_fingerprint_made_a_document_at_a_time_is_the_corpus_fingerprint() -> Result<()> {
+        let text = "{\"_id\":\"1\",\"title\":\"T\",\"text\":\"One. Two.\"}\n{\"_id\":\"2\",\"text\":\"Three.\"}\n";
+        let c = load_str(text, "c.jsonl", Format::Beir, &opts())?;
+        let mut f = crate::Fingerprinter::default();
+        c.documents.iter().for_each(|d| f.add_document(d));
+        assert_eq!(f.finish(), c.fingerprint());
         Ok(())
     }
 
