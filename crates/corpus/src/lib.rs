@@ -12,6 +12,11 @@
 //! [`LoadOptions::skip_bad`] such records are skipped and listed in
 //! [`Corpus::skipped`] instead.
 //!
+//! [`for_each_document`] gives the same documents one at a time (a BEIR
+//! file is read a line at a time and never held whole: a corpus larger
+//! than memory), and a [`Fingerprinter`] makes the corpus's fingerprint
+//! as they pass.
+//!
 //! ```
 //! use treenav_corpus::{load_str, Format, LoadOptions};
 //!
