@@ -140,6 +140,21 @@ fn mismatched_plans_shards_and_corpora_are_refused() {
     let e = error_of(merge(sample(), d));
     assert!(e.contains("no shard in"), "{e}");
 
+    // An outline made for another branching than the build's.
+    let outline = Outline::of(&sample(), 5, params.embed_sentences());
+    let other = tempfile::tempdir().expect("tempdir");
+    let made = runtime().block_on(Plan::make(
+        outline,
+        &params,
+        &embedder(&params),
+        "recipe",
+        other.path(),
+        &NoProgress,
+    ));
+    let e = made.expect_err("another branching").to_string();
+    assert!(e.contains("branching 5") && e.contains("are 4"), "{e}");
+    assert!(!other.path().join("plan.bin").exists(), "nothing written");
+
     // A missing shard.
     build_shards(d, &[0, 2], 3);
     let e = error_of(merge(sample(), d));

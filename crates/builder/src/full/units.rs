@@ -49,7 +49,15 @@ pub(crate) fn unit_doc<'c>(corpus: &'c Corpus, u: &Unit) -> Option<&'c Document>
 /// The first `sentences` sentences of the unit's first passage.
 pub(crate) fn unit_lead(corpus: &Corpus, u: &Unit, sentences: usize) -> String {
     unit_doc(corpus, u)
-        .and_then(|d| d.passages.get(u.passages.start))
+        .map(|d| lead_of(d, u, sentences))
+        .unwrap_or_default()
+}
+
+/// The first `sentences` sentences of unit `u`'s first passage in its
+/// document `d`.
+fn lead_of(d: &Document, u: &Unit, sentences: usize) -> String {
+    d.passages
+        .get(u.passages.start)
         .map(|p| chunk::first_sentences(&p.text, sentences))
         .unwrap_or_default()
 }
@@ -85,6 +93,9 @@ fn lead_text(title: &str, lead: &str) -> String {
 /// corpus read as a stream is never held whole.
 #[derive(Debug)]
 pub struct Outline {
+    /// The branching and sentences it was made with.
+    pub(crate) branching: usize,
+    pub(crate) sentences: usize,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) documents: usize,
     pub(crate) units: Vec<Unit>,
@@ -100,6 +111,18 @@ impl Outline {
         out.finish()
     }
 
+    /// Checks the outline was made with `params`' branching and sentences.
+    pub(crate) fn made_for(&self, params: &super::ValidTreeParams) -> crate::Result<()> {
+        let build = (params.branching(), params.embed_sentences());
+        if (self.branching, self.sentences) == build {
+            return Ok(());
+        }
+        Err(crate::Error::Param(format!(
+            "the outline was made with branching {} and {} sentences, the build's are {} and {}",
+            self.branching, self.sentences, build.0, build.1
+        )))
+    }
+
     /// The number of documents.
     pub fn documents(&self) -> usize {
         self.documents
@@ -113,8 +136,6 @@ impl Outline {
 
 /// Makes an [`Outline`] a document at a time, in corpus order.
 pub struct Outliner {
-    branching: usize,
-    sentences: usize,
     fingerprint: Fingerprinter,
     outline: Outline,
 }
@@ -124,9 +145,9 @@ impl Outliner {
     pub fn new(branching: usize, sentences: usize) -> Outliner {
         let fingerprint = Fingerprinter::default();
         Outliner {
-            branching,
-            sentences,
             outline: Outline {
+                branching,
+                sentences,
                 fingerprint: fingerprint.finish(),
                 documents: 0,
                 units: Vec::new(),
@@ -144,16 +165,12 @@ impl Outliner {
         document_units(
             out.documents,
             d.passages.len(),
-            self.branching,
+            out.branching,
             &mut out.units,
         );
         for u in &out.units[first..] {
-            let lead = d
-                .passages
-                .get(u.passages.start)
-                .map(|p| chunk::first_sentences(&p.text, self.sentences))
-                .unwrap_or_default();
-            out.texts.push(lead_text(&d.title, &lead));
+            out.texts
+                .push(lead_text(&d.title, &lead_of(d, u, out.sentences)));
         }
         out.documents += 1;
     }

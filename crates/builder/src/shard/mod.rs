@@ -203,11 +203,13 @@ impl Plan {
         if outline.documents == 0 {
             return Err(Error::Param("the corpus has no document".into()));
         }
+        outline.made_for(params)?;
         let Outline {
             fingerprint,
             documents,
             units,
             texts,
+            ..
         } = outline;
         let (embeddings, tfidf) =
             embed_units_fitted(documents, &units, move || texts, embedder, progress).await?;
