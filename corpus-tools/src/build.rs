@@ -384,6 +384,23 @@ pub(crate) struct Loaded {
     pub(crate) format: Format,
 }
 
+impl Loaded {
+    /// Where the corpus came from.
+    fn origin(&self) -> Origin {
+        Origin {
+            source: self.source.clone(),
+            format: self.format,
+        }
+    }
+}
+
+/// Where a corpus came from: what it was called and its format (what a
+/// plan's recipe keeps).
+struct Origin {
+    source: String,
+    format: Format,
+}
+
 /// Loads the corpus at `input` (the bundled sample without one), printing
 /// what was loaded and the records skipped unless `quiet`.
 pub(crate) fn load_corpus(
@@ -394,10 +411,7 @@ pub(crate) fn load_corpus(
 ) -> Result<Loaded> {
     let loaded = match input {
         Some(path) => {
-            let format = match forced {
-                Some(f) => f,
-                None => Format::detect(path)?,
-            };
+            let format = format_of(path, forced)?;
             let corpus = corpus::load(path, format, options)?;
             Loaded {
                 corpus,
@@ -425,18 +439,26 @@ pub(crate) fn load_corpus(
     if !quiet {
         let c = &loaded.corpus;
         let counts = (c.documents.len(), c.passage_count());
-        report_loaded(counts, &loaded, &c.skipped);
+        report_loaded(counts, &loaded.origin(), &c.skipped);
     }
     Ok(loaded)
 }
 
+/// The format given, else the one detected at `path`.
+fn format_of(path: &Path, forced: Option<Format>) -> Result<Format> {
+    Ok(match forced {
+        Some(f) => f,
+        None => Format::detect(path)?,
+    })
+}
+
 /// Prints what was loaded (`counts`: documents, passages) and the records
 /// skipped.
-fn report_loaded(counts: (usize, usize), loaded: &Loaded, skipped: &[corpus::Skipped]) {
+fn report_loaded(counts: (usize, usize), from: &Origin, skipped: &[corpus::Skipped]) {
     let (documents, passages) = counts;
     eprintln!(
         "loaded {documents} documents, {passages} passages ({}) from {}",
-        loaded.format, loaded.source
+        from.format, from.source
     );
     if !skipped.is_empty() {
         eprintln!("skipped {} bad records:", skipped.len());
@@ -465,9 +487,9 @@ fn run_plan(
     start: Instant,
 ) -> Result<()> {
     let (params, embedder, summarizer) = made;
-    let (outline, loaded) =
+    let (outline, from) =
         outline_corpus(args.input.as_deref(), forced, options, &params, args.json)?;
-    let recipe = recipe(args, &loaded, summarizer, embedder_options(args)?)?;
+    let recipe = recipe(args, &from, summarizer, embedder_options(args)?)?;
     let documents = outline.documents();
     let bars = progress::Bars::new(args.json);
     let plan = runtime()?.block_on(treenav::build::Plan::make(
@@ -478,46 +500,36 @@ fn run_plan(
 }
 
 /// The outline of the corpus at `input` (the bundled sample without one),
-/// read a document at a time, and where it came from (an empty corpus in
-/// the [`Loaded`]: its documents are in the outline).
+/// read a document at a time, and where it came from.
 fn outline_corpus(
     input: Option<&Path>,
     forced: Option<Format>,
     options: &LoadOptions,
     params: &treenav::build::ValidTreeParams,
     quiet: bool,
-) -> Result<(treenav::build::Outline, Loaded)> {
+) -> Result<(treenav::build::Outline, Origin)> {
     let (branching, sentences) = (params.branching(), params.embed_sentences());
     let Some(path) = input else {
-        let mut loaded = load_corpus(None, forced, options, quiet)?;
+        let loaded = load_corpus(None, forced, options, quiet)?;
         let outline = treenav::build::Outline::of(&loaded.corpus, branching, sentences);
-        loaded.corpus = corpus::Corpus::default();
-        return Ok((outline, loaded));
+        return Ok((outline, loaded.origin()));
     };
-    let format = match forced {
-        Some(f) => f,
-        None => Format::detect(path)?,
-    };
+    let format = format_of(path, forced)?;
     let mut outliner = treenav::build::Outliner::new(branching, sentences);
     let skipped = corpus::for_each_document(path, format, options, |d| {
         outliner.add(&d);
         Ok(())
     })?;
     let outline = outliner.finish();
-    let loaded = Loaded {
-        corpus: corpus::Corpus::default(),
+    let from = Origin {
         source: path.display().to_string(),
         format,
     };
     if !quiet {
         let f = outline.fingerprint();
-        report_loaded(
-            (f.documents as usize, f.passages as usize),
-            &loaded,
-            &skipped,
-        );
+        report_loaded((f.documents as usize, f.passages as usize), &from, &skipped);
     }
-    Ok((outline, loaded))
+    Ok((outline, from))
 }
 
 fn check_output_folder(output: &Path) -> Result<()> {
@@ -587,7 +599,7 @@ pub fn run_build(args: BuildArgs) -> Result<()> {
 /// and summarises its clusters.
 fn recipe(
     args: &BuildArgs,
-    loaded: &Loaded,
+    from: &Origin,
     summarizer: SummarizerOptions,
     embedder: EmbedderOptions,
 ) -> Result<String> {
@@ -600,8 +612,8 @@ fn recipe(
     };
     Ok(serde_json::to_string(&Recipe {
         input,
-        source: loaded.source.clone(),
-        format: loaded.format.to_string(),
+        source: from.source.clone(),
+        format: from.format.to_string(),
         passage_words: args.passage_words,
         skip_bad: args.skip_bad,
         summarizer,
